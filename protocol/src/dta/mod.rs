@@ -1,0 +1,1 @@
+//! DTA reports and NACKs (DESIGN.md section 2). Being written.

@@ -1,0 +1,1 @@
+//! Layouts. Being written.

@@ -1,0 +1,23 @@
+//! `dta-protocol`: the contract between the DTA reporter, translator, collector and pktgen.
+//!
+//! * [`dta`]: DTA reports (reporter → translator) and DTA NACKs, in both base-header forms.
+//! * [`roce`]: RoCEv2 headers (BTH, RETH, AtomicETH, AETH, AtomicAckETH), the iCRC and a frame builder.
+//! * [`hash`]: the hash functions that place data in collector memory.
+//! * [`layout`]: region geometries that the translator writes and the collector queries.
+//!
+//! Every header follows the smoltcp `wire` shape: a zero-copy `Packet<T: AsRef<[u8]>>` view whose
+//! `new_checked` constructor validates the length once, so its accessors cannot go out of bounds, and a
+//! `Repr` with `parse`, `emit` and `buffer_len` for the high-level form. Nothing here does I/O, reads a
+//! clock or allocates on the hot path.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod contract;
+pub mod dta;
+mod error;
+mod field;
+pub mod hash;
+pub mod layout;
+pub mod roce;
+
+pub use error::{Error, Result};

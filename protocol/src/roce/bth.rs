@@ -1,0 +1,324 @@
+//! Base Transport Header (IBA 9.2), 12 bytes.
+//!
+//! ```text
+//! 0: opcode:8 | 1: SE:1 MigReq:1 PadCnt:2 TVer:4 | 2: P_Key:16
+//! 4: FECN:1 BECN:1 reserved:6 | 5: dest QP:24
+//! 8: AckReq:1 reserved:7 | 9: PSN:24
+//! ```
+
+use crate::error::{check_len, check_room};
+use crate::field::{get_u16, get_u24, set_u16, set_u24, Field, Rest};
+use crate::roce::PSN_MASK;
+use crate::{Error, Result};
+
+mod field {
+    use super::{Field, Rest};
+    pub const OPCODE: usize = 0;
+    pub const FLAGS: usize = 1;
+    pub const PKEY: Field = 2..4;
+    pub const BECN_FECN: usize = 4;
+    pub const DEST_QP: Field = 5..8;
+    pub const ACK_REQ: usize = 8;
+    pub const PSN: Field = 9..12;
+    pub const PAYLOAD: Rest = 12..;
+}
+
+/// Length of the BTH.
+pub const HEADER_LEN: usize = field::PAYLOAD.start;
+
+/// The BTH opcodes that dta builds or consumes (RC transport, plus the RoCEv2 CNP).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BthOpcode {
+    /// RC RDMA WRITE ONLY: RETH and payload.
+    RdmaWriteOnly,
+    /// RC RDMA WRITE ONLY with immediate: RETH, ImmDt and payload.
+    RdmaWriteOnlyImm,
+    /// RC ACKNOWLEDGE: AETH.
+    Acknowledge,
+    /// RC ATOMIC ACKNOWLEDGE: AETH and AtomicAckETH.
+    AtomicAcknowledge,
+    /// RC COMPARE & SWAP: AtomicETH.
+    CompareSwap,
+    /// RC FETCH & ADD: AtomicETH.
+    FetchAdd,
+    /// RoCEv2 congestion notification packet: 16 reserved bytes.
+    Cnp,
+}
+
+impl BthOpcode {
+    /// The opcode's wire value.
+    pub const fn code(self) -> u8 {
+        match self {
+            BthOpcode::RdmaWriteOnly => 0x0A,
+            BthOpcode::RdmaWriteOnlyImm => 0x0B,
+            BthOpcode::Acknowledge => 0x11,
+            BthOpcode::AtomicAcknowledge => 0x12,
+            BthOpcode::CompareSwap => 0x13,
+            BthOpcode::FetchAdd => 0x14,
+            BthOpcode::Cnp => 0x81,
+        }
+    }
+
+    /// The opcode for a wire value, if dta handles it.
+    pub const fn from_code(code: u8) -> Result<Self> {
+        Ok(match code {
+            0x0A => BthOpcode::RdmaWriteOnly,
+            0x0B => BthOpcode::RdmaWriteOnlyImm,
+            0x11 => BthOpcode::Acknowledge,
+            0x12 => BthOpcode::AtomicAcknowledge,
+            0x13 => BthOpcode::CompareSwap,
+            0x14 => BthOpcode::FetchAdd,
+            0x81 => BthOpcode::Cnp,
+            other => return Err(Error::UnsupportedBthOpcode(other)),
+        })
+    }
+
+    /// Whether packets with this opcode flow from requester to responder.
+    pub const fn is_request(self) -> bool {
+        matches!(
+            self,
+            BthOpcode::RdmaWriteOnly
+                | BthOpcode::RdmaWriteOnlyImm
+                | BthOpcode::CompareSwap
+                | BthOpcode::FetchAdd
+        )
+    }
+}
+
+/// A read/write view of a BTH at the start of a buffer.
+#[derive(Debug, Clone)]
+pub struct Packet<T: AsRef<[u8]>> {
+    buffer: T,
+}
+
+impl<T: AsRef<[u8]>> Packet<T> {
+    /// Wraps a buffer without checking its length; accessors may panic on a short buffer.
+    pub const fn new_unchecked(buffer: T) -> Self {
+        Packet { buffer }
+    }
+
+    /// Wraps a buffer that must hold at least a whole BTH.
+    pub fn new_checked(buffer: T) -> Result<Self> {
+        check_len("BTH", buffer.as_ref(), HEADER_LEN)?;
+        Ok(Packet { buffer })
+    }
+
+    /// Returns the underlying buffer.
+    pub fn into_inner(self) -> T {
+        self.buffer
+    }
+
+    /// The raw opcode.
+    pub fn opcode(&self) -> u8 {
+        self.buffer.as_ref()[field::OPCODE]
+    }
+    /// Solicited event.
+    pub fn solicited(&self) -> bool {
+        self.buffer.as_ref()[field::FLAGS] & 0x80 != 0
+    }
+    /// Migration request.
+    pub fn mig_req(&self) -> bool {
+        self.buffer.as_ref()[field::FLAGS] & 0x40 != 0
+    }
+    /// Pad bytes added to the payload to reach a multiple of 4.
+    pub fn pad_count(&self) -> u8 {
+        (self.buffer.as_ref()[field::FLAGS] >> 4) & 0x3
+    }
+    /// Transport header version.
+    pub fn transport_version(&self) -> u8 {
+        self.buffer.as_ref()[field::FLAGS] & 0x0F
+    }
+    /// Partition key.
+    pub fn pkey(&self) -> u16 {
+        get_u16(&self.buffer.as_ref()[field::PKEY])
+    }
+    /// Forward explicit congestion notification.
+    pub fn fecn(&self) -> bool {
+        self.buffer.as_ref()[field::BECN_FECN] & 0x80 != 0
+    }
+    /// Backward explicit congestion notification.
+    pub fn becn(&self) -> bool {
+        self.buffer.as_ref()[field::BECN_FECN] & 0x40 != 0
+    }
+    /// Destination queue pair number (24 bits).
+    pub fn dest_qp(&self) -> u32 {
+        get_u24(&self.buffer.as_ref()[field::DEST_QP])
+    }
+    /// Acknowledge request.
+    pub fn ack_req(&self) -> bool {
+        self.buffer.as_ref()[field::ACK_REQ] & 0x80 != 0
+    }
+    /// Packet sequence number (24 bits).
+    pub fn psn(&self) -> u32 {
+        get_u24(&self.buffer.as_ref()[field::PSN])
+    }
+}
+
+impl<'a, T: AsRef<[u8]> + ?Sized> Packet<&'a T> {
+    /// The bytes after the BTH.
+    pub fn payload(&self) -> &'a [u8] {
+        &self.buffer.as_ref()[field::PAYLOAD]
+    }
+}
+
+impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
+    /// Sets the opcode.
+    pub fn set_opcode(&mut self, v: u8) {
+        self.buffer.as_mut()[field::OPCODE] = v;
+    }
+    /// Sets SE, MigReq, PadCnt and TVer together.
+    pub fn set_flags(&mut self, solicited: bool, mig_req: bool, pad_count: u8, tver: u8) {
+        self.buffer.as_mut()[field::FLAGS] = (u8::from(solicited) << 7)
+            | (u8::from(mig_req) << 6)
+            | ((pad_count & 0x3) << 4)
+            | (tver & 0x0F);
+    }
+    /// Sets the partition key.
+    pub fn set_pkey(&mut self, v: u16) {
+        set_u16(&mut self.buffer.as_mut()[field::PKEY], v);
+    }
+    /// Sets FECN and BECN (reserved bits cleared).
+    pub fn set_ecn_bits(&mut self, fecn: bool, becn: bool) {
+        self.buffer.as_mut()[field::BECN_FECN] = (u8::from(fecn) << 7) | (u8::from(becn) << 6);
+    }
+    /// Sets the destination QP (low 24 bits of `v`).
+    pub fn set_dest_qp(&mut self, v: u32) {
+        set_u24(&mut self.buffer.as_mut()[field::DEST_QP], v);
+    }
+    /// Sets AckReq (reserved bits cleared).
+    pub fn set_ack_req(&mut self, v: bool) {
+        self.buffer.as_mut()[field::ACK_REQ] = u8::from(v) << 7;
+    }
+    /// Sets the PSN (low 24 bits of `v`).
+    pub fn set_psn(&mut self, v: u32) {
+        set_u24(&mut self.buffer.as_mut()[field::PSN], v);
+    }
+}
+
+/// A parsed BTH.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct BthRepr {
+    /// Opcode.
+    pub opcode: BthOpcode,
+    /// Solicited event.
+    pub solicited: bool,
+    /// Migration request (dta always sends 1, as ConnectX and rxe do).
+    pub mig_req: bool,
+    /// Pad count, 0..=3.
+    pub pad_count: u8,
+    /// Partition key.
+    pub pkey: u16,
+    /// FECN.
+    pub fecn: bool,
+    /// BECN.
+    pub becn: bool,
+    /// Destination QP, 24 bits.
+    pub dest_qp: u32,
+    /// Acknowledge request.
+    pub ack_req: bool,
+    /// PSN, 24 bits.
+    pub psn: u32,
+}
+
+impl BthRepr {
+    /// Parses a BTH; the opcode must be one dta handles and the transport version 0.
+    pub fn parse<T: AsRef<[u8]> + ?Sized>(packet: &Packet<&T>) -> Result<Self> {
+        if packet.transport_version() != 0 {
+            return Err(Error::InvalidField {
+                header: "BTH",
+                field: "transport version",
+                value: packet.transport_version().into(),
+            });
+        }
+        Ok(BthRepr {
+            opcode: BthOpcode::from_code(packet.opcode())?,
+            solicited: packet.solicited(),
+            mig_req: packet.mig_req(),
+            pad_count: packet.pad_count(),
+            pkey: packet.pkey(),
+            fecn: packet.fecn(),
+            becn: packet.becn(),
+            dest_qp: packet.dest_qp(),
+            ack_req: packet.ack_req(),
+            psn: packet.psn(),
+        })
+    }
+
+    /// Bytes [`emit`](Self::emit) writes.
+    pub const fn buffer_len(&self) -> usize {
+        HEADER_LEN
+    }
+
+    /// Writes the header into the first [`HEADER_LEN`] bytes of `buf`.
+    pub fn emit(&self, buf: &mut [u8]) -> Result<()> {
+        check_room(buf, HEADER_LEN)?;
+        if self.dest_qp & !PSN_MASK != 0 || self.psn & !PSN_MASK != 0 || self.pad_count > 3 {
+            return Err(Error::InvalidField {
+                header: "BTH",
+                field: "24-bit QP/PSN or pad count",
+                value: u64::from(self.dest_qp.max(self.psn)),
+            });
+        }
+        let mut p = Packet::new_unchecked(&mut buf[..HEADER_LEN]);
+        p.set_opcode(self.opcode.code());
+        p.set_flags(self.solicited, self.mig_req, self.pad_count, 0);
+        p.set_pkey(self.pkey);
+        p.set_ecn_bits(self.fecn, self.becn);
+        p.set_dest_qp(self.dest_qp);
+        p.set_ack_req(self.ack_req);
+        p.set_psn(self.psn);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // BTH of the DESIGN/TOOLCHAIN WRITE vector: WRITE ONLY, MigReq, P_Key 0xFFFF, QP 0x11, AckReq, PSN 0x100.
+    const VECTOR: [u8; 12] = [0x0a, 0x40, 0xff, 0xff, 0x00, 0x00, 0x00, 0x11, 0x80, 0x00, 0x01, 0x00];
+
+    fn vector_repr() -> BthRepr {
+        BthRepr {
+            opcode: BthOpcode::RdmaWriteOnly,
+            solicited: false,
+            mig_req: true,
+            pad_count: 0,
+            pkey: 0xFFFF,
+            fecn: false,
+            becn: false,
+            dest_qp: 0x11,
+            ack_req: true,
+            psn: 0x100,
+        }
+    }
+
+    #[test]
+    fn parses_vector() {
+        let p = Packet::new_checked(&VECTOR[..]).unwrap();
+        assert_eq!(BthRepr::parse(&p).unwrap(), vector_repr());
+    }
+
+    #[test]
+    fn emits_vector() {
+        let mut buf = [0u8; 12];
+        vector_repr().emit(&mut buf).unwrap();
+        assert_eq!(buf, VECTOR);
+    }
+
+    #[test]
+    fn rejects_short_and_unknown() {
+        assert!(matches!(Packet::new_checked(&VECTOR[..11]), Err(Error::Truncated { .. })));
+        let mut v = VECTOR;
+        v[0] = 0x06; // WRITE FIRST: not something dta sends or accepts
+        let p = Packet::new_checked(&v[..]).unwrap();
+        assert_eq!(BthRepr::parse(&p), Err(Error::UnsupportedBthOpcode(0x06)));
+    }
+
+    #[test]
+    fn rejects_out_of_range_psn() {
+        let mut r = vector_repr();
+        r.psn = 1 << 24;
+        assert!(r.emit(&mut [0u8; 12]).is_err());
+    }
+}

@@ -1,0 +1,29 @@
+//! RoCEv2 as the translator sends and consumes it (DESIGN.md section 4).
+//!
+//! One file per header: [`bth`], [`reth`], [`atomic_eth`], [`aeth`], [`atomic_ack_eth`]; the invariant CRC in
+//! [`icrc`]; and [`frame`], which builds and parses whole Ethernet/IPv4/UDP/BTH/.../iCRC frames.
+
+pub mod aeth;
+pub mod atomic_ack_eth;
+pub mod atomic_eth;
+pub mod bth;
+pub mod frame;
+pub mod icrc;
+pub mod reth;
+
+
+
+
+pub use bth::{BthOpcode, BthRepr};
+
+
+
+
+/// UDP destination port of RoCEv2.
+pub const ROCEV2_UDP_PORT: u16 = 4791;
+/// Length of the invariant CRC trailer.
+pub const ICRC_LEN: usize = 4;
+/// The default partition key.
+pub const DEFAULT_PKEY: u16 = 0xFFFF;
+/// PSNs are 24 bits wide and wrap.
+pub const PSN_MASK: u32 = 0x00FF_FFFF;

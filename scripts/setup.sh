@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Installs every system package and tool dta needs on a fresh Debian 12 machine.
+# Idempotent and non-interactive: a second run only checks that everything is present.
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+venv="$top/.venv"
+
+need_root() {
+  if [ "$(id -u)" -ne 0 ]; then
+    if command -v sudo >/dev/null 2>&1; then sudo "$@"; else
+      echo "setup: '$*' needs root (no sudo found)" >&2; exit 1
+    fi
+  else "$@"; fi
+}
+
+# Debian packages: DPDK 22.11 and its headers, rdma-core for the collector's ibverbs backend (and what
+# ibverbs-sys needs to build rdma-core), clang for bindgen, tshark as an independent dissector, the Python
+# venv for scapy, libz3 and cpp for the Tofino compiler, iproute2 for the end-to-end namespaces.
+packages=(
+  dpdk libdpdk-dev pkg-config libclang-dev clang cmake
+  libnl-3-dev libnl-route-3-dev libibverbs-dev rdma-core ibverbs-providers
+  tshark python3-venv python3-pip libz3-4 cpp iproute2 libpcap-dev
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  # tshark asks whether non-root users may capture; answer for it.
+  echo "wireshark-common wireshark-common/install-setuid boolean false" | need_root debconf-set-selections
+  need_root apt-get update -q
+  need_root apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+# Python venv with scapy (the independent oracle for RoCEv2 frames and iCRC) and pytest.
+if [ ! -x "$venv/bin/python" ]; then
+  /usr/bin/python3 -m venv "$venv"
+fi
+if ! "$venv/bin/python" -c 'import scapy.contrib.roce, pytest' >/dev/null 2>&1; then
+  "$venv/bin/pip" install -q 'scapy==2.6.1' 'pytest==8.3.4'
+fi
+
+# cargo-fuzz for the parser fuzz targets (run with RUSTC_BOOTSTRAP=1 on the stable toolchain).
+if ! cargo fuzz --version >/dev/null 2>&1; then
+  cargo install --locked cargo-fuzz@0.12.0
+fi
+
+echo "setup: ok"
