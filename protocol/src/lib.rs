@@ -19,5 +19,6 @@ mod field;
 pub mod hash;
 pub mod layout;
 pub mod roce;
+pub mod udp;
 
 pub use error::{Error, Result};

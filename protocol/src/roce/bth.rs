@@ -6,6 +6,7 @@
 //! 8: AckReq:1 reserved:7 | 9: PSN:24
 //! ```
 
+use crate::contract::{f, FieldSpec};
 use crate::error::{check_len, check_room};
 use crate::field::{get_u16, get_u24, set_u16, set_u24, Field, Rest};
 use crate::roce::PSN_MASK;
@@ -25,6 +26,23 @@ mod field {
 
 /// Length of the BTH.
 pub const HEADER_LEN: usize = field::PAYLOAD.start;
+
+/// Field table of the BTH, in wire order.
+pub const LAYOUT: &[FieldSpec] = &[
+    f("opcode", 8),
+    f("solicited", 1),
+    f("mig_req", 1),
+    f("pad_count", 2),
+    f("tver", 4),
+    f("pkey", 16),
+    f("fecn", 1),
+    f("becn", 1),
+    f("reserved6", 6),
+    f("dest_qp", 24),
+    f("ack_req", 1),
+    f("reserved7", 7),
+    f("psn", 24),
+];
 
 /// The BTH opcodes that dta builds or consumes (RC transport, plus the RoCEv2 CNP).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -152,6 +170,11 @@ impl<T: AsRef<[u8]>> Packet<T> {
     pub fn psn(&self) -> u32 {
         get_u24(&self.buffer.as_ref()[field::PSN])
     }
+
+    #[cfg(test)]
+    fn flags_byte_for_test(&self) -> u8 {
+        self.buffer.as_ref()[field::FLAGS]
+    }
 }
 
 impl<'a, T: AsRef<[u8]> + ?Sized> Packet<&'a T> {
@@ -202,7 +225,8 @@ pub struct BthRepr {
     pub opcode: BthOpcode,
     /// Solicited event.
     pub solicited: bool,
-    /// Migration request (dta always sends 1, as ConnectX and rxe do).
+    /// Migration request. The frame builders send 0, as the TOOLCHAIN.md golden WRITE frame does; RC
+    /// responders without automatic path migration ignore it.
     pub mig_req: bool,
     /// Pad count, 0..=3.
     pub pad_count: u8,
@@ -275,14 +299,14 @@ impl BthRepr {
 mod tests {
     use super::*;
 
-    // BTH of the DESIGN/TOOLCHAIN WRITE vector: WRITE ONLY, MigReq, P_Key 0xFFFF, QP 0x11, AckReq, PSN 0x100.
-    const VECTOR: [u8; 12] = [0x0a, 0x40, 0xff, 0xff, 0x00, 0x00, 0x00, 0x11, 0x80, 0x00, 0x01, 0x00];
+    // BTH of the TOOLCHAIN.md WRITE vector: WRITE ONLY, MigReq 0, P_Key 0xFFFF, QP 0x11, AckReq, PSN 0x100.
+    const VECTOR: [u8; 12] = [0x0a, 0x00, 0xff, 0xff, 0x00, 0x00, 0x00, 0x11, 0x80, 0x00, 0x01, 0x00];
 
     fn vector_repr() -> BthRepr {
         BthRepr {
             opcode: BthOpcode::RdmaWriteOnly,
             solicited: false,
-            mig_req: true,
+            mig_req: false,
             pad_count: 0,
             pkey: 0xFFFF,
             fecn: false,
@@ -313,6 +337,42 @@ mod tests {
         v[0] = 0x06; // WRITE FIRST: not something dta sends or accepts
         let p = Packet::new_checked(&v[..]).unwrap();
         assert_eq!(BthRepr::parse(&p), Err(Error::UnsupportedBthOpcode(0x06)));
+    }
+
+    #[test]
+    fn layout_matches_accessors() {
+        // Walk LAYOUT, setting one field at a time to all ones, and check that the view reads back exactly
+        // that field: this ties the table to the accessors' bit positions.
+        let mut bit = 0;
+        for spec in LAYOUT {
+            let mut buf = [0u8; HEADER_LEN];
+            for b in bit..bit + spec.bits as usize {
+                buf[b / 8] |= 0x80 >> (b % 8);
+            }
+            let p = Packet::new_unchecked(&buf[..]);
+            let ones = (1u64 << spec.bits) - 1;
+            let read: u64 = match spec.name {
+                "opcode" => p.opcode().into(),
+                "solicited" => p.solicited().into(),
+                "mig_req" => p.mig_req().into(),
+                "pad_count" => p.pad_count().into(),
+                "tver" => p.transport_version().into(),
+                "pkey" => p.pkey().into(),
+                "fecn" => p.fecn().into(),
+                "becn" => p.becn().into(),
+                "dest_qp" => p.dest_qp().into(),
+                "ack_req" => p.ack_req().into(),
+                "psn" => p.psn().into(),
+                // Reserved fields have no accessor: every named accessor must read 0 instead.
+                _ => {
+                    assert_eq!((p.opcode(), p.flags_byte_for_test(), p.dest_qp(), p.psn()), (0, 0, 0, 0));
+                    ones
+                }
+            };
+            assert_eq!(read, ones, "field {}", spec.name);
+            bit += spec.bits as usize;
+        }
+        assert_eq!(bit, HEADER_LEN * 8);
     }
 
     #[test]

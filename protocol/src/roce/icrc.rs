@@ -1,1 +1,246 @@
-//! Being written.
+//! The RoCEv2 invariant CRC (IBA annex A17.3.3), which the reference translator never computes.
+//!
+//! CRC-32/ISO-HDLC (zlib's) over: 8 bytes of `0xFF` standing in for the LRH; the IPv4 header with TOS, TTL
+//! and header checksum set to all ones; the UDP header with its checksum set to `0xFFFF`; the BTH with its
+//! byte 4 (FECN, BECN, reserved) set to `0xFF`; then everything after the BTH up to the iCRC, pad included.
+//! The result goes on the wire as the CRC's little-endian bytes.
+//!
+//! Frames here are untagged Ethernet II carrying IPv4. The end of the RoCE packet comes from the IPv4
+//! total length, so Ethernet padding after it is ignored.
+//!
+//! [`IcrcPrefix`] caches the CRC state over every byte up to the BTH's AckReq/PSN word. For one QP and
+//! one frame shape (opcode and length) those bytes never change, so a packet then costs only the CRC of its
+//! last bytes: 4 bytes of AckReq and PSN, the extension header and the payload.
+
+use crate::roce::{bth, ICRC_LEN};
+use crate::{Error, Result};
+
+const ETH_LEN: usize = 14;
+const UDP_LEN: usize = 8;
+/// Offset of the AckReq/PSN word inside the BTH: the first per-packet bytes.
+const BTH_PER_PACKET: usize = 8;
+
+/// Where the RoCE parts of an Ethernet frame are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Offsets {
+    ip: usize,
+    udp: usize,
+    bth: usize,
+    /// Offset of the iCRC, i.e. the end of the covered bytes.
+    icrc: usize,
+}
+
+fn locate(frame: &[u8]) -> Result<Offsets> {
+    if frame.len() < ETH_LEN + 20 {
+        return Err(Error::Truncated {
+            header: "Ethernet/IPv4",
+            needed: ETH_LEN + 20,
+            available: frame.len(),
+        });
+    }
+    if frame[12..14] != [0x08, 0x00] {
+        return Err(Error::NotRoce("EtherType is not IPv4"));
+    }
+    let ip = ETH_LEN;
+    if frame[ip] >> 4 != 4 {
+        return Err(Error::NotRoce("IP version is not 4"));
+    }
+    let ihl = usize::from(frame[ip] & 0x0F) * 4;
+    if ihl < 20 {
+        return Err(Error::NotRoce("IPv4 IHL below 5"));
+    }
+    let total = usize::from(u16::from_be_bytes([frame[ip + 2], frame[ip + 3]]));
+    let end = ip + total;
+    let udp = ip + ihl;
+    let bth = udp + UDP_LEN;
+    let needed = bth + bth::HEADER_LEN + ICRC_LEN;
+    if end > frame.len() {
+        return Err(Error::Truncated { header: "IPv4 packet", needed: end, available: frame.len() });
+    }
+    if total < ihl {
+        return Err(Error::InvalidField {
+            header: "IPv4",
+            field: "total length",
+            value: total as u64,
+        });
+    }
+    if end < needed {
+        return Err(Error::Truncated { header: "RoCEv2 packet", needed, available: end });
+    }
+    Ok(Offsets { ip, udp, bth, icrc: end - ICRC_LEN })
+}
+
+/// Feeds the invariant header bytes from the IPv4 header up to (not including) `bth + upto` into `h`.
+fn hash_masked_headers(h: &mut crc32fast::Hasher, frame: &[u8], o: &Offsets, upto: usize) {
+    h.update(&[0xFF; 8]);
+    // IPv4: version/IHL, TOS masked, total length, ID, flags/fragment, TTL masked, protocol, checksum
+    // masked, addresses and options as they are.
+    let ip = &frame[o.ip..o.udp];
+    h.update(&ip[0..1]);
+    h.update(&[0xFF]);
+    h.update(&ip[2..8]);
+    h.update(&[0xFF]);
+    h.update(&ip[9..10]);
+    h.update(&[0xFF, 0xFF]);
+    h.update(&ip[12..]);
+    // UDP: ports and length, checksum masked.
+    h.update(&frame[o.udp..o.udp + 6]);
+    h.update(&[0xFF, 0xFF]);
+    // BTH: byte 4 masked.
+    let b = &frame[o.bth..o.bth + upto];
+    h.update(&b[..4]);
+    h.update(&[0xFF]);
+    h.update(&b[5..]);
+}
+
+/// Computes the iCRC of an Ethernet/IPv4/UDP/BTH frame whose last 4 bytes (per the IPv4 total length)
+/// are the iCRC slot. The slot's content is ignored.
+pub fn compute(frame: &[u8]) -> Result<u32> {
+    let o = locate(frame)?;
+    let mut h = crc32fast::Hasher::new();
+    hash_masked_headers(&mut h, frame, &o, bth::HEADER_LEN);
+    h.update(&frame[o.bth + bth::HEADER_LEN..o.icrc]);
+    Ok(h.finalize())
+}
+
+/// The iCRC a frame carries (little-endian on the wire).
+pub fn carried(frame: &[u8]) -> Result<u32> {
+    let o = locate(frame)?;
+    let c = &frame[o.icrc..o.icrc + ICRC_LEN];
+    Ok(u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+}
+
+/// Checks a frame's iCRC.
+pub fn verify(frame: &[u8]) -> Result<()> {
+    let computed = compute(frame)?;
+    let carried = carried(frame)?;
+    if computed == carried {
+        Ok(())
+    } else {
+        Err(Error::IcrcMismatch { carried, computed })
+    }
+}
+
+/// Computes and writes a frame's iCRC into its last 4 bytes (per the IPv4 total length).
+pub fn fill(frame: &mut [u8]) -> Result<u32> {
+    let crc = compute(frame)?;
+    let o = locate(frame)?;
+    frame[o.icrc..o.icrc + ICRC_LEN].copy_from_slice(&crc.to_le_bytes());
+    Ok(crc)
+}
+
+/// The CRC state over a frame's invariant header bytes up to the BTH's AckReq/PSN word.
+///
+/// Build one per QP and frame shape from a template frame; [`IcrcPrefix::finish`] then gives the iCRC of
+/// any frame that has the same bytes up to that word (same addresses, ports, IPv4 ID, lengths, opcode,
+/// pad count and QP), hashing only what follows.
+#[derive(Clone, Debug)]
+pub struct IcrcPrefix {
+    state: crc32fast::Hasher,
+    /// Offset of the AckReq/PSN word in the frame.
+    resume_at: usize,
+}
+
+impl IcrcPrefix {
+    /// Hashes the invariant part of `template`.
+    pub fn new(template: &[u8]) -> Result<Self> {
+        let o = locate(template)?;
+        let mut state = crc32fast::Hasher::new();
+        hash_masked_headers(&mut state, template, &o, BTH_PER_PACKET);
+        Ok(IcrcPrefix { state, resume_at: o.bth + BTH_PER_PACKET })
+    }
+
+    /// The iCRC of `frame`, which must share the template's prefix bytes and total length; `icrc_at`
+    /// is the offset of its iCRC slot (the frame length for frames without Ethernet padding, minus 4).
+    #[inline]
+    pub fn finish(&self, frame: &[u8], icrc_at: usize) -> u32 {
+        let mut h = self.state.clone();
+        h.update(&frame[self.resume_at..icrc_at]);
+        h.finalize()
+    }
+
+    /// Writes the iCRC into the last 4 bytes of `frame` (a frame without Ethernet padding).
+    #[inline]
+    pub fn fill(&self, frame: &mut [u8]) -> u32 {
+        let at = frame.len() - ICRC_LEN;
+        let crc = self.finish(frame, at);
+        frame[at..].copy_from_slice(&crc.to_le_bytes());
+        crc
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn unhex(s: &str) -> Vec<u8> {
+        (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
+    }
+
+    /// TOOLCHAIN.md's 106-byte RC RDMA WRITE ONLY frame, iCRC 0x069b1b92.
+    const WRITE: &str = "02000000000202000000000108004502005c1234400040119c33c6120001c6120002c00012b7004800000a00ffff000000118000010000007f00000010000000123400000020000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f921b9b06";
+
+    #[test]
+    fn write_vector() {
+        let f = unhex(WRITE);
+        assert_eq!(f.len(), 106);
+        assert_eq!(compute(&f), Ok(0x069b_1b92));
+        assert_eq!(verify(&f), Ok(()));
+        let p = IcrcPrefix::new(&f).unwrap();
+        assert_eq!(p.finish(&f, f.len() - 4), 0x069b_1b92);
+    }
+
+    #[test]
+    fn scapy_cnp_vector() {
+        // scapy's test/contrib/roce.uts: a CNP captured on a ConnectX-4 Lx, ending in 82 fd 00 2a.
+        // Its BTH byte 4 has BECN set and its TOS is 0xc2: both masked out of the iCRC.
+        let f = unhex(concat!(
+            "e41d2dab2bc27cfe90643b32080045c2003c718c4000401191610a0011010a001201000012b700280000",
+            "8100ffff40000118000000000000000000000000000000000000000082fd002a"
+        ));
+        assert_eq!(compute(&f), Ok(u32::from_le_bytes([0x82, 0xfd, 0x00, 0x2a])));
+        assert_eq!(verify(&f), Ok(()));
+    }
+
+    #[test]
+    fn masked_fields_do_not_matter_and_others_do() {
+        let f = unhex(WRITE);
+        // TOS, TTL, IP checksum, UDP checksum, BTH byte 4: all masked.
+        for at in [15usize, 22, 24, 25, 40, 41, 46] {
+            let mut g = f.clone();
+            g[at] ^= 0x5A;
+            assert_eq!(verify(&g), Ok(()), "byte {at} should be masked");
+        }
+        // Every other byte is covered.
+        for at in 14..f.len() - 4 {
+            if [15usize, 22, 24, 25, 40, 41, 46].contains(&at) || (16..18).contains(&at) {
+                continue; // total length changes where the packet ends: checked separately
+            }
+            let mut g = f.clone();
+            g[at] ^= 0x01;
+            assert!(verify(&g).is_err(), "byte {at} should be covered");
+        }
+    }
+
+    #[test]
+    fn ethernet_padding_is_ignored() {
+        let mut f = unhex(WRITE);
+        f.extend_from_slice(&[0u8; 6]);
+        assert_eq!(verify(&f), Ok(()));
+    }
+
+    #[test]
+    fn rejects_non_roce() {
+        let f = unhex(WRITE);
+        assert!(matches!(compute(&f[..40]), Err(Error::Truncated { .. })));
+        let mut g = f.clone();
+        g[12] = 0x86;
+        assert_eq!(compute(&g), Err(Error::NotRoce("EtherType is not IPv4")));
+        let mut g = f.clone();
+        g[17] = 0xFF; // total length past the end of the frame
+        assert!(matches!(compute(&g), Err(Error::Truncated { needed: 269, .. })));
+        let mut g = f.clone();
+        g[17] = 19; // total length shorter than the IPv4 header
+        assert!(matches!(compute(&g), Err(Error::InvalidField { .. })));
+    }
+}

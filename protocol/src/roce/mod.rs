@@ -11,13 +11,13 @@ pub mod frame;
 pub mod icrc;
 pub mod reth;
 
-
-
-
+pub use aeth::{AckKind, AethRepr, NakCode};
+pub use atomic_ack_eth::AtomicAckEthRepr;
+pub use atomic_eth::AtomicEthRepr;
 pub use bth::{BthOpcode, BthRepr};
-
-
-
+pub use frame::{Extension, FrameRepr};
+pub use icrc::IcrcPrefix;
+pub use reth::RethRepr;
 
 /// UDP destination port of RoCEv2.
 pub const ROCEV2_UDP_PORT: u16 = 4791;

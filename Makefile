@@ -1,0 +1,60 @@
+# dta: Direct Telemetry Access in Rust. `make test` is what CI runs (through .ci/run).
+SHELL := /bin/bash
+CARGO ?= cargo
+VENV := .venv
+PY := $(VENV)/bin/python
+# Short coverage-guided runs of every fuzz target inside `make test`; `make fuzz` runs longer.
+FUZZ_SMOKE_SECONDS ?= 20
+FUZZ_SECONDS ?= 300
+FUZZ_TARGETS := dta_parse roce_parse
+
+.PHONY: setup build test unit oracle fuzz-smoke fuzz lint fmt p4 bench-protocol clean
+
+## Install every system package and tool (Debian 12), idempotently.
+setup:
+	bash scripts/setup.sh
+
+build: setup
+	$(CARGO) build --workspace --all-targets
+
+## The whole test suite: unit, property and integration tests, the scapy oracle cross-check, lint,
+## the fuzz smoke run and the P4 checks.
+test: setup
+	$(MAKE) --no-print-directory lint
+	$(MAKE) --no-print-directory unit
+	$(MAKE) --no-print-directory fuzz-smoke
+	$(MAKE) --no-print-directory p4
+
+## Rust tests; DTA_REQUIRE_ORACLES makes the scapy cross-check fail instead of skipping without the venv.
+unit:
+	DTA_REQUIRE_ORACLES=1 DTA_ORACLE_PYTHON=$(abspath $(PY)) $(CARGO) test --workspace
+
+lint:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+fmt:
+	$(CARGO) fmt --all
+
+fuzz-smoke:
+	@for t in $(FUZZ_TARGETS); do \
+	  echo "== fuzz smoke: $$t ($(FUZZ_SMOKE_SECONDS)s)"; \
+	  (cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz run $$t -- -max_total_time=$(FUZZ_SMOKE_SECONDS) -rss_limit_mb=2048) || exit 1; \
+	done
+
+## Longer fuzzing: FUZZ_SECONDS per target.
+fuzz: setup
+	@for t in $(FUZZ_TARGETS); do \
+	  (cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz run $$t -- -max_total_time=$(FUZZ_SECONDS)) || exit 1; \
+	done
+
+p4:
+	@if [ -f p4/check.sh ]; then bash p4/check.sh; else echo "p4: no checks yet"; fi
+
+## Criterion micro-benchmarks of the protocol crate (iCRC naive and with the per-QP prefix).
+bench-protocol:
+	$(CARGO) bench -p dta-protocol --bench icrc
+
+clean:
+	$(CARGO) clean
+	rm -rf fuzz/target

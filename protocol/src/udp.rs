@@ -1,0 +1,243 @@
+//! Ethernet II / IPv4 / UDP framing, through `etherparse`: the envelope of DTA reports, DTA NACKs and
+//! RoCEv2 packets alike.
+//!
+//! Frames are untagged (no 802.1Q); a bump-in-the-wire deployment with VLANs passes tagged frames through
+//! untouched. IPv4 options are accepted on input and never emitted.
+
+use etherparse::{EtherType, Ethernet2Header, IpDscp, IpEcn, IpNumber, Ipv4Header, UdpHeader};
+
+use crate::error::check_room;
+use crate::{Error, Result};
+
+/// Ethernet II header length.
+pub const ETH_HEADER_LEN: usize = Ethernet2Header::LEN;
+/// IPv4 header length without options (dta never emits options).
+pub const IPV4_HEADER_LEN: usize = Ipv4Header::MIN_LEN;
+/// UDP header length.
+pub const UDP_HEADER_LEN: usize = UdpHeader::LEN;
+/// Ethernet + IPv4 + UDP, as emitted.
+pub const HEADERS_LEN: usize = ETH_HEADER_LEN + IPV4_HEADER_LEN + UDP_HEADER_LEN;
+
+/// The ECN code point ECT(0), `10`, which RoCEv2 senders use so that switches can mark congestion.
+pub const ECN_ECT0: u8 = 0b10;
+
+/// Addresses and IPv4 settings of one UDP flow: everything about a frame's envelope but its length.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct UdpEndpoints {
+    /// Ethernet source.
+    pub src_mac: [u8; 6],
+    /// Ethernet destination.
+    pub dst_mac: [u8; 6],
+    /// IPv4 source.
+    pub src_ip: [u8; 4],
+    /// IPv4 destination.
+    pub dst_ip: [u8; 4],
+    /// UDP source port.
+    pub src_port: u16,
+    /// UDP destination port.
+    pub dst_port: u16,
+    /// DSCP, 6 bits.
+    pub dscp: u8,
+    /// ECN, 2 bits.
+    pub ecn: u8,
+    /// IPv4 identification. Frames are sent with DF, so it may stay constant per flow (RFC 6864).
+    pub ip_id: u16,
+    /// IPv4 TTL.
+    pub ttl: u8,
+}
+
+impl UdpEndpoints {
+    /// Endpoints with the defaults of DESIGN.md section 4: DSCP 0, ECN ECT(0), ID 0, TTL 64.
+    pub const fn new(
+        src_mac: [u8; 6],
+        dst_mac: [u8; 6],
+        src_ip: [u8; 4],
+        dst_ip: [u8; 4],
+        src_port: u16,
+        dst_port: u16,
+    ) -> Self {
+        UdpEndpoints {
+            src_mac,
+            dst_mac,
+            src_ip,
+            dst_ip,
+            src_port,
+            dst_port,
+            dscp: 0,
+            ecn: ECN_ECT0,
+            ip_id: 0,
+            ttl: 64,
+        }
+    }
+
+    /// The same flow in the other direction (addresses and ports swapped, settings kept).
+    pub const fn reversed(&self) -> Self {
+        UdpEndpoints {
+            src_mac: self.dst_mac,
+            dst_mac: self.src_mac,
+            src_ip: self.dst_ip,
+            dst_ip: self.src_ip,
+            src_port: self.dst_port,
+            dst_port: self.src_port,
+            ..*self
+        }
+    }
+
+    /// Writes Ethernet, IPv4 (DF, correct header checksum) and UDP (checksum 0) headers for a UDP payload of
+    /// `payload_len` bytes into the first [`HEADERS_LEN`] bytes of `buf`.
+    pub fn emit_headers(&self, buf: &mut [u8], payload_len: usize) -> Result<()> {
+        check_room(buf, HEADERS_LEN)?;
+        let too_big = || Error::InvalidField {
+            header: "UDP",
+            field: "payload length",
+            value: payload_len as u64,
+        };
+        let udp_len = u16::try_from(payload_len + UDP_HEADER_LEN).map_err(|_| too_big())?;
+        let eth = Ethernet2Header {
+            source: self.src_mac,
+            destination: self.dst_mac,
+            ether_type: EtherType::IPV4,
+        };
+        let mut ip =
+            Ipv4Header::new(udp_len, self.ttl, IpNumber::UDP, self.src_ip, self.dst_ip)
+                .map_err(|_| too_big())?;
+        ip.dscp = IpDscp::try_new(self.dscp).map_err(|_| Error::InvalidField {
+            header: "IPv4",
+            field: "dscp",
+            value: self.dscp.into(),
+        })?;
+        ip.ecn = IpEcn::try_new(self.ecn).map_err(|_| Error::InvalidField {
+            header: "IPv4",
+            field: "ecn",
+            value: self.ecn.into(),
+        })?;
+        ip.identification = self.ip_id;
+        ip.dont_fragment = true;
+        ip.header_checksum = ip.calc_header_checksum();
+        let udp = UdpHeader {
+            source_port: self.src_port,
+            destination_port: self.dst_port,
+            length: udp_len,
+            checksum: 0,
+        };
+        buf[..ETH_HEADER_LEN].copy_from_slice(&eth.to_bytes());
+        buf[ETH_HEADER_LEN..ETH_HEADER_LEN + IPV4_HEADER_LEN].copy_from_slice(&ip.to_bytes());
+        buf[ETH_HEADER_LEN + IPV4_HEADER_LEN..HEADERS_LEN].copy_from_slice(&udp.to_bytes());
+        Ok(())
+    }
+
+    /// Writes a whole frame: headers, then `payload`. Returns the frame length.
+    pub fn emit_frame(&self, buf: &mut [u8], payload: &[u8]) -> Result<usize> {
+        let len = HEADERS_LEN + payload.len();
+        check_room(buf, len)?;
+        self.emit_headers(buf, payload.len())?;
+        buf[HEADERS_LEN..len].copy_from_slice(payload);
+        Ok(len)
+    }
+}
+
+/// A received Ethernet/IPv4/UDP frame: its endpoints and its UDP payload, bounded by the UDP length.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UdpFrame<'a> {
+    /// Addresses, ports and IPv4 settings as received.
+    pub endpoints: UdpEndpoints,
+    /// Offset of the IPv4 header in the frame.
+    pub ip_offset: usize,
+    /// Offset of the UDP payload in the frame.
+    pub payload_offset: usize,
+    /// The UDP payload.
+    pub payload: &'a [u8],
+}
+
+impl<'a> UdpFrame<'a> {
+    /// Parses an untagged Ethernet II / IPv4 / UDP frame. Anything else (ARP, IPv6, VLAN tags, TCP, IPv4
+    /// fragments) is `Error::NotUdp`-style `NotRoce` with a reason, so callers can forward it untouched.
+    pub fn parse(frame: &'a [u8]) -> Result<Self> {
+        let eth = etherparse::Ethernet2Slice::from_slice_without_fcs(frame).map_err(|_| {
+            Error::Truncated { header: "Ethernet", needed: ETH_HEADER_LEN, available: frame.len() }
+        })?;
+        if eth.ether_type() != EtherType::IPV4 {
+            return Err(Error::NotRoce("not IPv4"));
+        }
+        let ip = etherparse::Ipv4Slice::from_slice(eth.payload_slice())
+            .map_err(|_| Error::NotRoce("malformed or truncated IPv4 header"))?;
+        if ip.is_payload_fragmented() {
+            return Err(Error::NotRoce("IPv4 fragment"));
+        }
+        let h = ip.header();
+        if h.protocol() != IpNumber::UDP {
+            return Err(Error::NotRoce("not UDP"));
+        }
+        let udp = etherparse::UdpSlice::from_slice(ip.payload().payload)
+            .map_err(|_| Error::NotRoce("malformed or truncated UDP header"))?;
+        let ip_offset = ETH_HEADER_LEN;
+        let payload_offset = ip_offset + h.slice().len() + UDP_HEADER_LEN;
+        Ok(UdpFrame {
+            endpoints: UdpEndpoints {
+                src_mac: eth.source(),
+                dst_mac: eth.destination(),
+                src_ip: h.source(),
+                dst_ip: h.destination(),
+                src_port: udp.source_port(),
+                dst_port: udp.destination_port(),
+                dscp: h.dcp().value(),
+                ecn: h.ecn().value(),
+                ip_id: h.identification(),
+                ttl: h.ttl(),
+            },
+            ip_offset,
+            payload_offset,
+            payload: udp.payload(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn emits_the_toolchain_vector_headers() {
+        // The first 42 bytes of TOOLCHAIN.md's WRITE vector: TOS 2 (ECT(0)), ID 0x1234, DF, TTL 64,
+        // UDP 49152 -> 4791, UDP payload 64 bytes.
+        let ep = UdpEndpoints {
+            ip_id: 0x1234,
+            ..UdpEndpoints::new(
+                [2, 0, 0, 0, 0, 2],
+                [2, 0, 0, 0, 0, 1],
+                [198, 18, 0, 1],
+                [198, 18, 0, 2],
+                49152,
+                4791,
+            )
+        };
+        // The vector's destination MAC is 02:00:00:00:00:02 and source 02:00:00:00:00:01.
+        let ep = UdpEndpoints { src_mac: [2, 0, 0, 0, 0, 1], dst_mac: [2, 0, 0, 0, 0, 2], ..ep };
+        let mut buf = [0u8; HEADERS_LEN];
+        ep.emit_headers(&mut buf, 64).unwrap();
+        let expected = "02000000000202000000000108004502005c1234400040119c33c6120001c6120002c00012b700480000";
+        let hex: String = buf.iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(hex, expected);
+    }
+
+    #[test]
+    fn parse_round_trip_and_rejections() {
+        let ep = UdpEndpoints::new([1; 6], [2; 6], [198, 18, 0, 1], [198, 18, 0, 2], 1234, 40040);
+        let mut buf = [0u8; 128];
+        let n = ep.emit_frame(&mut buf, b"hello").unwrap();
+        // Ethernet padding after the datagram is not part of the payload.
+        let f = UdpFrame::parse(&buf[..n + 10]).unwrap();
+        assert_eq!(f.endpoints, ep);
+        assert_eq!(f.payload, b"hello");
+        assert_eq!(f.payload_offset, HEADERS_LEN);
+        for cut in 0..n - 5 {
+            assert!(UdpFrame::parse(&buf[..cut]).is_err(), "prefix {cut}");
+        }
+        let mut arp = buf;
+        arp[12..14].copy_from_slice(&[0x08, 0x06]);
+        assert_eq!(UdpFrame::parse(&arp[..n]), Err(Error::NotRoce("not IPv4")));
+        let mut tcp = buf;
+        tcp[23] = 6;
+        assert_eq!(UdpFrame::parse(&tcp[..n]), Err(Error::NotRoce("not UDP")));
+    }
+}
