@@ -74,7 +74,11 @@ pub type Result<T> = core::result::Result<T, Error>;
 /// Checks that `buf` holds at least `needed` bytes of `header`.
 pub(crate) fn check_len(header: &'static str, buf: &[u8], needed: usize) -> Result<()> {
     if buf.len() < needed {
-        Err(Error::Truncated { header, needed, available: buf.len() })
+        Err(Error::Truncated {
+            header,
+            needed,
+            available: buf.len(),
+        })
     } else {
         Ok(())
     }
@@ -83,7 +87,10 @@ pub(crate) fn check_len(header: &'static str, buf: &[u8], needed: usize) -> Resu
 /// Checks that an output buffer can take `needed` bytes.
 pub(crate) fn check_room(buf: &[u8], needed: usize) -> Result<()> {
     if buf.len() < needed {
-        Err(Error::BufferTooSmall { needed, available: buf.len() })
+        Err(Error::BufferTooSmall {
+            needed,
+            available: buf.len(),
+        })
     } else {
         Ok(())
     }

@@ -53,7 +53,16 @@ const fn hop_algorithm(poly: u32) -> Algorithm<u32> {
     // Reflected in and out, init and xorout all ones: TNA's CRCPolynomial(poly, reversed = true,
     // msb = false, extended = false, init = 0xFFFFFFFF, xor = 0xFFFFFFFF). `check` and `residue` are
     // informational in the crc crate and not used to compute.
-    Algorithm { width: 32, poly, init: 0xFFFF_FFFF, refin: true, refout: true, xorout: 0xFFFF_FFFF, check: 0, residue: 0 }
+    Algorithm {
+        width: 32,
+        poly,
+        init: 0xFFFF_FFFF,
+        refin: true,
+        refout: true,
+        xorout: 0xFFFF_FFFF,
+        check: 0,
+        residue: 0,
+    }
 }
 
 const HOP_ALGORITHMS: [Algorithm<u32>; 8] = [
@@ -132,14 +141,43 @@ mod tests {
         // Golden values from a bit-at-a-time reflected CRC written in Python (checked against zlib.crc32
         // on "123456789" with the CRC-32 polynomial), not from this crate.
         let table: [(u32, [u32; 8]); 4] = [
-            (0, [0xff4e0b45, 0xf759b2c1, 0x146125d7, 0x58399ad9, 0xfb8f51c8, 0x48674bc7, 0xf7bccdc4, 0xb53d5af6]),
-            (1, [0xff56867b, 0xeeb36582, 0x8b01ac8b, 0xd190216b, 0xf71ea390, 0x9522e17f, 0xef799b88, 0x6a7ab5ec]),
-            (123, [0xffa6ac71, 0xd50bebf5, 0x495f273e, 0x8e703b72, 0xe74f66b0, 0x49e65b49, 0x483a1afe, 0x3a710429]),
-            (0xdeadbeef, [0xff8fe6b4, 0xa01d0464, 0xd791554f, 0xcf9a9897, 0xf85cb0be, 0x41fe56d3, 0x34e27a05, 0x7ca57bdf]),
+            (
+                0,
+                [
+                    0xff4e0b45, 0xf759b2c1, 0x146125d7, 0x58399ad9, 0xfb8f51c8, 0x48674bc7,
+                    0xf7bccdc4, 0xb53d5af6,
+                ],
+            ),
+            (
+                1,
+                [
+                    0xff56867b, 0xeeb36582, 0x8b01ac8b, 0xd190216b, 0xf71ea390, 0x9522e17f,
+                    0xef799b88, 0x6a7ab5ec,
+                ],
+            ),
+            (
+                123,
+                [
+                    0xffa6ac71, 0xd50bebf5, 0x495f273e, 0x8e703b72, 0xe74f66b0, 0x49e65b49,
+                    0x483a1afe, 0x3a710429,
+                ],
+            ),
+            (
+                0xdeadbeef,
+                [
+                    0xff8fe6b4, 0xa01d0464, 0xd791554f, 0xcf9a9897, 0xf85cb0be, 0x41fe56d3,
+                    0x34e27a05, 0x7ca57bdf,
+                ],
+            ),
         ];
         for (key, sums) in table {
             for (i, sum) in sums.iter().enumerate() {
-                assert_eq!(hop_checksum(i as u8 + 1, key), Some(*sum), "key {key:#x} hop {}", i + 1);
+                assert_eq!(
+                    hop_checksum(i as u8 + 1, key),
+                    Some(*sum),
+                    "key {key:#x} hop {}",
+                    i + 1
+                );
             }
         }
         assert_eq!(postcard_g(0), 0x48674bc7);
@@ -147,6 +185,9 @@ mod tests {
         assert_eq!(postcard_g(0x12345678), 0x4300918a);
         // The blank value happens to be a fixed point of g, so a blank cell is the complement of hopsum.
         assert_eq!(postcard_g(POSTCARD_BLANK), 0xFFFF_FFFF);
-        assert_eq!(postcard_cell(1, 2, 0x12345678), Some(0xeeb36582 ^ 0x4300918a));
+        assert_eq!(
+            postcard_cell(1, 2, 0x12345678),
+            Some(0xeeb36582 ^ 0x4300918a)
+        );
     }
 }

@@ -29,16 +29,33 @@ pub struct GeometryError {
     pub why: &'static str,
 }
 
-fn check(ok: bool, region: &'static str, field: &'static str, value: u64, why: &'static str) -> Result<(), GeometryError> {
+fn check(
+    ok: bool,
+    region: &'static str,
+    field: &'static str,
+    value: u64,
+    why: &'static str,
+) -> Result<(), GeometryError> {
     if ok {
         Ok(())
     } else {
-        Err(GeometryError { region, field, value, why })
+        Err(GeometryError {
+            region,
+            field,
+            value,
+            why,
+        })
     }
 }
 
 fn check_slots(region: &'static str, field: &'static str, v: u64) -> Result<(), GeometryError> {
-    check(v.is_power_of_two() && v <= 1 << 40, region, field, v, "a power of two up to 2^40")
+    check(
+        v.is_power_of_two() && v <= 1 << 40,
+        region,
+        field,
+        v,
+        "a power of two up to 2^40",
+    )
 }
 
 fn check_n(region: &'static str, n: u8) -> Result<(), GeometryError> {
@@ -75,9 +92,19 @@ impl KeyWriteGeometry {
     /// Checks and builds a geometry: `slots` a power of two, `entry_size` 8, 16 or 32, `n_max` 1..=8.
     pub fn new(slots: u64, entry_size: u32, n_max: u8) -> Result<Self, GeometryError> {
         check_slots("Key-Write", "slots", slots)?;
-        check(matches!(entry_size, 8 | 16 | 32), "Key-Write", "entry_size", entry_size.into(), "8, 16 or 32")?;
+        check(
+            matches!(entry_size, 8 | 16 | 32),
+            "Key-Write",
+            "entry_size",
+            entry_size.into(),
+            "8, 16 or 32",
+        )?;
         check_n("Key-Write", n_max)?;
-        Ok(KeyWriteGeometry { slots, entry_size, n_max })
+        Ok(KeyWriteGeometry {
+            slots,
+            entry_size,
+            n_max,
+        })
     }
     /// Number of slots.
     pub const fn slots(&self) -> u64 {
@@ -126,7 +153,10 @@ impl KeyWriteGeometry {
     /// Splits an entry into its checksum and data.
     pub fn decode_entry<'a>(&self, entry: &'a [u8]) -> Option<(u32, &'a [u8])> {
         let e = entry.get(..self.entry_size as usize)?;
-        Some((u32::from_le_bytes([e[0], e[1], e[2], e[3]]), &e[KEY_WRITE_CHECKSUM_LEN..]))
+        Some((
+            u32::from_le_bytes([e[0], e[1], e[2], e[3]]),
+            &e[KEY_WRITE_CHECKSUM_LEN..],
+        ))
     }
 }
 
@@ -218,9 +248,19 @@ impl PostcardGeometry {
     /// Checks and builds a geometry: `chunks` a power of two, `hops` (B) 1..=8, `n_max` 1..=8.
     pub fn new(chunks: u64, hops: u8, n_max: u8) -> Result<Self, GeometryError> {
         check_slots("Postcarding", "chunks", chunks)?;
-        check((1..=MAX_HOPS).contains(&hops), "Postcarding", "hops", hops.into(), "1..=8")?;
+        check(
+            (1..=MAX_HOPS).contains(&hops),
+            "Postcarding",
+            "hops",
+            hops.into(),
+            "1..=8",
+        )?;
         check_n("Postcarding", n_max)?;
-        Ok(PostcardGeometry { chunks, hops, n_max })
+        Ok(PostcardGeometry {
+            chunks,
+            hops,
+            n_max,
+        })
     }
     /// Number of chunks.
     pub const fn chunks(&self) -> u64 {
@@ -252,7 +292,10 @@ impl PostcardGeometry {
     pub fn encode_chunk(&self, key: u32, values: &[u32]) -> [u8; CHUNK_STRIDE] {
         let mut chunk = [0u8; CHUNK_STRIDE];
         for hop in 1..=self.hops {
-            let v = values.get(usize::from(hop - 1)).copied().unwrap_or(crate::hash::POSTCARD_BLANK);
+            let v = values
+                .get(usize::from(hop - 1))
+                .copied()
+                .unwrap_or(crate::hash::POSTCARD_BLANK);
             // hop is in 1..=8 by construction, so the cell always exists.
             let cell = postcard_cell(key, hop, v).unwrap_or(0);
             let at = usize::from(hop - 1) * CELL_LEN;
@@ -292,7 +335,13 @@ impl AppendGeometry {
     /// Checks and builds a geometry: `batch_size` 1, 2, 4, 8 or 16; `entries` a non-zero multiple of it;
     /// `entry_size` 1..=1024.
     pub fn new(entries: u64, entry_size: u32, batch_size: u32) -> Result<Self, GeometryError> {
-        check(matches!(batch_size, 1 | 2 | 4 | 8 | 16), "Append", "batch_size", batch_size.into(), "1, 2, 4, 8 or 16")?;
+        check(
+            matches!(batch_size, 1 | 2 | 4 | 8 | 16),
+            "Append",
+            "batch_size",
+            batch_size.into(),
+            "1, 2, 4, 8 or 16",
+        )?;
         check(
             entries > 0 && entries % u64::from(batch_size) == 0 && entries <= 1 << 40,
             "Append",
@@ -300,8 +349,18 @@ impl AppendGeometry {
             entries,
             "a non-zero multiple of the batch size, up to 2^40",
         )?;
-        check((1..=1024).contains(&entry_size), "Append", "entry_size", entry_size.into(), "1..=1024")?;
-        Ok(AppendGeometry { entries, entry_size, batch_size })
+        check(
+            (1..=1024).contains(&entry_size),
+            "Append",
+            "entry_size",
+            entry_size.into(),
+            "1..=1024",
+        )?;
+        Ok(AppendGeometry {
+            entries,
+            entry_size,
+            batch_size,
+        })
     }
     /// Ring capacity in entries.
     pub const fn entries(&self) -> u64 {
@@ -337,7 +396,9 @@ impl AppendGeometry {
     /// Reads the head word from the start of a list region.
     pub fn decode_head(region: &[u8]) -> Option<u64> {
         let h = region.get(..8)?;
-        Some(u64::from_le_bytes([h[0], h[1], h[2], h[3], h[4], h[5], h[6], h[7]]))
+        Some(u64::from_le_bytes([
+            h[0], h[1], h[2], h[3], h[4], h[5], h[6], h[7],
+        ]))
     }
 }
 
@@ -369,8 +430,20 @@ impl SketchGeometry {
     /// Checks and builds a geometry: `rows` 1..=255 (the report's row count is 8 bits), `columns`
     /// 1..=65536 (the report's column index is 16 bits).
     pub fn new(rows: u32, columns: u32) -> Result<Self, GeometryError> {
-        check((1..=255).contains(&rows), "Sketch", "rows", rows.into(), "1..=255")?;
-        check((1..=65536).contains(&columns), "Sketch", "columns", columns.into(), "1..=65536")?;
+        check(
+            (1..=255).contains(&rows),
+            "Sketch",
+            "rows",
+            rows.into(),
+            "1..=255",
+        )?;
+        check(
+            (1..=65536).contains(&columns),
+            "Sketch",
+            "columns",
+            columns.into(),
+            "1..=65536",
+        )?;
         Ok(SketchGeometry { rows, columns })
     }
     /// Counters per column.
@@ -458,7 +531,9 @@ impl Region {
     /// Whether `[va, va + len)` lies inside the region (overflow-safe).
     pub fn contains(&self, va: u64, len: u64) -> bool {
         va >= self.va
-            && va.checked_add(len).is_some_and(|end| end <= self.va.saturating_add(self.len()))
+            && va
+                .checked_add(len)
+                .is_some_and(|end| end <= self.va.saturating_add(self.len()))
     }
 }
 
@@ -474,9 +549,13 @@ mod tests {
         let offsets: Vec<u64> = (0..4).map(|n| g.offset(1, n)).collect();
         assert_eq!(offsets, [173 * 8, 59 * 8, 129 * 8, 23 * 8]);
         let mut e = [0u8; 8];
-        g.encode_entry(1, &[0xAA, 0xBB, 0xCC, 0xDD], &mut e).unwrap();
+        g.encode_entry(1, &[0xAA, 0xBB, 0xCC, 0xDD], &mut e)
+            .unwrap();
         assert_eq!(e, [0x79, 0xb8, 0xf8, 0x99, 0xAA, 0xBB, 0xCC, 0xDD]);
-        assert_eq!(g.decode_entry(&e), Some((0x99f8_b879, &[0xAA, 0xBB, 0xCC, 0xDD][..])));
+        assert_eq!(
+            g.decode_entry(&e),
+            Some((0x99f8_b879, &[0xAA, 0xBB, 0xCC, 0xDD][..]))
+        );
         assert!(g.encode_entry(1, &[0; 5], &mut e).is_none());
         assert_eq!(g.len(), 2048);
     }
@@ -500,7 +579,10 @@ mod tests {
     fn geometry_serde_round_trip() {
         let g = Geometry::Append(AppendGeometry::new(1024, 4, 16).unwrap());
         let s = serde_json::to_string(&g).unwrap();
-        assert_eq!(s, r#"{"kind":"append","entries":1024,"entry_size":4,"batch_size":16}"#);
+        assert_eq!(
+            s,
+            r#"{"kind":"append","entries":1024,"entry_size":4,"batch_size":16}"#
+        );
         assert_eq!(serde_json::from_str::<Geometry>(&s).unwrap(), g);
     }
 
@@ -540,7 +622,10 @@ mod tests {
         assert_eq!(g.entry_offset(32), 64);
         assert_eq!(g.entry_offset(48), 64 + 16 * 4);
         assert_eq!(g.len(), 64 + 128);
-        assert_eq!(AppendGeometry::decode_head(&AppendGeometry::encode_head(0x0102)), Some(0x0102));
+        assert_eq!(
+            AppendGeometry::decode_head(&AppendGeometry::encode_head(0x0102)),
+            Some(0x0102)
+        );
         assert_eq!(AppendGeometry::encode_head(1), [1, 0, 0, 0, 0, 0, 0, 0]);
     }
 
@@ -554,7 +639,12 @@ mod tests {
 
     #[test]
     fn region_bounds() {
-        let r = Region { id: 0, va: 0x1000, rkey: 1, geometry: Geometry::Sketch(SketchGeometry::new(1, 4).unwrap()) };
+        let r = Region {
+            id: 0,
+            va: 0x1000,
+            rkey: 1,
+            geometry: Geometry::Sketch(SketchGeometry::new(1, 4).unwrap()),
+        };
         assert!(r.contains(0x1000, 16));
         assert!(!r.contains(0x1000, 17));
         assert!(!r.contains(0xFFF, 1));

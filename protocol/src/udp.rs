@@ -98,9 +98,8 @@ impl UdpEndpoints {
             destination: self.dst_mac,
             ether_type: EtherType::IPV4,
         };
-        let mut ip =
-            Ipv4Header::new(udp_len, self.ttl, IpNumber::UDP, self.src_ip, self.dst_ip)
-                .map_err(|_| too_big())?;
+        let mut ip = Ipv4Header::new(udp_len, self.ttl, IpNumber::UDP, self.src_ip, self.dst_ip)
+            .map_err(|_| too_big())?;
         ip.dscp = IpDscp::try_new(self.dscp).map_err(|_| Error::InvalidField {
             header: "IPv4",
             field: "dscp",
@@ -154,7 +153,11 @@ impl<'a> UdpFrame<'a> {
     /// fragments) is `Error::NotUdp`-style `NotRoce` with a reason, so callers can forward it untouched.
     pub fn parse(frame: &'a [u8]) -> Result<Self> {
         let eth = etherparse::Ethernet2Slice::from_slice_without_fcs(frame).map_err(|_| {
-            Error::Truncated { header: "Ethernet", needed: ETH_HEADER_LEN, available: frame.len() }
+            Error::Truncated {
+                header: "Ethernet",
+                needed: ETH_HEADER_LEN,
+                available: frame.len(),
+            }
         })?;
         if eth.ether_type() != EtherType::IPV4 {
             return Err(Error::NotRoce("not IPv4"));
@@ -212,17 +215,29 @@ mod tests {
             )
         };
         // The vector's destination MAC is 02:00:00:00:00:02 and source 02:00:00:00:00:01.
-        let ep = UdpEndpoints { src_mac: [2, 0, 0, 0, 0, 1], dst_mac: [2, 0, 0, 0, 0, 2], ..ep };
+        let ep = UdpEndpoints {
+            src_mac: [2, 0, 0, 0, 0, 1],
+            dst_mac: [2, 0, 0, 0, 0, 2],
+            ..ep
+        };
         let mut buf = [0u8; HEADERS_LEN];
         ep.emit_headers(&mut buf, 64).unwrap();
-        let expected = "02000000000202000000000108004502005c1234400040119c33c6120001c6120002c00012b700480000";
+        let expected =
+            "02000000000202000000000108004502005c1234400040119c33c6120001c6120002c00012b700480000";
         let hex: String = buf.iter().map(|b| format!("{b:02x}")).collect();
         assert_eq!(hex, expected);
     }
 
     #[test]
     fn parse_round_trip_and_rejections() {
-        let ep = UdpEndpoints::new([1; 6], [2; 6], [198, 18, 0, 1], [198, 18, 0, 2], 1234, 40040);
+        let ep = UdpEndpoints::new(
+            [1; 6],
+            [2; 6],
+            [198, 18, 0, 1],
+            [198, 18, 0, 2],
+            1234,
+            40040,
+        );
         let mut buf = [0u8; 128];
         let n = ep.emit_frame(&mut buf, b"hello").unwrap();
         // Ethernet padding after the datagram is not part of the payload.

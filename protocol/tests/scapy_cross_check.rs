@@ -27,7 +27,10 @@ fn oracle_vectors() -> Option<Value> {
             "no oracle Python at {} (run `make setup`)",
             python.display()
         );
-        eprintln!("skipping scapy cross-check: no {} (run `make setup`)", python.display());
+        eprintln!(
+            "skipping scapy cross-check: no {} (run `make setup`)",
+            python.display()
+        );
         return None;
     }
     let out = std::env::temp_dir().join(format!("dta-scapy-vectors-{}.json", std::process::id()));
@@ -52,7 +55,10 @@ fn u(v: &Value, k: &str) -> u64 {
 }
 
 fn mac(s: &str) -> [u8; 6] {
-    let b: Vec<u8> = s.split(':').map(|x| u8::from_str_radix(x, 16).unwrap()).collect();
+    let b: Vec<u8> = s
+        .split(':')
+        .map(|x| u8::from_str_radix(x, 16).unwrap())
+        .collect();
     b.try_into().unwrap()
 }
 
@@ -82,11 +88,17 @@ fn check_roce(case: &Value) {
     let ep = endpoints(&case["endpoints"]);
     let (qp, psn) = (u(case, "dest_qp") as u32, u(case, "psn") as u32);
     let ack_req = u(case, "ack_req") == 1;
-    let payload = case.get("payload").and_then(Value::as_str).map(unhex).unwrap_or_default();
+    let payload = case
+        .get("payload")
+        .and_then(Value::as_str)
+        .map(unhex)
+        .unwrap_or_default();
     let rkey = || u(case, "rkey") as u32;
     let ours = match case["kind"].as_str().unwrap() {
         "write" => FrameRepr::write_only(ep, qp, psn, ack_req, u(case, "va"), rkey(), &payload),
-        "fetch_add" => FrameRepr::fetch_add(ep, qp, psn, ack_req, u(case, "va"), rkey(), u(case, "add")),
+        "fetch_add" => {
+            FrameRepr::fetch_add(ep, qp, psn, ack_req, u(case, "va"), rkey(), u(case, "add"))
+        }
         kind => {
             let aeth = AethRepr {
                 kind: AckKind::from_syndrome(u(case, "syndrome") as u8).expect("valid syndrome"),
@@ -101,7 +113,11 @@ fn check_roce(case: &Value) {
     };
     let mut buf = vec![0u8; ours.buffer_len()];
     let n = ours.emit(&mut buf).unwrap();
-    assert_eq!(hex::encode(&buf[..n]), hex::encode(&frame), "bytes differ for {case}");
+    assert_eq!(
+        hex::encode(&buf[..n]),
+        hex::encode(&frame),
+        "bytes differ for {case}"
+    );
     assert_eq!(FrameRepr::parse(&frame).unwrap(), ours);
     if let Extension::Reth(r) = ours.ext {
         assert_eq!(r.dma_len as usize, payload.len());
@@ -141,8 +157,12 @@ fn check_report_body(body: &Body, case: &Value) {
             assert_eq!(b.op as u64, u(case, "op"));
             assert_eq!(u64::from(b.reporter_id), u(case, "reporter_id"));
             assert_eq!(u64::from(b.column), u(case, "column"));
-            let want: Vec<u64> =
-                case["counters"].as_array().unwrap().iter().map(|c| c.as_u64().unwrap()).collect();
+            let want: Vec<u64> = case["counters"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|c| c.as_u64().unwrap())
+                .collect();
             let got: Vec<u64> = b.iter_counters().map(u64::from).collect();
             assert_eq!(got, want);
         }
@@ -180,7 +200,11 @@ fn check_report(case: &Value) {
     };
     let mut ours = vec![0u8; 600];
     let n = ep.emit_frame(&mut ours, &payload[..len]).unwrap();
-    assert_eq!(hex::encode(&ours[..n]), hex::encode(&frame), "bytes differ for {case}");
+    assert_eq!(
+        hex::encode(&ours[..n]),
+        hex::encode(&frame),
+        "bytes differ for {case}"
+    );
 }
 
 fn check_hashes(case: &Value) {
@@ -188,7 +212,11 @@ fn check_hashes(case: &Value) {
     assert_eq!(u64::from(key_checksum(key)), u(case, "checksum"));
     let slots = u(case, "slots");
     for (n, want) in case["slot_indices"].as_array().unwrap().iter().enumerate() {
-        assert_eq!(placement(key, n as u8, slots), want.as_u64().unwrap(), "key {key} n {n}");
+        assert_eq!(
+            placement(key, n as u8, slots),
+            want.as_u64().unwrap(),
+            "key {key} n {n}"
+        );
     }
     for (i, want) in case["hop_checksums"].as_array().unwrap().iter().enumerate() {
         let got = hop_checksum(i as u8 + 1, key).map(u64::from);
@@ -203,16 +231,30 @@ fn scapy_cross_check() {
     let roce = v["roce"].as_array().unwrap();
     let reports = v["reports"].as_array().unwrap();
     let hashes = v["hashes"].as_array().unwrap();
-    assert_eq!((roce.len(), reports.len(), hashes.len()), (CASES, CASES, CASES));
+    assert_eq!(
+        (roce.len(), reports.len(), hashes.len()),
+        (CASES, CASES, CASES)
+    );
     roce.iter().for_each(check_roce);
     reports.iter().for_each(check_report);
     hashes.iter().for_each(check_hashes);
     // scapy's CNP capture: our iCRC must accept it too.
     icrc::verify(&unhex(v["cnp_frame"].as_str().unwrap())).unwrap();
     let count = |k: &str| roce.iter().filter(|c| c["kind"] == k).count();
-    assert!(count("write") > 300 && count("fetch_add") > 150, "the oracle must exercise every kind");
+    assert!(
+        count("write") > 300 && count("fetch_add") > 150,
+        "the oracle must exercise every kind"
+    );
     let reports_of = |k: &str| reports.iter().filter(|c| c["kind"] == k).count();
-    for k in ["keywrite", "append", "keyincrement", "postcard", "postcard_path_len", "sketch", "nack"] {
+    for k in [
+        "keywrite",
+        "append",
+        "keyincrement",
+        "postcard",
+        "postcard_path_len",
+        "sketch",
+        "nack",
+    ] {
         assert!(reports_of(k) > 50, "too few {k} reports");
     }
 }

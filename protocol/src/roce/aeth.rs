@@ -71,7 +71,11 @@ impl AckKind {
     /// Decodes a syndrome byte.
     pub fn from_syndrome(s: u8) -> Result<Self> {
         let low = s & 0x1F;
-        let bad = || Error::InvalidField { header: "AETH", field: "syndrome", value: s.into() };
+        let bad = || Error::InvalidField {
+            header: "AETH",
+            field: "syndrome",
+            value: s.into(),
+        };
         Ok(match s >> 5 {
             0b000 => AckKind::Ack { credits: low },
             0b001 => AckKind::RnrNak { timer: low },
@@ -156,7 +160,10 @@ pub struct AethRepr {
 impl AethRepr {
     /// Reads an AETH; reserved syndromes are an error.
     pub fn parse<T: AsRef<[u8]> + ?Sized>(packet: &Packet<&T>) -> Result<Self> {
-        Ok(AethRepr { kind: AckKind::from_syndrome(packet.syndrome())?, msn: packet.msn() })
+        Ok(AethRepr {
+            kind: AckKind::from_syndrome(packet.syndrome())?,
+            msn: packet.msn(),
+        })
     }
     /// Bytes [`emit`](Self::emit) writes.
     pub const fn buffer_len(&self) -> usize {
@@ -166,7 +173,11 @@ impl AethRepr {
     pub fn emit(&self, buf: &mut [u8]) -> Result<()> {
         check_room(buf, HEADER_LEN)?;
         if self.msn & !PSN_MASK != 0 {
-            return Err(Error::InvalidField { header: "AETH", field: "msn", value: self.msn.into() });
+            return Err(Error::InvalidField {
+                header: "AETH",
+                field: "msn",
+                value: self.msn.into(),
+            });
         }
         let mut p = Packet::new_unchecked(&mut buf[..HEADER_LEN]);
         p.set_syndrome(self.kind.syndrome());
@@ -181,13 +192,34 @@ mod tests {
 
     #[test]
     fn decodes_syndromes() {
-        assert_eq!(AckKind::from_syndrome(0x1F), Ok(AckKind::Ack { credits: 31 }));
-        assert_eq!(AckKind::from_syndrome(0x00), Ok(AckKind::Ack { credits: 0 }));
-        assert_eq!(AckKind::from_syndrome(0x2E), Ok(AckKind::RnrNak { timer: 14 }));
-        assert_eq!(AckKind::from_syndrome(0x60), Ok(AckKind::Nak(NakCode::PsnSequenceError)));
-        assert_eq!(AckKind::from_syndrome(0x61), Ok(AckKind::Nak(NakCode::InvalidRequest)));
-        assert_eq!(AckKind::from_syndrome(0x62), Ok(AckKind::Nak(NakCode::RemoteAccessError)));
-        assert_eq!(AckKind::from_syndrome(0x63), Ok(AckKind::Nak(NakCode::RemoteOperationalError)));
+        assert_eq!(
+            AckKind::from_syndrome(0x1F),
+            Ok(AckKind::Ack { credits: 31 })
+        );
+        assert_eq!(
+            AckKind::from_syndrome(0x00),
+            Ok(AckKind::Ack { credits: 0 })
+        );
+        assert_eq!(
+            AckKind::from_syndrome(0x2E),
+            Ok(AckKind::RnrNak { timer: 14 })
+        );
+        assert_eq!(
+            AckKind::from_syndrome(0x60),
+            Ok(AckKind::Nak(NakCode::PsnSequenceError))
+        );
+        assert_eq!(
+            AckKind::from_syndrome(0x61),
+            Ok(AckKind::Nak(NakCode::InvalidRequest))
+        );
+        assert_eq!(
+            AckKind::from_syndrome(0x62),
+            Ok(AckKind::Nak(NakCode::RemoteAccessError))
+        );
+        assert_eq!(
+            AckKind::from_syndrome(0x63),
+            Ok(AckKind::Nak(NakCode::RemoteOperationalError))
+        );
         for reserved in [0x40u8, 0x5F, 0x65, 0x7F, 0x80, 0xFF] {
             assert!(AckKind::from_syndrome(reserved).is_err(), "{reserved:#x}");
         }
@@ -208,11 +240,17 @@ mod tests {
 
     #[test]
     fn exact_bytes() {
-        let r = AethRepr { kind: AckKind::Nak(NakCode::PsnSequenceError), msn: 0x0A0B0C };
+        let r = AethRepr {
+            kind: AckKind::Nak(NakCode::PsnSequenceError),
+            msn: 0x0A0B0C,
+        };
         let mut out = [0u8; 4];
         r.emit(&mut out).unwrap();
         assert_eq!(out, [0x60, 0x0A, 0x0B, 0x0C]);
-        assert_eq!(AethRepr::parse(&Packet::new_checked(&out[..]).unwrap()).unwrap(), r);
+        assert_eq!(
+            AethRepr::parse(&Packet::new_checked(&out[..]).unwrap()).unwrap(),
+            r
+        );
         assert!(Packet::new_checked(&out[..3]).is_err());
     }
 }

@@ -55,7 +55,9 @@ pub struct AtomicAckEthRepr {
 impl AtomicAckEthRepr {
     /// Reads an AtomicAckETH.
     pub fn parse<T: AsRef<[u8]> + ?Sized>(packet: &Packet<&T>) -> Result<Self> {
-        Ok(AtomicAckEthRepr { orig_remote_data: packet.orig_remote_data() })
+        Ok(AtomicAckEthRepr {
+            orig_remote_data: packet.orig_remote_data(),
+        })
     }
     /// Bytes [`emit`](Self::emit) writes.
     pub const fn buffer_len(&self) -> usize {
@@ -75,11 +77,16 @@ mod tests {
 
     #[test]
     fn round_trip_exact_bytes() {
-        let r = AtomicAckEthRepr { orig_remote_data: 0x0102_0304_0506_0708 };
+        let r = AtomicAckEthRepr {
+            orig_remote_data: 0x0102_0304_0506_0708,
+        };
         let mut out = [0u8; 8];
         r.emit(&mut out).unwrap();
         assert_eq!(out, [1, 2, 3, 4, 5, 6, 7, 8]);
-        assert_eq!(AtomicAckEthRepr::parse(&Packet::new_checked(&out[..]).unwrap()).unwrap(), r);
+        assert_eq!(
+            AtomicAckEthRepr::parse(&Packet::new_checked(&out[..]).unwrap()).unwrap(),
+            r
+        );
         assert!(Packet::new_checked(&out[..7]).is_err());
     }
 }

@@ -18,8 +18,12 @@ mod field {
 pub const HEADER_LEN: usize = field::COMPARE.end;
 
 /// Field table of the AtomicETH, in wire order.
-pub const LAYOUT: &[FieldSpec] =
-    &[f("va", 64), f("rkey", 32), f("swap_add", 64), f("compare", 64)];
+pub const LAYOUT: &[FieldSpec] = &[
+    f("va", 64),
+    f("rkey", 32),
+    f("swap_add", 64),
+    f("compare", 64),
+];
 
 /// A read/write view of an AtomicETH.
 #[derive(Debug, Clone)]
@@ -120,7 +124,12 @@ mod tests {
 
     #[test]
     fn round_trip_exact_bytes() {
-        let r = AtomicEthRepr { va: 0x7f00_0000_2000, rkey: 0x1234, swap_add: 1, compare: 0 };
+        let r = AtomicEthRepr {
+            va: 0x7f00_0000_2000,
+            rkey: 0x1234,
+            swap_add: 1,
+            compare: 0,
+        };
         let mut out = [0u8; HEADER_LEN];
         r.emit(&mut out).unwrap();
         let expected: [u8; 28] = [
@@ -128,7 +137,10 @@ mod tests {
             0, 0, 0,
         ];
         assert_eq!(out, expected);
-        assert_eq!(AtomicEthRepr::parse(&Packet::new_checked(&out[..]).unwrap()).unwrap(), r);
+        assert_eq!(
+            AtomicEthRepr::parse(&Packet::new_checked(&out[..]).unwrap()).unwrap(),
+            r
+        );
         assert!(Packet::new_checked(&out[..27]).is_err());
         assert_eq!(layout_bytes(LAYOUT), HEADER_LEN);
     }

@@ -300,7 +300,9 @@ mod tests {
     use super::*;
 
     // BTH of the TOOLCHAIN.md WRITE vector: WRITE ONLY, MigReq 0, P_Key 0xFFFF, QP 0x11, AckReq, PSN 0x100.
-    const VECTOR: [u8; 12] = [0x0a, 0x00, 0xff, 0xff, 0x00, 0x00, 0x00, 0x11, 0x80, 0x00, 0x01, 0x00];
+    const VECTOR: [u8; 12] = [
+        0x0a, 0x00, 0xff, 0xff, 0x00, 0x00, 0x00, 0x11, 0x80, 0x00, 0x01, 0x00,
+    ];
 
     fn vector_repr() -> BthRepr {
         BthRepr {
@@ -332,7 +334,10 @@ mod tests {
 
     #[test]
     fn rejects_short_and_unknown() {
-        assert!(matches!(Packet::new_checked(&VECTOR[..11]), Err(Error::Truncated { .. })));
+        assert!(matches!(
+            Packet::new_checked(&VECTOR[..11]),
+            Err(Error::Truncated { .. })
+        ));
         let mut v = VECTOR;
         v[0] = 0x06; // WRITE FIRST: not something dta sends or accepts
         let p = Packet::new_checked(&v[..]).unwrap();
@@ -365,7 +370,10 @@ mod tests {
                 "psn" => p.psn().into(),
                 // Reserved fields have no accessor: every named accessor must read 0 instead.
                 _ => {
-                    assert_eq!((p.opcode(), p.flags_byte_for_test(), p.dest_qp(), p.psn()), (0, 0, 0, 0));
+                    assert_eq!(
+                        (p.opcode(), p.flags_byte_for_test(), p.dest_qp(), p.psn()),
+                        (0, 0, 0, 0)
+                    );
                     ones
                 }
             };

@@ -59,7 +59,10 @@ impl Extension {
             (self, opcode),
             (Extension::Reth(_), BthOpcode::RdmaWriteOnly)
                 | (Extension::RethImm(..), BthOpcode::RdmaWriteOnlyImm)
-                | (Extension::Atomic(_), BthOpcode::FetchAdd | BthOpcode::CompareSwap)
+                | (
+                    Extension::Atomic(_),
+                    BthOpcode::FetchAdd | BthOpcode::CompareSwap
+                )
                 | (Extension::Aeth(_), BthOpcode::Acknowledge)
                 | (Extension::AtomicAck(..), BthOpcode::AtomicAcknowledge)
                 | (Extension::Cnp, BthOpcode::Cnp)
@@ -71,7 +74,8 @@ impl Extension {
             Extension::Reth(r) => r.emit(buf),
             Extension::RethImm(r, imm) => {
                 r.emit(buf)?;
-                buf[reth::HEADER_LEN..reth::HEADER_LEN + IMM_LEN].copy_from_slice(&imm.to_be_bytes());
+                buf[reth::HEADER_LEN..reth::HEADER_LEN + IMM_LEN]
+                    .copy_from_slice(&imm.to_be_bytes());
                 Ok(())
             }
             Extension::Atomic(a) => a.emit(buf),
@@ -94,19 +98,21 @@ impl Extension {
             }
             BthOpcode::RdmaWriteOnlyImm => {
                 let r = RethRepr::parse(&reth::Packet::new_checked(buf)?)?;
-                let imm = buf.get(reth::HEADER_LEN..reth::HEADER_LEN + IMM_LEN).ok_or(
-                    Error::Truncated {
+                let imm = buf
+                    .get(reth::HEADER_LEN..reth::HEADER_LEN + IMM_LEN)
+                    .ok_or(Error::Truncated {
                         header: "ImmDt",
                         needed: reth::HEADER_LEN + IMM_LEN,
                         available: buf.len(),
-                    },
-                )?;
+                    })?;
                 Extension::RethImm(r, u32::from_be_bytes([imm[0], imm[1], imm[2], imm[3]]))
             }
-            BthOpcode::FetchAdd | BthOpcode::CompareSwap => {
-                Extension::Atomic(AtomicEthRepr::parse(&atomic_eth::Packet::new_checked(buf)?)?)
+            BthOpcode::FetchAdd | BthOpcode::CompareSwap => Extension::Atomic(
+                AtomicEthRepr::parse(&atomic_eth::Packet::new_checked(buf)?)?,
+            ),
+            BthOpcode::Acknowledge => {
+                Extension::Aeth(AethRepr::parse(&aeth::Packet::new_checked(buf)?)?)
             }
-            BthOpcode::Acknowledge => Extension::Aeth(AethRepr::parse(&aeth::Packet::new_checked(buf)?)?),
             BthOpcode::AtomicAcknowledge => {
                 let a = AethRepr::parse(&aeth::Packet::new_checked(buf)?)?;
                 let o = AtomicAckEthRepr::parse(&atomic_ack_eth::Packet::new_checked(
@@ -175,7 +181,12 @@ impl<'a> FrameRepr<'a> {
         let mut bth = bth(BthOpcode::RdmaWriteOnly, dest_qp, psn, ack_req);
         bth.pad_count = pad_for(payload.len()) as u8;
         let dma_len = payload.len() as u32;
-        FrameRepr { endpoints, bth, ext: Extension::Reth(RethRepr { va, rkey, dma_len }), payload }
+        FrameRepr {
+            endpoints,
+            bth,
+            ext: Extension::Reth(RethRepr { va, rkey, dma_len }),
+            payload,
+        }
     }
 
     /// An RC FETCH & ADD of `add` at `va` (which a responder requires to be 8-byte aligned).
@@ -188,14 +199,29 @@ impl<'a> FrameRepr<'a> {
         rkey: u32,
         add: u64,
     ) -> Self {
-        let ext = Extension::Atomic(AtomicEthRepr { va, rkey, swap_add: add, compare: 0 });
-        FrameRepr { endpoints, bth: bth(BthOpcode::FetchAdd, dest_qp, psn, ack_req), ext, payload: &[] }
+        let ext = Extension::Atomic(AtomicEthRepr {
+            va,
+            rkey,
+            swap_add: add,
+            compare: 0,
+        });
+        FrameRepr {
+            endpoints,
+            bth: bth(BthOpcode::FetchAdd, dest_qp, psn, ack_req),
+            ext,
+            payload: &[],
+        }
     }
 
     /// An ACKNOWLEDGE (ACK, RNR NAK or NAK, per `aeth.kind`) for `psn`.
     pub fn acknowledge(endpoints: UdpEndpoints, dest_qp: u32, psn: u32, aeth: AethRepr) -> Self {
         let ext = Extension::Aeth(aeth);
-        FrameRepr { endpoints, bth: bth(BthOpcode::Acknowledge, dest_qp, psn, false), ext, payload: &[] }
+        FrameRepr {
+            endpoints,
+            bth: bth(BthOpcode::Acknowledge, dest_qp, psn, false),
+            ext,
+            payload: &[],
+        }
     }
 
     /// An ATOMIC ACKNOWLEDGE carrying the value the target held before the atomic.
@@ -208,7 +234,12 @@ impl<'a> FrameRepr<'a> {
     ) -> Self {
         let ext = Extension::AtomicAck(aeth, AtomicAckEthRepr { orig_remote_data });
         let bth = bth(BthOpcode::AtomicAcknowledge, dest_qp, psn, false);
-        FrameRepr { endpoints, bth, ext, payload: &[] }
+        FrameRepr {
+            endpoints,
+            bth,
+            ext,
+            payload: &[],
+        }
     }
 
     /// Bytes [`emit`](Self::emit) writes.
@@ -218,7 +249,11 @@ impl<'a> FrameRepr<'a> {
 
     /// Bytes of the UDP payload: BTH, extension, payload, pad and iCRC.
     const fn roce_len(&self) -> usize {
-        bth::HEADER_LEN + self.ext.len() + self.payload.len() + pad_for(self.payload.len()) + ICRC_LEN
+        bth::HEADER_LEN
+            + self.ext.len()
+            + self.payload.len()
+            + pad_for(self.payload.len())
+            + ICRC_LEN
     }
 
     /// Writes the whole frame, iCRC included, and returns its length.
@@ -236,7 +271,11 @@ impl<'a> FrameRepr<'a> {
         let frame = &mut buf[..len];
         self.endpoints.emit_headers(frame, self.roce_len())?;
         let mut at = HEADERS_LEN;
-        BthRepr { pad_count: pad as u8, ..self.bth }.emit(&mut frame[at..])?;
+        BthRepr {
+            pad_count: pad as u8,
+            ..self.bth
+        }
+        .emit(&mut frame[at..])?;
         at += bth::HEADER_LEN;
         self.ext.emit(&mut frame[at..])?;
         at += self.ext.len();
@@ -265,12 +304,20 @@ impl<'a> FrameRepr<'a> {
         let body = &after_bth[ext.len()..];
         let pad = usize::from(bth.pad_count);
         if pad > body.len() {
-            return Err(Error::LengthMismatch { header: "BTH pad count", expected: pad, actual: body.len() });
+            return Err(Error::LengthMismatch {
+                header: "BTH pad count",
+                expected: pad,
+                actual: body.len(),
+            });
         }
         let payload = &body[..body.len() - pad];
         let carries_payload = matches!(ext, Extension::Reth(_) | Extension::RethImm(..));
         if !carries_payload && !body.is_empty() {
-            return Err(Error::LengthMismatch { header: "RoCEv2 packet", expected: 0, actual: body.len() });
+            return Err(Error::LengthMismatch {
+                header: "RoCEv2 packet",
+                expected: 0,
+                actual: body.len(),
+            });
         }
         if let Extension::Reth(r) | Extension::RethImm(r, _) = ext {
             if r.dma_len as usize != payload.len() {
@@ -281,7 +328,12 @@ impl<'a> FrameRepr<'a> {
                 });
             }
         }
-        Ok(FrameRepr { endpoints: udp.endpoints, bth, ext, payload })
+        Ok(FrameRepr {
+            endpoints: udp.endpoints,
+            bth,
+            ext,
+            payload,
+        })
     }
 }
 
@@ -291,7 +343,10 @@ mod tests {
     use crate::roce::{AckKind, NakCode};
 
     fn unhex(s: &str) -> Vec<u8> {
-        (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+            .collect()
     }
 
     const WRITE: &str = "02000000000202000000000108004502005c1234400040119c33c6120001c6120002c00012b7004800000a00ffff000000118000010000007f00000010000000123400000020000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f921b9b06";
@@ -313,7 +368,15 @@ mod tests {
     #[test]
     fn write_vector_byte_for_byte() {
         let payload: Vec<u8> = (0..32).collect();
-        let f = FrameRepr::write_only(vector_endpoints(), 0x11, 0x100, true, 0x7f00_0000_1000, 0x1234, &payload);
+        let f = FrameRepr::write_only(
+            vector_endpoints(),
+            0x11,
+            0x100,
+            true,
+            0x7f00_0000_1000,
+            0x1234,
+            &payload,
+        );
         let mut buf = [0u8; 200];
         let n = f.emit(&mut buf).unwrap();
         assert_eq!(&buf[..n], &unhex(WRITE)[..]);
@@ -322,7 +385,15 @@ mod tests {
 
     #[test]
     fn fetch_add_vector_icrc() {
-        let f = FrameRepr::fetch_add(vector_endpoints(), 0x11, 0x101, true, 0x7f00_0000_2000, 0x1234, 1);
+        let f = FrameRepr::fetch_add(
+            vector_endpoints(),
+            0x11,
+            0x101,
+            true,
+            0x7f00_0000_2000,
+            0x1234,
+            1,
+        );
         let mut buf = [0u8; 200];
         let n = f.emit(&mut buf).unwrap();
         assert_eq!(n, 14 + 20 + 8 + 12 + 28 + 4);
@@ -346,13 +417,39 @@ mod tests {
     #[test]
     fn responses_round_trip() {
         // Responses go to UDP 4791 as well; only the source port is free.
-        let ep = UdpEndpoints { src_port: 50000, ..vector_endpoints().reversed() };
-        let ep = UdpEndpoints { dst_port: ROCEV2_UDP_PORT, ..ep };
-        let nak = AethRepr { kind: AckKind::Nak(NakCode::PsnSequenceError), msn: 5 };
+        let ep = UdpEndpoints {
+            src_port: 50000,
+            ..vector_endpoints().reversed()
+        };
+        let ep = UdpEndpoints {
+            dst_port: ROCEV2_UDP_PORT,
+            ..ep
+        };
+        let nak = AethRepr {
+            kind: AckKind::Nak(NakCode::PsnSequenceError),
+            msn: 5,
+        };
         let frames = [
-            FrameRepr::acknowledge(ep, 0x22, 0x100, AethRepr { kind: AckKind::Ack { credits: 31 }, msn: 1 }),
+            FrameRepr::acknowledge(
+                ep,
+                0x22,
+                0x100,
+                AethRepr {
+                    kind: AckKind::Ack { credits: 31 },
+                    msn: 1,
+                },
+            ),
             FrameRepr::acknowledge(ep, 0x22, 0x100, nak),
-            FrameRepr::atomic_acknowledge(ep, 0x22, 0x101, AethRepr { kind: AckKind::Ack { credits: 31 }, msn: 2 }, 41),
+            FrameRepr::atomic_acknowledge(
+                ep,
+                0x22,
+                0x101,
+                AethRepr {
+                    kind: AckKind::Ack { credits: 31 },
+                    msn: 2,
+                },
+                41,
+            ),
         ];
         for f in frames {
             let mut buf = [0u8; 128];
@@ -371,10 +468,16 @@ mod tests {
         // Claim 31 bytes in the RETH, then fix the iCRC so only the length is wrong.
         frame[42 + 12 + 15] = 31;
         icrc::fill(&mut frame).unwrap();
-        assert!(matches!(FrameRepr::parse(&frame), Err(Error::LengthMismatch { .. })));
+        assert!(matches!(
+            FrameRepr::parse(&frame),
+            Err(Error::LengthMismatch { .. })
+        ));
         let mut frame = unhex(WRITE);
         frame[60] ^= 1;
-        assert!(matches!(FrameRepr::parse(&frame), Err(Error::IcrcMismatch { .. })));
+        assert!(matches!(
+            FrameRepr::parse(&frame),
+            Err(Error::IcrcMismatch { .. })
+        ));
         assert!(FrameRepr::parse(&frame[..60]).is_err());
         assert!(f.emit(&mut [0u8; 10]).is_err());
     }

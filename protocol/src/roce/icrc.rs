@@ -55,7 +55,11 @@ fn locate(frame: &[u8]) -> Result<Offsets> {
     let bth = udp + UDP_LEN;
     let needed = bth + bth::HEADER_LEN + ICRC_LEN;
     if end > frame.len() {
-        return Err(Error::Truncated { header: "IPv4 packet", needed: end, available: frame.len() });
+        return Err(Error::Truncated {
+            header: "IPv4 packet",
+            needed: end,
+            available: frame.len(),
+        });
     }
     if total < ihl {
         return Err(Error::InvalidField {
@@ -65,9 +69,18 @@ fn locate(frame: &[u8]) -> Result<Offsets> {
         });
     }
     if end < needed {
-        return Err(Error::Truncated { header: "RoCEv2 packet", needed, available: end });
+        return Err(Error::Truncated {
+            header: "RoCEv2 packet",
+            needed,
+            available: end,
+        });
     }
-    Ok(Offsets { ip, udp, bth, icrc: end - ICRC_LEN })
+    Ok(Offsets {
+        ip,
+        udp,
+        bth,
+        icrc: end - ICRC_LEN,
+    })
 }
 
 /// Feeds the invariant header bytes from the IPv4 header up to (not including) `bth + upto` into `h`.
@@ -147,7 +160,10 @@ impl IcrcPrefix {
         let o = locate(template)?;
         let mut state = crc32fast::Hasher::new();
         hash_masked_headers(&mut state, template, &o, BTH_PER_PACKET);
-        Ok(IcrcPrefix { state, resume_at: o.bth + BTH_PER_PACKET })
+        Ok(IcrcPrefix {
+            state,
+            resume_at: o.bth + BTH_PER_PACKET,
+        })
     }
 
     /// The iCRC of `frame`, which must share the template's prefix bytes and total length; `icrc_at`
@@ -174,7 +190,10 @@ mod tests {
     use super::*;
 
     fn unhex(s: &str) -> Vec<u8> {
-        (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+            .collect()
     }
 
     /// TOOLCHAIN.md's 106-byte RC RDMA WRITE ONLY frame, iCRC 0x069b1b92.
@@ -198,7 +217,10 @@ mod tests {
             "e41d2dab2bc27cfe90643b32080045c2003c718c4000401191610a0011010a001201000012b700280000",
             "8100ffff40000118000000000000000000000000000000000000000082fd002a"
         ));
-        assert_eq!(compute(&f), Ok(u32::from_le_bytes([0x82, 0xfd, 0x00, 0x2a])));
+        assert_eq!(
+            compute(&f),
+            Ok(u32::from_le_bytes([0x82, 0xfd, 0x00, 0x2a]))
+        );
         assert_eq!(verify(&f), Ok(()));
     }
 
@@ -238,7 +260,10 @@ mod tests {
         assert_eq!(compute(&g), Err(Error::NotRoce("EtherType is not IPv4")));
         let mut g = f.clone();
         g[17] = 0xFF; // total length past the end of the frame
-        assert!(matches!(compute(&g), Err(Error::Truncated { needed: 269, .. })));
+        assert!(matches!(
+            compute(&g),
+            Err(Error::Truncated { needed: 269, .. })
+        ));
         let mut g = f.clone();
         g[17] = 19; // total length shorter than the IPv4 header
         assert!(matches!(compute(&g), Err(Error::InvalidField { .. })));

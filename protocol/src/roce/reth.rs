@@ -85,7 +85,11 @@ pub struct RethRepr {
 impl RethRepr {
     /// Reads a RETH.
     pub fn parse<T: AsRef<[u8]> + ?Sized>(packet: &Packet<&T>) -> Result<Self> {
-        Ok(RethRepr { va: packet.va(), rkey: packet.rkey(), dma_len: packet.dma_len() })
+        Ok(RethRepr {
+            va: packet.va(),
+            rkey: packet.rkey(),
+            dma_len: packet.dma_len(),
+        })
     }
     /// Bytes [`emit`](Self::emit) writes.
     pub const fn buffer_len(&self) -> usize {
@@ -110,11 +114,19 @@ mod tests {
     #[test]
     fn vector_round_trip() {
         // RETH of the TOOLCHAIN.md WRITE vector.
-        let bytes = hex_bytes("00007f000000100000001234" /* VA, R_Key */).into_iter()
+        let bytes = hex_bytes("00007f000000100000001234" /* VA, R_Key */)
+            .into_iter()
             .chain([0, 0, 0, 0x20])
             .collect::<Vec<u8>>();
         let r = RethRepr::parse(&Packet::new_checked(&bytes[..]).unwrap()).unwrap();
-        assert_eq!(r, RethRepr { va: 0x7f00_0000_1000, rkey: 0x1234, dma_len: 32 });
+        assert_eq!(
+            r,
+            RethRepr {
+                va: 0x7f00_0000_1000,
+                rkey: 0x1234,
+                dma_len: 32
+            }
+        );
         let mut out = [0u8; 16];
         r.emit(&mut out).unwrap();
         assert_eq!(&out[..], &bytes[..]);
@@ -123,6 +135,9 @@ mod tests {
     }
 
     fn hex_bytes(s: &str) -> Vec<u8> {
-        (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+            .collect()
     }
 }
