@@ -1,0 +1,2 @@
+//! The DTA translator engine: frames and a clock in, frames and timer deadlines out (no I/O).
+#![forbid(unsafe_code)]
