@@ -13,6 +13,7 @@
 #![warn(missing_docs)]
 
 pub mod contract;
+pub mod control;
 pub mod dta;
 mod error;
 mod field;

@@ -1,0 +1,95 @@
+//! Messages of the control channel between translator and collector (DESIGN.md section 6).
+//!
+//! TCP (default port 40050), one JSON object per line. The translator opens with a [`Hello`]; the collector
+//! answers with a [`Welcome`] or refuses with a [`Refusal`] and closes. Both sides check the protocol
+//! version and the shared token before anything else.
+
+use serde::{Deserialize, Serialize};
+
+use crate::layout::Region;
+
+/// Version of the control protocol; a peer with another version is refused.
+pub const CONTROL_VERSION: u32 = 1;
+/// Default TCP port of the collector's control server.
+pub const CONTROL_PORT: u16 = 40050;
+
+/// One translator QP: its (virtual) QP number and the PSN of its first packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct RequesterQp {
+    /// The translator's QP number (24 bits), carried in the collector's responses as destination QP.
+    pub qpn: u32,
+    /// The PSN the translator will send first on this QP (24 bits).
+    pub start_psn: u32,
+}
+
+/// The translator's opening message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Hello {
+    /// Must equal [`CONTROL_VERSION`].
+    pub version: u32,
+    /// The shared secret configured on both sides.
+    pub token: String,
+    /// The translator port's MAC address.
+    pub mac: [u8; 6],
+    /// The translator's IPv4 address (the source of its RoCE frames).
+    pub ip: [u8; 4],
+    /// The translator's GID (IPv4-mapped IPv6 for RoCEv2), as 16 bytes.
+    pub gid: [u8; 16],
+    /// One entry per translator QP towards this collector.
+    pub qps: Vec<RequesterQp>,
+}
+
+/// One collector QP, connected to one translator QP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ResponderQp {
+    /// The collector's QP number, the destination QP of the translator's frames.
+    pub qpn: u32,
+    /// The translator QP it is connected to.
+    pub peer_qpn: u32,
+}
+
+/// The collector's answer to a good [`Hello`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Welcome {
+    /// Equals [`CONTROL_VERSION`].
+    pub version: u32,
+    /// The collector port's MAC address.
+    pub mac: [u8; 6],
+    /// The collector's IPv4 address.
+    pub ip: [u8; 4],
+    /// One QP per translator QP of the hello, in the same order.
+    pub qps: Vec<ResponderQp>,
+    /// Atomics the collector accepts in flight per QP; the translator never exceeds it.
+    pub max_dest_rd_atomic: u32,
+    /// Largest RDMA payload per packet (path MTU), in bytes.
+    pub path_mtu: u32,
+    /// Every registered region.
+    pub regions: Vec<Region>,
+}
+
+/// A refusal with a reason a person can act on (wrong token, wrong version, malformed hello).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Refusal {
+    /// Equals [`CONTROL_VERSION`], so that a peer of another version can still read the reason.
+    pub version: u32,
+    /// Why the collector refused.
+    pub error: String,
+}
+
+/// What the collector sends back: exactly one line of either kind.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum CollectorMessage {
+    /// Accepted.
+    Welcome(Welcome),
+    /// Refused.
+    Refusal(Refusal),
+}
+
+/// What the translator sends.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum TranslatorMessage {
+    /// Opening message.
+    Hello(Hello),
+}
