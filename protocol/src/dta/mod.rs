@@ -1,1 +1,212 @@
-//! DTA reports and NACKs (DESIGN.md section 2). Being written.
+//! DTA reports (reporter → translator) and DTA NACKs (translator → reporter), DESIGN.md section 2.
+//!
+//! A report is the whole UDP payload: a base header ([`base`], compact or seq form, chosen by configuration)
+//! followed by exactly one sub-header chosen by the opcode ([`keywrite`], [`append`], [`keyincrement`],
+//! [`postcard`], [`sketch`]). Nothing follows the sub-header, so every parser here insists on the exact length:
+//! a report with stray bytes is as suspect as a short one. [`report`] ties the pieces together with the
+//! configured data sizes ([`ReportFormat`]); [`nack`] is the NACK that goes back to the reporter.
+//!
+//! Every header has a zero-copy `Packet` view, a `Repr` and a `LAYOUT` table (see [`crate::contract`]).
+//! Reserved bits must be zero: a report that sets one is rejected as [`Error::InvalidField`] rather than
+//! silently reinterpreted, so a future use of those bits can never be misread by this parser, and every
+//! accepted report re-emits to the very same bytes.
+
+pub mod append;
+pub mod base;
+pub mod keyincrement;
+pub mod keywrite;
+pub mod nack;
+pub mod postcard;
+pub mod report;
+pub mod sketch;
+
+pub use append::AppendRepr;
+pub use base::{BaseRepr, HeaderForm};
+pub use keyincrement::KeyIncrementRepr;
+pub use keywrite::KeyWriteRepr;
+pub use nack::NackRepr;
+pub use postcard::{PostcardPathLenRepr, PostcardRepr};
+pub use report::{Body, ReportFormat, ReportRepr};
+pub use sketch::{SketchOp, SketchRepr};
+
+use crate::{Error, Result};
+
+/// UDP destination port of DTA reports (the reference's; the translator may be configured otherwise).
+pub const DTA_UDP_PORT: u16 = 40040;
+/// UDP destination port of DTA NACKs sent back to a reporter.
+pub const DTA_NACK_UDP_PORT: u16 = 40044;
+/// Largest Key-Write / Key-Increment redundancy accepted (the reference stops at 4).
+pub const N_MAX: u8 = 8;
+
+/// The DTA opcodes: 0x01–0x04 as in the reference, 0x05–0x06 are this project's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Opcode {
+    /// Key-Write: store data under a key, N copies.
+    KeyWrite,
+    /// Append: add an entry to a list.
+    Append,
+    /// Key-Increment: add to a counter under a key, N copies.
+    KeyIncrement,
+    /// Postcarding: one hop's value of a flow's path; path length is the configured B.
+    Postcard,
+    /// Sketch-Merge: one column of a reporter's sketch.
+    SketchMerge,
+    /// Postcarding with the path length carried in the report.
+    PostcardPathLen,
+}
+
+impl Opcode {
+    /// The opcode's wire value.
+    pub const fn code(self) -> u8 {
+        match self {
+            Opcode::KeyWrite => 0x01,
+            Opcode::Append => 0x02,
+            Opcode::KeyIncrement => 0x03,
+            Opcode::Postcard => 0x04,
+            Opcode::SketchMerge => 0x05,
+            Opcode::PostcardPathLen => 0x06,
+        }
+    }
+
+    /// The opcode for a wire value.
+    pub const fn from_code(code: u8) -> Result<Self> {
+        Ok(match code {
+            0x01 => Opcode::KeyWrite,
+            0x02 => Opcode::Append,
+            0x03 => Opcode::KeyIncrement,
+            0x04 => Opcode::Postcard,
+            0x05 => Opcode::SketchMerge,
+            0x06 => Opcode::PostcardPathLen,
+            other => return Err(Error::UnknownOpcode(other)),
+        })
+    }
+}
+
+/// Rejects a redundancy outside `1..=N_MAX`; it is never clamped, because a clamped report would land in
+/// fewer slots than its reporter and its queries assume.
+pub(crate) fn check_redundancy(value: u8) -> Result<()> {
+    if value == 0 || value > N_MAX {
+        Err(Error::BadRedundancy { value, max: N_MAX })
+    } else {
+        Ok(())
+    }
+}
+
+/// Requires a sub-header buffer to be exactly `expected` bytes: the sub-header is the end of the UDP payload.
+pub(crate) fn check_exact_len(header: &'static str, buf: &[u8], expected: usize) -> Result<()> {
+    if buf.len() != expected {
+        Err(Error::LengthMismatch {
+            header,
+            expected,
+            actual: buf.len(),
+        })
+    } else {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod layout_check {
+    //! Checks a `LAYOUT` table against a header's setters and getters.
+
+    use crate::contract::{layout_bytes, FieldSpec};
+
+    /// One field's accessors: `set_max` writes the field's largest value into a zeroed header, `reads_max`
+    /// says whether the getter returns that value from a header in which only this field's bits are set.
+    pub(crate) struct Case {
+        name: &'static str,
+        set_max: Setter,
+        reads_max: Getter,
+    }
+
+    type Setter = Box<dyn Fn(&mut [u8])>;
+    type Getter = Box<dyn Fn(&[u8]) -> bool>;
+
+    /// Builds a [`Case`].
+    pub(crate) fn case(
+        name: &'static str,
+        set_max: impl Fn(&mut [u8]) + 'static,
+        reads_max: impl Fn(&[u8]) -> bool + 'static,
+    ) -> Case {
+        Case {
+            name,
+            set_max: Box::new(set_max),
+            reads_max: Box::new(reads_max),
+        }
+    }
+
+    /// The header bytes with exactly the bits that `layout` gives to `name` set (MSB first, as on the wire).
+    fn mask(layout: &[FieldSpec], name: &str) -> Vec<u8> {
+        let mut out = vec![0u8; layout_bytes(layout)];
+        let mut bit = 0usize;
+        for f in layout {
+            for b in bit..bit + f.bits as usize {
+                if f.name == name {
+                    out[b / 8] |= 0x80 >> (b % 8);
+                }
+            }
+            bit += f.bits as usize;
+        }
+        out
+    }
+
+    /// Every field of `layout`, in order, must have a case; each setter must set exactly the field's bits and
+    /// each getter must read them back.
+    pub(crate) fn check(layout: &[FieldSpec], header_len: usize, cases: &[Case]) {
+        let bits: u32 = layout.iter().map(|f| f.bits).sum();
+        assert_eq!(bits % 8, 0, "layout is not whole bytes");
+        assert_eq!(
+            layout_bytes(layout),
+            header_len,
+            "layout length differs from HEADER_LEN"
+        );
+        let names: Vec<_> = layout.iter().map(|f| f.name).collect();
+        let case_names: Vec<_> = cases.iter().map(|c| c.name).collect();
+        assert_eq!(names, case_names, "cases must cover the layout in order");
+        for c in cases {
+            let want = mask(layout, c.name);
+            let mut buf = vec![0u8; header_len];
+            (c.set_max)(&mut buf);
+            assert_eq!(buf, want, "setter of {} touches other bits", c.name);
+            assert!(
+                (c.reads_max)(&want),
+                "getter of {} does not read its bits",
+                c.name
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn opcodes_round_trip() {
+        for code in 0..=u8::MAX {
+            match Opcode::from_code(code) {
+                Ok(op) => assert_eq!(op.code(), code),
+                Err(e) => {
+                    assert!(code == 0 || code > 6);
+                    assert_eq!(e, Error::UnknownOpcode(code));
+                }
+            }
+        }
+        assert_eq!(Opcode::from_code(0x05), Ok(Opcode::SketchMerge));
+        assert_eq!(Opcode::PostcardPathLen.code(), 0x06);
+    }
+
+    #[test]
+    fn redundancy_bounds() {
+        assert_eq!(
+            check_redundancy(0),
+            Err(Error::BadRedundancy { value: 0, max: 8 })
+        );
+        assert_eq!(check_redundancy(1), Ok(()));
+        assert_eq!(check_redundancy(8), Ok(()));
+        assert_eq!(
+            check_redundancy(9),
+            Err(Error::BadRedundancy { value: 9, max: 8 })
+        );
+    }
+}

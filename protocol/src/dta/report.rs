@@ -1,0 +1,574 @@
+//! A whole DTA report: base header and the opcode's sub-header, parsed from and emitted to a UDP payload.
+//!
+//! The data sizes of Key-Write and Append are not on the wire, so parsing needs the [`ReportFormat`] the
+//! translator is configured with; the base header form is configuration for the same reason.
+
+use super::append::{self, AppendRepr};
+use super::base::{self, BaseRepr, HeaderForm};
+use super::keyincrement::{self, KeyIncrementRepr};
+use super::keywrite::{self, KeyWriteRepr, DATA_LENS};
+use super::postcard::{self, PostcardPathLenRepr, PostcardRepr, Variant};
+use super::sketch::{self, SketchRepr};
+use super::Opcode;
+use crate::error::check_room;
+use crate::{Error, Result};
+
+const HEADER: &str = "DTA report";
+
+/// Largest Append entry a format accepts. 1024 bytes keep a report (3 + 4 + 1024 bytes) well inside a
+/// 1500-byte MTU and bound the translator's per-list batch buffer (16 entries) to 16 KiB.
+pub const MAX_APPEND_ENTRY_LEN: usize = 1024;
+
+/// What a report looks like under the translator's configuration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ReportFormat {
+    /// Base header form.
+    pub form: HeaderForm,
+    /// Key-Write data size D: one of [`DATA_LENS`] (4, 12 or 28).
+    pub keywrite_data_len: usize,
+    /// Append entry size E, `1..=MAX_APPEND_ENTRY_LEN`.
+    pub append_entry_len: usize,
+}
+
+impl Default for ReportFormat {
+    /// Seq form, 4-byte Key-Write data, 4-byte Append entries (the reference's sizes).
+    fn default() -> Self {
+        ReportFormat {
+            form: HeaderForm::Seq,
+            keywrite_data_len: 4,
+            append_entry_len: 4,
+        }
+    }
+}
+
+impl ReportFormat {
+    /// A format whose sizes are checked (see [`validate`](Self::validate)).
+    pub fn new(
+        form: HeaderForm,
+        keywrite_data_len: usize,
+        append_entry_len: usize,
+    ) -> Result<Self> {
+        let fmt = ReportFormat {
+            form,
+            keywrite_data_len,
+            append_entry_len,
+        };
+        fmt.validate()?;
+        Ok(fmt)
+    }
+
+    /// Checks that D is one of [`DATA_LENS`] and E is in `1..=MAX_APPEND_ENTRY_LEN`. The fields are public,
+    /// so a format built by hand may skip this; parsing then simply requires the sizes it names.
+    pub fn validate(&self) -> Result<()> {
+        if !DATA_LENS.contains(&self.keywrite_data_len) {
+            return Err(Error::InvalidField {
+                header: HEADER,
+                field: "keywrite_data_len",
+                value: self.keywrite_data_len as u64,
+            });
+        }
+        if self.append_entry_len == 0 || self.append_entry_len > MAX_APPEND_ENTRY_LEN {
+            return Err(Error::InvalidField {
+                header: HEADER,
+                field: "append_entry_len",
+                value: self.append_entry_len as u64,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// The sub-header of a report, one variant per opcode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Body<'a> {
+    /// Opcode 0x01.
+    KeyWrite(KeyWriteRepr<'a>),
+    /// Opcode 0x02.
+    Append(AppendRepr<'a>),
+    /// Opcode 0x03.
+    KeyIncrement(KeyIncrementRepr),
+    /// Opcode 0x04.
+    Postcard(PostcardRepr),
+    /// Opcode 0x05.
+    SketchMerge(SketchRepr<'a>),
+    /// Opcode 0x06.
+    PostcardPathLen(PostcardPathLenRepr),
+}
+
+impl Body<'_> {
+    /// The opcode that carries this sub-header.
+    pub const fn opcode(&self) -> Opcode {
+        match self {
+            Body::KeyWrite(_) => Opcode::KeyWrite,
+            Body::Append(_) => Opcode::Append,
+            Body::KeyIncrement(_) => Opcode::KeyIncrement,
+            Body::Postcard(_) => Opcode::Postcard,
+            Body::SketchMerge(_) => Opcode::SketchMerge,
+            Body::PostcardPathLen(_) => Opcode::PostcardPathLen,
+        }
+    }
+
+    /// Bytes the sub-header takes.
+    pub const fn buffer_len(&self) -> usize {
+        match self {
+            Body::KeyWrite(r) => r.buffer_len(),
+            Body::Append(r) => r.buffer_len(),
+            Body::KeyIncrement(r) => r.buffer_len(),
+            Body::Postcard(r) => r.buffer_len(),
+            Body::SketchMerge(r) => r.buffer_len(),
+            Body::PostcardPathLen(r) => r.buffer_len(),
+        }
+    }
+
+    fn emit(&self, buf: &mut [u8]) -> Result<()> {
+        match self {
+            Body::KeyWrite(r) => r.emit(buf),
+            Body::Append(r) => r.emit(buf),
+            Body::KeyIncrement(r) => r.emit(buf),
+            Body::Postcard(r) => r.emit(buf),
+            Body::SketchMerge(r) => r.emit(buf),
+            Body::PostcardPathLen(r) => r.emit(buf),
+        }
+    }
+}
+
+/// A parsed DTA report; variable data borrows the packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ReportRepr<'a> {
+    /// The base header; its opcode must be the body's.
+    pub base: BaseRepr,
+    /// The sub-header.
+    pub body: Body<'a>,
+}
+
+impl<'a> ReportRepr<'a> {
+    /// A report carrying `body` with a base header of `form` (seqnum dropped in the compact form), flags clear.
+    pub const fn new(body: Body<'a>, form: HeaderForm, seqnum: u8) -> Self {
+        ReportRepr {
+            base: BaseRepr::new(body.opcode(), form, seqnum),
+            body,
+        }
+    }
+
+    /// Parses a whole UDP payload (exactly the bytes the UDP length covers).
+    ///
+    /// Errors: [`Error::Truncated`] if the payload ends inside the base header or the sub-header's fixed
+    /// fields; [`Error::LengthMismatch`] if it is longer or shorter than the sub-header and its configured (or,
+    /// for Sketch-Merge, announced) data; [`Error::UnknownOpcode`], [`Error::BadRedundancy`] and
+    /// [`Error::InvalidField`] for values the format does not allow.
+    pub fn parse(udp_payload: &'a [u8], fmt: &ReportFormat) -> Result<Self> {
+        let b = base::Packet::new_checked(udp_payload, fmt.form)?;
+        let base = BaseRepr::parse(&b)?;
+        let rest = b.payload();
+        let body = match base.opcode {
+            Opcode::KeyWrite => Body::KeyWrite(KeyWriteRepr::parse(
+                &keywrite::Packet::new_checked(rest)?,
+                fmt.keywrite_data_len,
+            )?),
+            Opcode::Append => Body::Append(AppendRepr::parse(
+                &append::Packet::new_checked(rest)?,
+                fmt.append_entry_len,
+            )?),
+            Opcode::KeyIncrement => Body::KeyIncrement(KeyIncrementRepr::parse(
+                &keyincrement::Packet::new_checked(rest)?,
+            )?),
+            Opcode::Postcard => Body::Postcard(PostcardRepr::parse(
+                &postcard::Packet::new_checked(rest, Variant::Postcard)?,
+            )?),
+            Opcode::SketchMerge => {
+                Body::SketchMerge(SketchRepr::parse(&sketch::Packet::new_checked(rest)?)?)
+            }
+            Opcode::PostcardPathLen => Body::PostcardPathLen(PostcardPathLenRepr::parse(
+                &postcard::Packet::new_checked(rest, Variant::PathLen)?,
+            )?),
+        };
+        Ok(ReportRepr { base, body })
+    }
+
+    /// Bytes [`emit`](Self::emit) writes under `fmt`.
+    pub const fn buffer_len(&self, fmt: &ReportFormat) -> usize {
+        fmt.form.header_len() + self.body.buffer_len()
+    }
+
+    /// Writes the report at the start of `buf` and returns the bytes written. The report must be one that
+    /// [`parse`](Self::parse) would accept under `fmt`: base form and data sizes as configured, the base
+    /// opcode the body's. Nothing is written when it is not.
+    pub fn emit(&self, buf: &mut [u8], fmt: &ReportFormat) -> Result<usize> {
+        if self.base.form() != fmt.form {
+            return Err(Error::InvalidField {
+                header: HEADER,
+                field: "seqnum",
+                value: self.base.seqnum.map_or(0, u64::from),
+            });
+        }
+        if self.base.opcode != self.body.opcode() {
+            return Err(Error::InvalidField {
+                header: HEADER,
+                field: "opcode",
+                value: self.base.opcode.code().into(),
+            });
+        }
+        match self.body {
+            Body::KeyWrite(r) => data_len(
+                "DTA Key-Write",
+                keywrite::HEADER_LEN,
+                r.data,
+                fmt.keywrite_data_len,
+            )?,
+            Body::Append(r) => data_len(
+                "DTA Append",
+                append::HEADER_LEN,
+                r.data,
+                fmt.append_entry_len,
+            )?,
+            _ => {}
+        }
+        let len = self.buffer_len(fmt);
+        check_room(buf, len)?;
+        let (head, rest) = buf[..len].split_at_mut(fmt.form.header_len());
+        // The body validates its own fields, so emit it first: a bad body leaves the buffer untouched.
+        self.body.emit(rest)?;
+        self.base.emit(head)?;
+        Ok(len)
+    }
+}
+
+/// Requires configured-size data to have exactly the configured size; lengths are reported for the whole
+/// sub-header, as [`ReportRepr::parse`] reports them.
+fn data_len(header: &'static str, fixed: usize, data: &[u8], expected: usize) -> Result<()> {
+    if data.len() != expected {
+        return Err(Error::LengthMismatch {
+            header,
+            expected: fixed + expected,
+            actual: fixed + data.len(),
+        });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dta::sketch::SketchOp;
+
+    const SEQ: ReportFormat = ReportFormat {
+        form: HeaderForm::Seq,
+        keywrite_data_len: 4,
+        append_entry_len: 4,
+    };
+    const COMPACT: ReportFormat = ReportFormat {
+        form: HeaderForm::Compact,
+        keywrite_data_len: 12,
+        append_entry_len: 8,
+    };
+
+    fn round_trip<'a>(bytes: &'a [u8], fmt: &ReportFormat) -> ReportRepr<'a> {
+        let r = ReportRepr::parse(bytes, fmt).unwrap();
+        assert_eq!(r.buffer_len(fmt), bytes.len());
+        let mut out = [0xEEu8; 64];
+        assert_eq!(r.emit(&mut out, fmt), Ok(bytes.len()));
+        assert_eq!(&out[..bytes.len()], bytes);
+        r
+    }
+
+    #[test]
+    fn key_write_seq() {
+        // Seq base: opcode 01, seqnum 05, retransmit; redundancy 4, key 1, data 0000002a.
+        let bytes = [
+            0x01, 0x05, 0x40, 0x04, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x2a,
+        ];
+        let r = round_trip(&bytes, &SEQ);
+        assert_eq!(
+            r.base,
+            BaseRepr {
+                opcode: Opcode::KeyWrite,
+                seqnum: Some(5),
+                immediate: false,
+                retransmit: true
+            }
+        );
+        assert_eq!(
+            r.body,
+            Body::KeyWrite(KeyWriteRepr {
+                redundancy: 4,
+                key: 1,
+                data: &[0, 0, 0, 0x2a]
+            })
+        );
+    }
+
+    #[test]
+    fn key_write_compact_twelve_bytes() {
+        let mut bytes = [0u8; 2 + 5 + 12];
+        bytes[..7].copy_from_slice(&[0x01, 0x00, 0x01, 0xde, 0xad, 0xbe, 0xef]);
+        bytes[7..].copy_from_slice(&[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
+        let r = round_trip(&bytes, &COMPACT);
+        assert_eq!(r.base.seqnum, None);
+        match r.body {
+            Body::KeyWrite(kw) => assert_eq!(
+                (kw.redundancy, kw.key, kw.data),
+                (1, 0xdead_beef, &bytes[7..])
+            ),
+            other => panic!("wrong body {other:?}"),
+        }
+        // The same report under a 4-byte configuration is 8 bytes too long.
+        assert_eq!(
+            ReportRepr::parse(
+                &bytes,
+                &ReportFormat {
+                    keywrite_data_len: 4,
+                    ..COMPACT
+                }
+            ),
+            Err(Error::LengthMismatch {
+                header: "DTA Key-Write",
+                expected: 9,
+                actual: 17
+            })
+        );
+    }
+
+    #[test]
+    fn append_both_forms() {
+        // Seq: opcode 02, seqnum ff, immediate; list 3, entry 00000009.
+        let bytes = [
+            0x02, 0xff, 0x80, 0x00, 0x00, 0x00, 0x03, 0x00, 0x00, 0x00, 0x09,
+        ];
+        let r = round_trip(&bytes, &SEQ);
+        assert_eq!(
+            r.body,
+            Body::Append(AppendRepr {
+                list_id: 3,
+                data: &[0, 0, 0, 9]
+            })
+        );
+        assert!(r.base.immediate);
+        // Compact with 8-byte entries: list 0x01000000, entry 01..08.
+        let bytes = [0x02, 0x00, 0x01, 0x00, 0x00, 0x00, 1, 2, 3, 4, 5, 6, 7, 8];
+        let r = round_trip(&bytes, &COMPACT);
+        assert_eq!(
+            r.body,
+            Body::Append(AppendRepr {
+                list_id: 0x0100_0000,
+                data: &[1, 2, 3, 4, 5, 6, 7, 8]
+            })
+        );
+    }
+
+    #[test]
+    fn key_increment_postcards_and_sketch() {
+        // Key-Increment: redundancy 8, key 2, counter 0x0102030405060708.
+        let ki = [
+            0x03, 0x00, 0x00, 0x08, 0x00, 0x00, 0x00, 0x02, 1, 2, 3, 4, 5, 6, 7, 8,
+        ];
+        let r = round_trip(&ki, &SEQ);
+        assert_eq!(
+            r.body,
+            Body::KeyIncrement(KeyIncrementRepr {
+                redundancy: 8,
+                key: 2,
+                counter: 0x0102_0304_0506_0708
+            })
+        );
+        // Postcard (compact): key 0x0a000001, hop 1, data 0x00000064.
+        let pc = [
+            0x04, 0x00, 0x0a, 0x00, 0x00, 0x01, 0x01, 0x00, 0x00, 0x00, 0x64,
+        ];
+        let r = round_trip(&pc, &COMPACT);
+        assert_eq!(
+            r.body,
+            Body::Postcard(PostcardRepr {
+                key: 0x0a00_0001,
+                hop: 1,
+                data: 100
+            })
+        );
+        // Postcard with path length (seq 7): key 5, hop 2, path_len 2, data 0xffffffff.
+        let pl = [
+            0x06, 0x07, 0x00, 0x00, 0x00, 0x00, 0x05, 0x02, 0x02, 0xff, 0xff, 0xff, 0xff,
+        ];
+        let r = round_trip(&pl, &SEQ);
+        assert_eq!(
+            r.body,
+            Body::PostcardPathLen(PostcardPathLenRepr {
+                key: 5,
+                hop: 2,
+                path_len: 2,
+                data: u32::MAX
+            })
+        );
+        // Sketch (seq 0): sketch 1, sum, reporter 9, column 0x0100, 1 row, counter 0x00000003.
+        let sk = [
+            0x05, 0x00, 0x00, 0x01, 0x00, 0x00, 0x09, 0x01, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00,
+            0x03,
+        ];
+        let r = round_trip(&sk, &SEQ);
+        match r.body {
+            Body::SketchMerge(s) => {
+                assert_eq!(
+                    (s.sketch_id, s.op, s.reporter_id, s.column),
+                    (1, SketchOp::Sum, 9, 0x100)
+                );
+                assert_eq!((s.rows(), s.counter(0)), (1, Some(3)));
+            }
+            other => panic!("wrong body {other:?}"),
+        }
+    }
+
+    #[test]
+    fn parse_errors() {
+        let kw = [
+            0x01, 0x05, 0x00, 0x04, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00, 0x2a,
+        ];
+        assert_eq!(
+            ReportRepr::parse(&kw[..2], &SEQ),
+            Err(Error::Truncated {
+                header: "DTA base",
+                needed: 3,
+                available: 2
+            })
+        );
+        assert_eq!(
+            ReportRepr::parse(&kw[..6], &SEQ),
+            Err(Error::Truncated {
+                header: "DTA Key-Write",
+                needed: 5,
+                available: 3
+            })
+        );
+        assert_eq!(
+            ReportRepr::parse(&kw[..11], &SEQ),
+            Err(Error::LengthMismatch {
+                header: "DTA Key-Write",
+                expected: 9,
+                actual: 8
+            })
+        );
+        let mut long = [0u8; 13];
+        long[..12].copy_from_slice(&kw);
+        assert_eq!(
+            ReportRepr::parse(&long, &SEQ),
+            Err(Error::LengthMismatch {
+                header: "DTA Key-Write",
+                expected: 9,
+                actual: 10
+            })
+        );
+        let mut v = kw;
+        v[0] = 0x00;
+        assert_eq!(ReportRepr::parse(&v, &SEQ), Err(Error::UnknownOpcode(0)));
+        let mut v = kw;
+        v[3] = 0x09;
+        assert_eq!(
+            ReportRepr::parse(&v, &SEQ),
+            Err(Error::BadRedundancy { value: 9, max: 8 })
+        );
+        let mut v = kw;
+        v[2] = 0x20;
+        assert_eq!(
+            ReportRepr::parse(&v, &SEQ),
+            Err(Error::InvalidField {
+                header: "DTA base",
+                field: "reserved",
+                value: 0x20
+            })
+        );
+        // A sketch announcing 2 rows but carrying 1.
+        let sk = [
+            0x05, 0x00, 0x00, 0x01, 0x00, 0x00, 0x09, 0x01, 0x00, 0x02, 0x00, 0x00, 0x00, 0x00,
+            0x03,
+        ];
+        assert_eq!(
+            ReportRepr::parse(&sk, &SEQ),
+            Err(Error::LengthMismatch {
+                header: "DTA Sketch-Merge",
+                expected: 16,
+                actual: 12
+            })
+        );
+    }
+
+    #[test]
+    fn emit_errors() {
+        let body = Body::KeyWrite(KeyWriteRepr {
+            redundancy: 1,
+            key: 1,
+            data: &[0; 4],
+        });
+        let r = ReportRepr::new(body, HeaderForm::Seq, 3);
+        let mut buf = [0u8; 64];
+        assert_eq!(
+            r.emit(&mut buf, &COMPACT),
+            Err(Error::InvalidField {
+                header: HEADER,
+                field: "seqnum",
+                value: 3
+            })
+        );
+        let compact = ReportRepr::new(body, HeaderForm::Compact, 3);
+        assert_eq!(
+            compact.emit(&mut buf, &COMPACT),
+            Err(Error::LengthMismatch {
+                header: "DTA Key-Write",
+                expected: 17,
+                actual: 9
+            })
+        );
+        let mut wrong = r;
+        wrong.base.opcode = Opcode::Append;
+        assert_eq!(
+            wrong.emit(&mut buf, &SEQ),
+            Err(Error::InvalidField {
+                header: HEADER,
+                field: "opcode",
+                value: 2
+            })
+        );
+        assert_eq!(
+            r.emit(&mut buf[..11], &SEQ),
+            Err(Error::BufferTooSmall {
+                needed: 12,
+                available: 11
+            })
+        );
+        let bad = ReportRepr::new(
+            Body::KeyWrite(KeyWriteRepr {
+                redundancy: 0,
+                key: 1,
+                data: &[0; 4],
+            }),
+            HeaderForm::Seq,
+            0,
+        );
+        let mut untouched = [0xEEu8; 16];
+        assert_eq!(
+            bad.emit(&mut untouched, &SEQ),
+            Err(Error::BadRedundancy { value: 0, max: 8 })
+        );
+        assert_eq!(untouched, [0xEE; 16]);
+    }
+
+    #[test]
+    fn formats() {
+        assert_eq!(ReportFormat::default(), SEQ);
+        assert_eq!(ReportFormat::new(HeaderForm::Compact, 12, 8), Ok(COMPACT));
+        assert!(ReportFormat::new(HeaderForm::Seq, 28, MAX_APPEND_ENTRY_LEN).is_ok());
+        assert!(matches!(
+            ReportFormat::new(HeaderForm::Seq, 8, 4),
+            Err(Error::InvalidField {
+                field: "keywrite_data_len",
+                value: 8,
+                ..
+            })
+        ));
+        assert!(matches!(
+            ReportFormat::new(HeaderForm::Seq, 4, 0),
+            Err(Error::InvalidField {
+                field: "append_entry_len",
+                value: 0,
+                ..
+            })
+        ));
+        assert!(ReportFormat::new(HeaderForm::Seq, 4, MAX_APPEND_ENTRY_LEN + 1).is_err());
+    }
+}
