@@ -28,3 +28,66 @@ pub const fn layout_bytes(layout: &[FieldSpec]) -> usize {
     }
     (bits / 8) as usize
 }
+
+/// Every header's layout under the name its P4 header type carries (`<name>_h`).
+pub fn headers() -> Vec<(&'static str, &'static [FieldSpec])> {
+    use crate::{dta, roce};
+    vec![
+        ("dta_base_compact", dta::base::LAYOUT_COMPACT),
+        ("dta_base_seq", dta::base::LAYOUT_SEQ),
+        ("dta_keywrite", dta::keywrite::LAYOUT),
+        ("dta_append", dta::append::LAYOUT),
+        ("dta_keyincrement", dta::keyincrement::LAYOUT),
+        ("dta_postcard", dta::postcard::LAYOUT),
+        ("dta_postcard_pathlen", dta::postcard::LAYOUT_PATH_LEN),
+        ("dta_sketch", dta::sketch::LAYOUT),
+        ("dta_nack", dta::nack::LAYOUT),
+        ("bth", roce::bth::LAYOUT),
+        ("reth", roce::reth::LAYOUT),
+        ("atomic_eth", roce::atomic_eth::LAYOUT),
+        ("aeth", roce::aeth::LAYOUT),
+        ("atomic_ack_eth", roce::atomic_ack_eth::LAYOUT),
+    ]
+}
+
+/// The UDP ports of the contract, by name.
+pub fn udp_ports() -> Vec<(&'static str, u16)> {
+    vec![
+        ("dta", crate::dta::DTA_UDP_PORT),
+        ("dta_nack", crate::dta::DTA_NACK_UDP_PORT),
+        ("rocev2", crate::roce::ROCEV2_UDP_PORT),
+    ]
+}
+
+/// The DTA opcodes, by name.
+pub fn dta_opcodes() -> Vec<(&'static str, u8)> {
+    use crate::dta::Opcode;
+    [
+        ("key_write", Opcode::KeyWrite),
+        ("append", Opcode::Append),
+        ("key_increment", Opcode::KeyIncrement),
+        ("postcard", Opcode::Postcard),
+        ("sketch_merge", Opcode::SketchMerge),
+        ("postcard_pathlen", Opcode::PostcardPathLen),
+    ]
+    .into_iter()
+    .map(|(n, o)| (n, o.code()))
+    .collect()
+}
+
+/// The RoCEv2 BTH opcodes dta sends or consumes, by name.
+pub fn bth_opcodes() -> Vec<(&'static str, u8)> {
+    use crate::roce::BthOpcode;
+    [
+        ("rc_rdma_write_only", BthOpcode::RdmaWriteOnly),
+        ("rc_rdma_write_only_imm", BthOpcode::RdmaWriteOnlyImm),
+        ("rc_acknowledge", BthOpcode::Acknowledge),
+        ("rc_atomic_acknowledge", BthOpcode::AtomicAcknowledge),
+        ("rc_compare_swap", BthOpcode::CompareSwap),
+        ("rc_fetch_add", BthOpcode::FetchAdd),
+        ("cnp", BthOpcode::Cnp),
+    ]
+    .into_iter()
+    .map(|(n, o)| (n, o.code()))
+    .collect()
+}
