@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# dta p4/: compile both programs for Tofino-1 in both DTA header forms and run the control-plane tests.
+#   bash p4/check.sh            (from anywhere; `make test` calls it)
+# Exit non-zero on any compiler error, any program over 12 stages (bfas rejects it), or a failing test.
+# Everything is written under one temporary directory that is removed on exit.
+# Environment: P4C_TOOLS (default <repo>/../shared/tools/p4c), P4_CHECK_TIMEOUT (seconds per compile, 900).
+set -euo pipefail
+
+P4DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO="$(git -C "$P4DIR" rev-parse --show-toplevel 2>/dev/null || (cd "$P4DIR/.." && pwd))"
+TOOLS="${P4C_TOOLS:-$REPO/../shared/tools/p4c}"
+TIMEOUT="${P4_CHECK_TIMEOUT:-900}"
+PY="$REPO/.venv/bin/python"
+[ -x "$PY" ] || PY="$(command -v python3)"
+
+for t in p4check tofino-compile; do
+    if [ ! -x "$TOOLS/$t" ]; then
+        echo "p4/check.sh: $TOOLS/$t not found (set P4C_TOOLS)" >&2
+        exit 2
+    fi
+done
+
+TMP="$(mktemp -d "${TMPDIR:-/tmp}/dta-p4-check.XXXXXX")"
+trap 'rm -rf "$TMP"' EXIT
+
+# program:path pairs, and the header forms (name:defines)
+PROGRAMS=("reporter:$P4DIR/reporter/dta_reporter.p4")
+FORMS=("seq:" "compact:-DDTA_COMPACT")
+
+fail=0
+summary=()
+for prog in "${PROGRAMS[@]}"; do
+    name="${prog%%:*}"; src="${prog#*:}"
+    for form in "${FORMS[@]}"; do
+        fname="${form%%:*}"; defs="${form#*:}"
+        label="$name-$fname"
+        out="$TMP/$label"
+        mkdir -p "$out"
+        # 1. front/mid end (quick, any warnings are listed)
+        if ! timeout "$TIMEOUT" "$TOOLS/p4check" $defs "$src" >"$out/p4check.log" 2>&1; then
+            echo "FAIL $label: p4check"; cat "$out/p4check.log"; fail=1; continue
+        fi
+        nwarn=$(grep -c "warning:" "$out/p4check.log" || true)
+        # 2. Tofino back end + assembler (12-stage limit)
+        start=$(date +%s)
+        if ! timeout "$TIMEOUT" "$TOOLS/tofino-compile" -g -o "$out/build" $defs "$src" >"$out/compile.log" 2>&1; then
+            echo "FAIL $label: tofino-compile"
+            grep -v "min_parse_depth_accept_loop" "$out/compile.log" | tail -40
+            fail=1; continue
+        fi
+        secs=$(( $(date +%s) - start ))
+        bwarn=$(grep -c "warning" "$out/compile.log" || true)
+        line="$("$PY" "$P4DIR/resources.py" "$out/build" "$label")"
+        echo "OK   $line (p4check warnings $nwarn, tofino-compile warnings $bwarn, ${secs}s)"
+        summary+=("$line")
+    done
+done
+
+# 3. control-plane tests (no switch needed)
+if ! (cd "$REPO" && timeout "$TIMEOUT" "$PY" -m pytest -q -p no:cacheprovider "$P4DIR/tests"); then
+    echo "FAIL pytest p4/tests"; fail=1
+fi
+
+echo "---- p4 summary ----"
+for l in "${summary[@]}"; do echo "$l"; done
+if [ "$fail" -ne 0 ]; then
+    echo "p4/check.sh: FAILED"; exit 1
+fi
+echo "p4/check.sh: OK"

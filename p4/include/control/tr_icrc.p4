@@ -1,0 +1,55 @@
+/* dta translator: the RoCEv2 iCRC (DESIGN.md section 4) with the CRC hash engine.
+ * The iCRC is an affine function of the frame's bits, so
+ *     icrc(frame) = K xor crc0(tail)
+ * where tail = the frame from BTH byte 8 (AckReq, PSN) to the end of the payload, crc0 is CRC-32 (reflected)
+ * with init 0 and xorout 0, and K = icrc(the same frame with the tail all zero) (leading zeros do not change
+ * crc0, so crc0 over the tail alone equals its contribution to the whole). Everything before the tail
+ * (IPv4 and UDP headers with the iCRC masks, BTH opcode, flags, P_Key, dest QP, and the frame length) is
+ * constant per (QP, region kind), so the control plane computes K per region-table entry
+ * (controlplane/translator_cp.icrc_prefix_constant). The hash covers the whole tail: every byte of every
+ * frame is covered, none is left to the collector NIC. Written as the CRC's little-endian bytes. */
+control TrIcrc(inout tr_headers_t hdr, inout tr_eg_md_t eg_md) {
+    CRCPolynomial<bit<32>>(CRC32_POLY, true, false, false, 32w0, 32w0) crc0_poly;
+    Hash<bit<32>>(HashAlgorithm_t.CUSTOM, crc0_poly) tail_kw;
+    Hash<bit<32>>(HashAlgorithm_t.CUSTOM, crc0_poly) tail_ki;
+    Hash<bit<32>>(HashAlgorithm_t.CUSTOM, crc0_poly) tail_append;
+    Hash<bit<32>>(HashAlgorithm_t.CUSTOM, crc0_poly) tail_append_hdr;
+    Hash<bit<32>>(HashAlgorithm_t.CUSTOM, crc0_poly) tail_postcard;
+    apply {
+        if (eg_md.region_kind == KIND_KEYWRITE) {
+            eg_md.icrc_raw = tail_kw.get({hdr.bth.ack_req, hdr.bth.reserved7, hdr.bth.psn,
+                hdr.reth.va, hdr.reth.rkey, hdr.reth.dma_len, hdr.kw_checksum.checksum, hdr.dta_keywrite_data.data});
+        } else if (eg_md.region_kind == KIND_KEYINC) {
+            eg_md.icrc_raw = tail_ki.get({hdr.bth.ack_req, hdr.bth.reserved7, hdr.bth.psn,
+                hdr.atomic_eth.va, hdr.atomic_eth.rkey, hdr.atomic_eth.swap_add, hdr.atomic_eth.compare});
+        } else if (eg_md.region_kind == KIND_APPEND) {
+            eg_md.icrc_raw = tail_append.get({hdr.bth.ack_req, hdr.bth.reserved7, hdr.bth.psn,
+                hdr.reth.va, hdr.reth.rkey, hdr.reth.dma_len,
+                hdr.append_batch.e0
+#if APPEND_BATCH >= 2
+                , hdr.append_batch.e1
+#endif
+#if APPEND_BATCH >= 4
+                , hdr.append_batch.e2, hdr.append_batch.e3
+#endif
+#if APPEND_BATCH >= 8
+                , hdr.append_batch.e4, hdr.append_batch.e5, hdr.append_batch.e6, hdr.append_batch.e7
+#endif
+#if APPEND_BATCH >= 16
+                , hdr.append_batch.e8, hdr.append_batch.e9, hdr.append_batch.e10, hdr.append_batch.e11
+                , hdr.append_batch.e12, hdr.append_batch.e13, hdr.append_batch.e14, hdr.append_batch.e15
+#endif
+                });
+        } else if (eg_md.region_kind == KIND_APPEND_HDR) {
+            eg_md.icrc_raw = tail_append_hdr.get({hdr.bth.ack_req, hdr.bth.reserved7, hdr.bth.psn,
+                hdr.reth.va, hdr.reth.rkey, hdr.reth.dma_len, hdr.append_total.total_le});
+        } else {
+            eg_md.icrc_raw = tail_postcard.get({hdr.bth.ack_req, hdr.bth.reserved7, hdr.bth.psn,
+                hdr.reth.va, hdr.reth.rkey, hdr.reth.dma_len,
+                hdr.pc_chunk.c0, hdr.pc_chunk.c1, hdr.pc_chunk.c2, hdr.pc_chunk.c3,
+                hdr.pc_chunk.c4, hdr.pc_chunk.c5, hdr.pc_chunk.c6, hdr.pc_chunk.c7});
+        }
+        eg_md.icrc_raw = eg_md.icrc_raw ^ eg_md.icrc_k;
+        hdr.icrc.icrc = eg_md.icrc_raw[7:0] ++ eg_md.icrc_raw[15:8] ++ eg_md.icrc_raw[23:16] ++ eg_md.icrc_raw[31:24];
+    }
+}

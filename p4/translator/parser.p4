@@ -1,0 +1,174 @@
+/* dta translator: parsers and deparsers. */
+#ifndef _DTA_TRANSLATOR_PARSER_P4_
+#define _DTA_TRANSLATOR_PARSER_P4_
+
+parser TrIngressParser(packet_in pkt, out tr_headers_t hdr, out tr_ig_md_t ig_md,
+                       out ingress_intrinsic_metadata_t ig_intr_md) {
+    TofinoIngressParser() tofino_parser;
+    state start {
+        ig_md = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+        tofino_parser.apply(pkt, ig_intr_md);
+        transition parse_ethernet;
+    }
+    state parse_ethernet {
+        pkt.extract(hdr.ethernet);
+        transition select(hdr.ethernet.ether_type) {
+            ETHERTYPE_IPV4: parse_ipv4;
+            default: accept;
+        }
+    }
+    state parse_ipv4 {
+        pkt.extract(hdr.ipv4);
+        transition select(hdr.ipv4.ihl, hdr.ipv4.frag_offset, hdr.ipv4.protocol) {
+            (5, 0, IP_PROTO_UDP): parse_udp;
+            default: accept;
+        }
+    }
+    state parse_udp {
+        pkt.extract(hdr.udp);
+        transition select(hdr.udp.dst_port) {
+            DTA_UDP_PORT: parse_dta_base;
+            ROCEV2_UDP_PORT: parse_bth;
+            default: accept;
+        }
+    }
+    state parse_bth {
+        pkt.extract(hdr.bth);
+        transition select(hdr.bth.opcode) {
+            BTH_OP_RC_ACK: parse_aeth;
+            BTH_OP_RC_ATOMIC_ACK: parse_aeth;
+            default: accept;
+        }
+    }
+    state parse_aeth {
+        pkt.extract(hdr.aeth);
+        transition accept;
+    }
+    state parse_dta_base {
+        pkt.extract(hdr.dta_base);
+        transition select(hdr.dta_base.opcode) {
+            DTA_OP_KEYWRITE: parse_keywrite;
+            DTA_OP_APPEND: parse_append;
+            DTA_OP_KEYINCREMENT: parse_keyincrement;
+            DTA_OP_POSTCARD: parse_postcard;
+            DTA_OP_POSTCARD_PATHLEN: parse_postcard_pathlen;
+            default: accept;   /* Sketch-Merge and unknown opcodes: dropped and counted by the ingress */
+        }
+    }
+    state parse_keywrite {
+        pkt.extract(hdr.dta_keywrite);
+        pkt.extract(hdr.dta_keywrite_data);
+        transition accept;
+    }
+    state parse_append {
+        pkt.extract(hdr.dta_append);
+        pkt.extract(hdr.dta_append_data);
+        transition accept;
+    }
+    state parse_keyincrement {
+        pkt.extract(hdr.dta_keyincrement);
+        transition accept;
+    }
+    state parse_postcard {
+        pkt.extract(hdr.dta_postcard);
+        transition accept;
+    }
+    state parse_postcard_pathlen {
+        pkt.extract(hdr.dta_postcard_pathlen);
+        transition accept;
+    }
+}
+
+control TrIngressDeparser(packet_out pkt, inout tr_headers_t hdr, in tr_ig_md_t ig_md,
+                          in ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md) {
+    Checksum() ipv4_checksum;
+    Digest<nak_digest_t>() nak_digest;
+    apply {
+        if (ig_md.send_digest == 1) {
+            nak_digest.pack({hdr.bth.dest_qp, hdr.aeth.syndrome, hdr.bth.psn});
+        }
+        if (ig_md.csum_update == 1) {
+            hdr.ipv4.hdr_checksum = ipv4_checksum.update({
+                hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.dscp, hdr.ipv4.ecn, hdr.ipv4.total_len,
+                hdr.ipv4.identification, hdr.ipv4.flags, hdr.ipv4.frag_offset, hdr.ipv4.ttl,
+                hdr.ipv4.protocol, hdr.ipv4.src_addr, hdr.ipv4.dst_addr});
+        }
+        pkt.emit(hdr.bridge);
+        pkt.emit(hdr.ethernet);
+        pkt.emit(hdr.ipv4);
+        pkt.emit(hdr.udp);
+        pkt.emit(hdr.bth);
+        pkt.emit(hdr.aeth);
+        pkt.emit(hdr.dta_base);
+        pkt.emit(hdr.dta_nack);
+        pkt.emit(hdr.dta_keywrite);
+        pkt.emit(hdr.dta_keywrite_data);
+        pkt.emit(hdr.dta_keyincrement);
+        pkt.emit(hdr.dta_append);
+        pkt.emit(hdr.dta_append_data);
+        pkt.emit(hdr.append_batch);
+        pkt.emit(hdr.dta_postcard);
+        pkt.emit(hdr.dta_postcard_pathlen);
+        pkt.emit(hdr.pc_chunk);
+    }
+}
+
+/* The ingress leaves, after UDP, only what the egress needs: the Key-Write data, the Key-Increment header,
+ * the Append batch, the postcard chunk, or (for a resync) the BTH. Forwarded packets are not parsed. */
+parser TrEgressParser(packet_in pkt, out tr_headers_t hdr, out tr_eg_md_t eg_md,
+                      out egress_intrinsic_metadata_t eg_intr_md) {
+    state start {
+        pkt.extract(eg_intr_md);
+        eg_md = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+        pkt.extract(hdr.bridge);
+        transition select(hdr.bridge.kind) {
+            KIND_FORWARD: accept;
+            default: parse_l2_l4;
+        }
+    }
+    state parse_l2_l4 {
+        pkt.extract(hdr.ethernet);
+        pkt.extract(hdr.ipv4);
+        pkt.extract(hdr.udp);
+        transition select(hdr.bridge.kind) {
+            KIND_KEYWRITE: parse_kw;
+            KIND_KEYINC: parse_ki;
+            KIND_APPEND: parse_append;
+            KIND_POSTCARD: parse_postcard;
+            KIND_RESYNC: parse_bth;
+            default: accept;
+        }
+    }
+    state parse_kw { pkt.extract(hdr.dta_keywrite_data); transition accept; }
+    state parse_ki { pkt.extract(hdr.dta_keyincrement); transition accept; }
+    state parse_append { pkt.extract(hdr.append_batch); transition accept; }
+    state parse_postcard { pkt.extract(hdr.pc_chunk); transition accept; }
+    state parse_bth { pkt.extract(hdr.bth); transition accept; }
+}
+
+control TrEgressDeparser(packet_out pkt, inout tr_headers_t hdr, in tr_eg_md_t eg_md,
+                         in egress_intrinsic_metadata_for_deparser_t eg_dprsr_md) {
+    Checksum() ipv4_checksum;
+    apply {
+        if (eg_md.csum_update == 1) {
+            hdr.ipv4.hdr_checksum = ipv4_checksum.update({
+                hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.dscp, hdr.ipv4.ecn, hdr.ipv4.total_len,
+                hdr.ipv4.identification, hdr.ipv4.flags, hdr.ipv4.frag_offset, hdr.ipv4.ttl,
+                hdr.ipv4.protocol, hdr.ipv4.src_addr, hdr.ipv4.dst_addr});
+        }
+        pkt.emit(hdr.ethernet);
+        pkt.emit(hdr.ipv4);
+        pkt.emit(hdr.udp);
+        pkt.emit(hdr.bth);
+        pkt.emit(hdr.reth);
+        pkt.emit(hdr.atomic_eth);
+        pkt.emit(hdr.kw_checksum);
+        pkt.emit(hdr.dta_keywrite_data);
+        pkt.emit(hdr.append_batch);
+        pkt.emit(hdr.append_total);
+        pkt.emit(hdr.pc_chunk);
+        pkt.emit(hdr.icrc);
+    }
+}
+
+#endif
