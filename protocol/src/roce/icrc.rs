@@ -83,27 +83,27 @@ fn locate(frame: &[u8]) -> Result<Offsets> {
     })
 }
 
+/// Longest masked pseudo-header: 8 bytes of LRH stand-in, a 60-byte IPv4 header, UDP and a whole BTH.
+const MAX_PSEUDO_HEADER: usize = 8 + 60 + UDP_LEN + bth::HEADER_LEN;
+
 /// Feeds the invariant header bytes from the IPv4 header up to (not including) `bth + upto` into `h`.
+///
+/// The masked copy is assembled on the stack and hashed in one call: crc32fast's folding path only pays
+/// off on longer inputs, and a dozen tiny updates cost several times more than one.
 fn hash_masked_headers(h: &mut crc32fast::Hasher, frame: &[u8], o: &Offsets, upto: usize) {
-    h.update(&[0xFF; 8]);
-    // IPv4: version/IHL, TOS masked, total length, ID, flags/fragment, TTL masked, protocol, checksum
-    // masked, addresses and options as they are.
-    let ip = &frame[o.ip..o.udp];
-    h.update(&ip[0..1]);
-    h.update(&[0xFF]);
-    h.update(&ip[2..8]);
-    h.update(&[0xFF]);
-    h.update(&ip[9..10]);
-    h.update(&[0xFF, 0xFF]);
-    h.update(&ip[12..]);
-    // UDP: ports and length, checksum masked.
-    h.update(&frame[o.udp..o.udp + 6]);
-    h.update(&[0xFF, 0xFF]);
-    // BTH: byte 4 masked.
-    let b = &frame[o.bth..o.bth + upto];
-    h.update(&b[..4]);
-    h.update(&[0xFF]);
-    h.update(&b[5..]);
+    let mut buf = [0u8; MAX_PSEUDO_HEADER];
+    let ip_len = o.udp - o.ip;
+    let n = 8 + ip_len + UDP_LEN + upto;
+    buf[..8].fill(0xFF);
+    buf[8..n].copy_from_slice(&frame[o.ip..o.bth + upto]);
+    // IPv4 TOS, TTL and header checksum; UDP checksum; BTH byte 4 (FECN, BECN, reserved).
+    let ip = 8;
+    let udp = ip + ip_len;
+    let bth = udp + UDP_LEN;
+    for at in [ip + 1, ip + 8, ip + 10, ip + 11, udp + 6, udp + 7, bth + 4] {
+        buf[at] = 0xFF;
+    }
+    h.update(&buf[..n]);
 }
 
 /// Computes the iCRC of an Ethernet/IPv4/UDP/BTH frame whose last 4 bytes (per the IPv4 total length)
