@@ -1,0 +1,1 @@
+//! Packet I/O backends behind one burst trait.
