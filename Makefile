@@ -8,7 +8,7 @@ FUZZ_SMOKE_SECONDS ?= 20
 FUZZ_SECONDS ?= 300
 FUZZ_TARGETS := dta_parse roce_parse
 
-.PHONY: setup build test unit oracle fuzz-smoke fuzz lint fmt p4 bench-protocol clean
+.PHONY: setup build test unit fuzz-smoke fuzz lint fmt p4 bench-protocol clean
 
 ## Install every system package and tool (Debian 12), idempotently.
 setup:
@@ -48,8 +48,16 @@ fuzz: setup
 	  (cd fuzz && RUSTC_BOOTSTRAP=1 cargo fuzz run $$t -- -max_total_time=$(FUZZ_SECONDS)) || exit 1; \
 	done
 
+## P4: both programs through p4check and tofino-compile (p4/check.sh), their control-plane tests, and the
+## contract check that every P4 header, port and opcode matches dta-protocol.
 p4:
-	@if [ -f p4/check.sh ]; then bash p4/check.sh; else echo "p4: no checks yet"; fi
+	bash p4/check.sh
+	$(CARGO) run -q -p dta-protocol --example contract > target/contract.json
+	@for prog in p4/reporter/dta_reporter.p4 p4/translator/dta_translator.p4; do \
+	  for form in "" -DDTA_COMPACT; do \
+	    $(PY) tests/contract/check_p4_contract.py target/contract.json $$prog $$form || exit 1; \
+	  done; \
+	done
 
 ## Criterion micro-benchmarks of the protocol crate (iCRC naive and with the per-QP prefix).
 bench-protocol:
