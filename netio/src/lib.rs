@@ -1,1 +1,20 @@
-//! Packet I/O backends behind one burst trait.
+//! Packet I/O backends behind one burst interface.
+//!
+//! Every backend moves frames in bursts between the wire (or a file, or a queue) and a caller-owned
+//! [`FrameBatch`] of reusable slots: [`RxBurst::recv_burst`] appends received frames, [`TxBurst::send_burst`]
+//! sends the frames of a batch. A sans-IO engine reads input frames as `&[u8]` from one batch and writes its
+//! output frames in place into another with [`FrameBatch::push_with`]; after start-up nothing allocates.
+//!
+//! Backends: [`memory::pair`] (tests), [`PcapSource`] / [`PcapSink`] (files).
+
+mod batch;
+mod burst;
+mod error;
+pub mod memory;
+mod pcap;
+
+pub use batch::{FrameBatch, DEFAULT_SLOT_SIZE};
+pub use burst::{RxBurst, RxStats, TxBurst, TxStats};
+pub use error::NetioError;
+pub use memory::MemoryPort;
+pub use pcap::{PcapSink, PcapSource, PCAP_SNAPLEN};
