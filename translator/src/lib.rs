@@ -1,2 +1,27 @@
 //! The DTA translator engine: frames and a clock in, frames and timer deadlines out (no I/O).
+//!
+//! Start at [`Engine`]. One engine runs per worker core with its own QP to every collector; see the
+//! crate README section in the issue notes for the mapping.
 #![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod collector;
+pub mod config;
+pub mod counters;
+pub mod engine;
+pub mod error;
+pub mod frames;
+pub mod primitives;
+pub mod psn;
+pub mod rate;
+pub mod requester;
+pub mod sequence;
+pub mod time;
+
+pub use collector::RegionsFile;
+pub use config::Config;
+pub use counters::{Counters, DropReason};
+pub use engine::{Engine, Event, Handled, QpStats};
+pub use error::ConfigError;
+pub use requester::QpError;
+pub use time::Instant;

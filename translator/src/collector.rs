@@ -1,0 +1,185 @@
+//! What the engine knows about one collector: addresses, QPs and regions, from a control-channel
+//! [`Welcome`] or, offline, from a static regions TOML of the same shape.
+
+use dta_protocol::control::{ResponderQp, Welcome, CONTROL_VERSION};
+use dta_protocol::layout::{Geometry, Region};
+use serde::{Deserialize, Serialize};
+
+use crate::error::ConfigError;
+
+/// Default path MTU (payload bytes per packet) when a collector does not say.
+pub const DEFAULT_PATH_MTU: u32 = 1024;
+
+/// One collector as a regions file describes it: a [`Welcome`] without the version.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StaticCollector {
+    /// Collector MAC.
+    pub mac: [u8; 6],
+    /// Collector IPv4.
+    pub ip: [u8; 4],
+    /// The collector's QP (the engine uses the first one).
+    pub qps: Vec<ResponderQp>,
+    /// Atomics in flight the collector accepts.
+    #[serde(default = "default_rd_atomic")]
+    pub max_dest_rd_atomic: u32,
+    /// Largest RDMA payload per packet.
+    #[serde(default = "default_mtu")]
+    pub path_mtu: u32,
+    /// The regions.
+    pub regions: Vec<Region>,
+}
+
+fn default_rd_atomic() -> u32 {
+    16
+}
+
+fn default_mtu() -> u32 {
+    DEFAULT_PATH_MTU
+}
+
+/// A regions file: one or more collectors.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RegionsFile {
+    /// The collectors, in routing order.
+    pub collectors: Vec<StaticCollector>,
+}
+
+impl RegionsFile {
+    /// Parses a regions TOML into the [`Welcome`]s a control channel would have given.
+    pub fn from_toml(text: &str) -> Result<Vec<Welcome>, ConfigError> {
+        let f: RegionsFile = toml::from_str(text).map_err(|e| ConfigError::Toml(e.to_string()))?;
+        Ok(f.collectors
+            .into_iter()
+            .map(|c| Welcome {
+                version: CONTROL_VERSION,
+                mac: c.mac,
+                ip: c.ip,
+                qps: c.qps,
+                max_dest_rd_atomic: c.max_dest_rd_atomic,
+                path_mtu: c.path_mtu,
+                regions: c.regions,
+            })
+            .collect())
+    }
+}
+
+/// The regions of one collector, sorted out by kind for quick lookup on the hot path.
+#[derive(Debug, Clone, Default)]
+pub struct Regions {
+    /// The Key-Write region, if any.
+    pub key_write: Option<Region>,
+    /// The Key-Increment region, if any.
+    pub key_increment: Option<Region>,
+    /// The Postcarding region, if any.
+    pub postcard: Option<Region>,
+    /// Append lists, sorted by id.
+    pub append: Vec<Region>,
+    /// Sketches, sorted by id.
+    pub sketch: Vec<Region>,
+}
+
+impl Regions {
+    /// Sorts `regions`; a second region of a single-instance kind or a repeated list/sketch id is an error.
+    pub fn new(collector: usize, regions: &[Region]) -> Result<Self, ConfigError> {
+        let dup = |what: &str| ConfigError::Collector {
+            collector,
+            why: format!("more than one {what} region"),
+        };
+        let mut out = Regions::default();
+        for r in regions {
+            let slot = match r.geometry {
+                Geometry::KeyWrite(_) => &mut out.key_write,
+                Geometry::KeyIncrement(_) => &mut out.key_increment,
+                Geometry::Postcarding(_) => &mut out.postcard,
+                Geometry::Append(_) => {
+                    out.append.push(*r);
+                    continue;
+                }
+                Geometry::Sketch(_) => {
+                    out.sketch.push(*r);
+                    continue;
+                }
+            };
+            if slot.replace(*r).is_some() {
+                return Err(dup(kind_name(&r.geometry)));
+            }
+        }
+        for (list, name) in [(&mut out.append, "append"), (&mut out.sketch, "sketch")] {
+            list.sort_by_key(|r| r.id);
+            if list.windows(2).any(|w| w[0].id == w[1].id) {
+                return Err(dup(&format!("{name} id")));
+            }
+        }
+        Ok(out)
+    }
+
+    /// The Append list with `id`.
+    pub fn append_list(&self, id: u32) -> Option<&Region> {
+        find(&self.append, id)
+    }
+
+    /// The sketch with `id`.
+    pub fn sketch(&self, id: u32) -> Option<&Region> {
+        find(&self.sketch, id)
+    }
+}
+
+fn find(sorted: &[Region], id: u32) -> Option<&Region> {
+    sorted
+        .binary_search_by_key(&id, |r| r.id)
+        .ok()
+        .and_then(|i| sorted.get(i))
+}
+
+fn kind_name(g: &Geometry) -> &'static str {
+    match g {
+        Geometry::KeyWrite(_) => "key_write",
+        Geometry::KeyIncrement(_) => "key_increment",
+        Geometry::Postcarding(_) => "postcarding",
+        Geometry::Append(_) => "append",
+        Geometry::Sketch(_) => "sketch",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FILE: &str = r#"
+[[collectors]]
+mac = [2, 0, 0, 0, 0, 2]
+ip = [198, 18, 0, 2]
+qps = [{ qpn = 17, peer_qpn = 256 }]
+[[collectors.regions]]
+id = 0
+va = 0x10000
+rkey = 0x1234
+geometry = { kind = "key_write", slots = 256, entry_size = 8, n_max = 4 }
+[[collectors.regions]]
+id = 3
+va = 0x20000
+rkey = 0x1234
+geometry = { kind = "append", entries = 64, entry_size = 4, batch_size = 16 }
+"#;
+
+    #[test]
+    fn parses_regions_file() {
+        let w = RegionsFile::from_toml(FILE).unwrap();
+        assert_eq!(w.len(), 1);
+        assert_eq!(w[0].path_mtu, 1024);
+        assert_eq!(w[0].max_dest_rd_atomic, 16);
+        assert_eq!(w[0].qps[0].qpn, 17);
+        let r = Regions::new(0, &w[0].regions).unwrap();
+        assert_eq!(r.key_write.map(|r| r.va), Some(0x10000));
+        assert_eq!(r.append_list(3).map(|r| r.va), Some(0x20000));
+        assert!(r.append_list(4).is_none());
+        let mut twice = w[0].regions.clone();
+        twice.push(twice[0]);
+        assert!(matches!(
+            Regions::new(0, &twice),
+            Err(ConfigError::Collector { collector: 0, .. })
+        ));
+    }
+}

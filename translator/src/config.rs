@@ -1,0 +1,436 @@
+//! Translator configuration (TOML). Every field has a default, so an empty file is a working setup for one
+//! collector on the reference's sizes; [`Config::validate`] rejects values the engine cannot honour.
+
+use dta_protocol::dta::{HeaderForm, ReportFormat, DTA_UDP_PORT};
+use dta_protocol::udp::ECN_ECT0;
+use serde::{Deserialize, Serialize};
+
+use crate::error::ConfigError;
+
+/// The whole translator configuration.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// What reports look like and where they arrive.
+    pub report: ReportConfig,
+    /// The translator's own addresses and QP identity.
+    pub local: LocalConfig,
+    /// RoCEv2 requester behaviour, per QP.
+    pub requester: RequesterConfig,
+    /// Token bucket per collector.
+    pub rate: RateConfig,
+    /// Per-reporter sequence tracking and DTA NACKs.
+    pub sequence: SequenceConfig,
+    /// How reports choose a collector.
+    pub routing: RoutingConfig,
+    /// Key-Increment options.
+    pub key_increment: KeyIncrementConfig,
+    /// Append options.
+    pub append: AppendConfig,
+    /// Postcarding options.
+    pub postcard: PostcardConfig,
+    /// Sketch-Merge options.
+    pub sketch: SketchConfig,
+}
+
+/// Report format and port.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ReportConfig {
+    /// `"seq"` (default) or `"compact"`.
+    pub dta_header: HeaderForm,
+    /// UDP destination port of reports.
+    pub udp_port: u16,
+    /// Key-Write data size D: 4, 12 or 28.
+    pub keywrite_data_len: usize,
+    /// Append entry size E.
+    pub append_entry_len: usize,
+}
+
+impl Default for ReportConfig {
+    fn default() -> Self {
+        ReportConfig {
+            dta_header: HeaderForm::Seq,
+            udp_port: DTA_UDP_PORT,
+            keywrite_data_len: 4,
+            append_entry_len: 4,
+        }
+    }
+}
+
+impl ReportConfig {
+    /// The parser's view of this configuration.
+    pub fn format(&self) -> ReportFormat {
+        ReportFormat {
+            form: self.dta_header,
+            keywrite_data_len: self.keywrite_data_len,
+            append_entry_len: self.append_entry_len,
+        }
+    }
+}
+
+/// The translator's own identity on the wire.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LocalConfig {
+    /// Source MAC of RoCE frames.
+    pub mac: [u8; 6],
+    /// Source IPv4 of RoCE frames.
+    pub ip: [u8; 4],
+    /// QPN of the first collector's QP; collector i uses `qpn_base + i`.
+    pub qpn_base: u32,
+    /// First PSN of every QP.
+    pub start_psn: u32,
+    /// UDP source port of the first collector's QP; collector i uses `udp_src_port_base + i` (ECMP entropy).
+    pub udp_src_port_base: u16,
+    /// DSCP of RoCE frames.
+    pub dscp: u8,
+    /// ECN code point of RoCE frames, ECT(0) by default so switches can mark congestion.
+    pub ecn: u8,
+}
+
+impl Default for LocalConfig {
+    fn default() -> Self {
+        LocalConfig {
+            mac: [0x02, 0, 0, 0, 0, 0x01],
+            ip: [198, 18, 0, 1],
+            qpn_base: 0x100,
+            start_psn: 0,
+            udp_src_port_base: 49152,
+            dscp: 0,
+            ecn: ECN_ECT0,
+        }
+    }
+}
+
+/// Requester per QP.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RequesterConfig {
+    /// AckReq on every `ack_every`-th packet (and on the last one before the queue idles).
+    pub ack_every: u32,
+    /// Frames in flight (sent, unacknowledged) per QP.
+    pub window: u32,
+    /// Work requests waiting for the window per QP; beyond it reports are dropped or NACKed.
+    pub queue_capacity: u32,
+    /// Retransmit timeout in microseconds, doubled on every timeout without progress.
+    pub retransmit_timeout_us: u64,
+    /// Largest backoff exponent: the timeout stops doubling after this many doublings.
+    pub max_backoff_shift: u32,
+    /// Timeouts (or RNR NAKs) in a row without progress before the QP is declared in error.
+    pub retry_limit: u32,
+}
+
+impl Default for RequesterConfig {
+    fn default() -> Self {
+        RequesterConfig {
+            ack_every: 16,
+            window: 256,
+            queue_capacity: 4096,
+            retransmit_timeout_us: 1000,
+            max_backoff_shift: 6,
+            retry_limit: 7,
+        }
+    }
+}
+
+/// Token bucket per collector; 0 means unlimited.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RateConfig {
+    /// Packets per second, 0 for no limit.
+    pub packets_per_sec: u64,
+    /// Bytes per second (whole frames), 0 for no limit.
+    pub bytes_per_sec: u64,
+    /// Bucket depth in packets.
+    pub burst_packets: u64,
+    /// Bucket depth in bytes.
+    pub burst_bytes: u64,
+}
+
+impl Default for RateConfig {
+    fn default() -> Self {
+        RateConfig {
+            packets_per_sec: 0,
+            bytes_per_sec: 0,
+            burst_packets: 64,
+            burst_bytes: 64 * 1024,
+        }
+    }
+}
+
+/// Per-reporter sequence tracking.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SequenceConfig {
+    /// Track seqnums of reports with the retransmit flag and NACK gaps (needs the seq header form).
+    pub enabled: bool,
+    /// A gap that persists is NACKed again after this many microseconds.
+    pub nack_holdoff_us: u64,
+    /// Reporters tracked at most; reports from further reporters are accepted untracked (and counted).
+    pub max_reporters: usize,
+}
+
+impl Default for SequenceConfig {
+    fn default() -> Self {
+        SequenceConfig {
+            enabled: true,
+            nack_holdoff_us: 100,
+            max_reporters: 65536,
+        }
+    }
+}
+
+/// How reports choose a collector when more than one is configured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum KeyRouting {
+    /// `crc32(key_le) mod collectors` for Key-Write, Key-Increment and Postcarding.
+    #[default]
+    KeyHash,
+    /// The collector whose IP is the report's IPv4 destination (DESIGN.md section 2).
+    DestinationIp,
+}
+
+/// Routing of reports to collectors. Append lists and sketches go to the collector that holds the list or
+/// sketch region with their id (the list table is the regions the collectors advertise).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct RoutingConfig {
+    /// Key-based primitives' routing.
+    pub keys: KeyRouting,
+}
+
+/// Key-Increment options.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct KeyIncrementConfig {
+    /// Coalesce increments to the same counter for this many microseconds (0: send each at once).
+    pub coalesce_us: u64,
+    /// Counters held for coalescing at most; a new counter beyond it flushes the oldest.
+    pub coalesce_capacity: usize,
+}
+
+impl Default for KeyIncrementConfig {
+    fn default() -> Self {
+        KeyIncrementConfig {
+            coalesce_us: 0,
+            coalesce_capacity: 4096,
+        }
+    }
+}
+
+/// Append options.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AppendConfig {
+    /// A partial batch is written after this many microseconds without filling.
+    pub idle_flush_us: u64,
+    /// The head word is written at least every this many batches (and at every idle flush); at most 32.
+    pub head_every_batches: u32,
+}
+
+impl Default for AppendConfig {
+    fn default() -> Self {
+        AppendConfig {
+            idle_flush_us: 1000,
+            head_every_batches: 32,
+        }
+    }
+}
+
+/// Postcarding options.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PostcardConfig {
+    /// Path length B for opcode 0x04 (opcode 0x06 carries its own).
+    pub hops: u8,
+    /// Flows cached per collector (direct-mapped).
+    pub cache_size: usize,
+    /// A flow's postcards are written this many microseconds after its first one even if incomplete.
+    pub idle_timeout_us: u64,
+    /// Chunk copies written per flow (N).
+    pub redundancy: u8,
+}
+
+impl Default for PostcardConfig {
+    fn default() -> Self {
+        PostcardConfig {
+            hops: 5,
+            cache_size: 4096,
+            idle_timeout_us: 1000,
+            redundancy: 1,
+        }
+    }
+}
+
+/// Sketch-Merge options.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SketchConfig {
+    /// Reporters whose sketches are merged; their ids are `0..reporters`.
+    pub reporters: u16,
+    /// Completed columns written per WRITE at most (also capped by the path MTU).
+    pub column_batch: u32,
+    /// Completed columns that wait for a full batch are written after this many microseconds.
+    pub idle_flush_us: u64,
+}
+
+impl Default for SketchConfig {
+    fn default() -> Self {
+        SketchConfig {
+            reporters: 1,
+            column_batch: 16,
+            idle_flush_us: 1000,
+        }
+    }
+}
+
+fn bad(field: &'static str, value: u64, why: &'static str) -> ConfigError {
+    ConfigError::Invalid { field, value, why }
+}
+
+impl Config {
+    /// Parses TOML and validates it.
+    pub fn from_toml(text: &str) -> Result<Self, ConfigError> {
+        let c: Config = toml::from_str(text).map_err(|e| ConfigError::Toml(e.to_string()))?;
+        c.validate()?;
+        Ok(c)
+    }
+
+    /// Checks every value the engine relies on.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        self.report
+            .format()
+            .validate()
+            .map_err(|e| ConfigError::Report(e.to_string()))?;
+        let r = &self.requester;
+        if r.ack_every == 0 {
+            return Err(bad("requester.ack_every", 0, "at least 1"));
+        }
+        // Half the PSN space keeps "before" and "after" unambiguous for every PSN in flight.
+        if r.window == 0 || r.window >= 1 << 23 {
+            return Err(bad("requester.window", r.window.into(), "1..2^23"));
+        }
+        if r.queue_capacity == 0 {
+            return Err(bad("requester.queue_capacity", 0, "at least 1"));
+        }
+        if r.retransmit_timeout_us == 0 {
+            return Err(bad("requester.retransmit_timeout_us", 0, "at least 1"));
+        }
+        if r.max_backoff_shift > 20 {
+            return Err(bad(
+                "requester.max_backoff_shift",
+                r.max_backoff_shift.into(),
+                "at most 20",
+            ));
+        }
+        if self.local.start_psn > dta_protocol::roce::PSN_MASK {
+            return Err(bad(
+                "local.start_psn",
+                self.local.start_psn.into(),
+                "24 bits",
+            ));
+        }
+        if self.local.qpn_base > 0xFF_FFFF {
+            return Err(bad("local.qpn_base", self.local.qpn_base.into(), "24 bits"));
+        }
+        if self.local.dscp > 63 || self.local.ecn > 3 {
+            return Err(bad(
+                "local.dscp/ecn",
+                self.local.dscp.into(),
+                "6 and 2 bits",
+            ));
+        }
+        let rate = &self.rate;
+        if rate.packets_per_sec > 0 && rate.burst_packets == 0 {
+            return Err(bad("rate.burst_packets", 0, "at least 1 when limited"));
+        }
+        if rate.bytes_per_sec > 0 && rate.burst_bytes < 1600 {
+            return Err(bad(
+                "rate.burst_bytes",
+                rate.burst_bytes,
+                "at least one frame (1600) when limited",
+            ));
+        }
+        if self.key_increment.coalesce_capacity == 0 {
+            return Err(bad("key_increment.coalesce_capacity", 0, "at least 1"));
+        }
+        let a = &self.append;
+        if a.head_every_batches == 0 || a.head_every_batches > 32 {
+            return Err(bad(
+                "append.head_every_batches",
+                a.head_every_batches.into(),
+                "1..=32",
+            ));
+        }
+        let p = &self.postcard;
+        if !(1..=8).contains(&p.hops) {
+            return Err(bad("postcard.hops", p.hops.into(), "1..=8"));
+        }
+        if !(1..=8).contains(&p.redundancy) {
+            return Err(bad("postcard.redundancy", p.redundancy.into(), "1..=8"));
+        }
+        if p.cache_size == 0 {
+            return Err(bad("postcard.cache_size", 0, "at least 1"));
+        }
+        let s = &self.sketch;
+        if s.reporters == 0 {
+            return Err(bad("sketch.reporters", 0, "at least 1"));
+        }
+        if s.column_batch == 0 {
+            return Err(bad("sketch.column_batch", 0, "at least 1"));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_file_is_the_defaults() {
+        let c = Config::from_toml("").unwrap();
+        assert_eq!(c, Config::default());
+        assert_eq!(c.requester.ack_every, 16);
+        assert_eq!(c.report.udp_port, 40040);
+        assert_eq!(c.postcard.hops, 5);
+    }
+
+    #[test]
+    fn overrides_and_errors() {
+        let c = Config::from_toml(
+            "[report]\ndta_header = \"compact\"\nkeywrite_data_len = 12\n[requester]\nwindow = 8\n",
+        )
+        .unwrap();
+        assert_eq!(c.report.dta_header, HeaderForm::Compact);
+        assert_eq!(c.report.keywrite_data_len, 12);
+        assert_eq!(c.requester.window, 8);
+
+        assert_eq!(
+            Config::from_toml("[requester]\nack_every = 0\n"),
+            Err(ConfigError::Invalid {
+                field: "requester.ack_every",
+                value: 0,
+                why: "at least 1"
+            })
+        );
+        assert!(matches!(
+            Config::from_toml("[report]\nkeywrite_data_len = 8\n"),
+            Err(ConfigError::Report(_))
+        ));
+        assert!(matches!(
+            Config::from_toml("[requester]\nwindwo = 8\n"),
+            Err(ConfigError::Toml(_))
+        ));
+        assert_eq!(
+            Config::from_toml("[postcard]\nhops = 9\n"),
+            Err(ConfigError::Invalid {
+                field: "postcard.hops",
+                value: 9,
+                why: "1..=8"
+            })
+        );
+    }
+}

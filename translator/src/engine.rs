@@ -1,0 +1,555 @@
+//! The translator engine: a state machine with no sockets and no clock (quinn-proto style).
+//!
+//! * [`Engine::handle_frame`] takes any received Ethernet frame: DTA reports become work requests on the
+//!   collector's QP, RoCE responses drive the requester, everything else comes back as
+//!   [`Handled::NotForUs`] for the I/O layer to forward.
+//! * [`Engine::poll_transmit`] hands out the next frame to send (DTA NACKs first, then RoCE frames).
+//! * [`Engine::poll_timeout`] / [`Engine::handle_timeout`] drive retransmissions, idle flushes and the
+//!   rate limiter; [`Engine::poll_event`] reports QP errors.
+
+use std::collections::VecDeque;
+
+use dta_protocol::control::Welcome;
+use dta_protocol::dta::{Body, Opcode, ReportFormat, ReportRepr};
+use dta_protocol::hash::key_checksum;
+use dta_protocol::layout::Region;
+use dta_protocol::roce::{BthOpcode, Extension, FrameRepr, ROCEV2_UDP_PORT};
+use dta_protocol::udp::{UdpEndpoints, UdpFrame};
+use dta_protocol::Error as WireError;
+
+use crate::collector::{Regions, DEFAULT_PATH_MTU};
+use crate::config::{Config, KeyRouting};
+use crate::counters::{opcode_index, Counters, DropReason};
+use crate::error::ConfigError;
+use crate::frames::FrameBuilder;
+use crate::primitives::append::AppendLists;
+use crate::primitives::keyincrement::Coalescer;
+use crate::primitives::keywrite;
+use crate::primitives::postcard::{Postcard, PostcardCache};
+use crate::primitives::sketch::{Outcome, SketchMerger};
+use crate::requester::{QpError, Requester, RequesterParams};
+use crate::sequence::{nack_frame, SequenceTracker, Verdict};
+use crate::time::{earliest, Instant};
+
+/// What the engine did with a frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Handled {
+    /// A report or a response: consumed (possibly dropped and counted).
+    Consumed,
+    /// Not DTA and not from a collector: forward it untouched.
+    NotForUs,
+}
+
+/// Something the caller must act on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Event {
+    /// The QP to collector `collector` stopped; re-establish it over the control channel and call
+    /// [`Engine::reestablish`]. Its queued and unacknowledged work is kept until then.
+    QpError {
+        /// Collector index.
+        collector: usize,
+        /// Why.
+        error: QpError,
+    },
+}
+
+/// Gauges of one QP for metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QpStats {
+    /// Frames in flight.
+    pub window: usize,
+    /// Work requests queued.
+    pub queue: usize,
+    /// Next PSN.
+    pub next_psn: u32,
+    /// Error, if stopped.
+    pub error: Option<QpError>,
+}
+
+struct Collector {
+    ip: [u8; 4],
+    regions: Regions,
+    mtu: usize,
+    qp: Requester,
+    ki: Coalescer,
+    append: AppendLists,
+    postcard: PostcardCache,
+    sketch: SketchMerger,
+    can_atomic: bool,
+}
+
+/// The engine of one worker core.
+pub struct Engine {
+    cfg: Config,
+    fmt: ReportFormat,
+    collectors: Vec<Collector>,
+    seq: SequenceTracker,
+    nacks: VecDeque<Vec<u8>>,
+    events: VecDeque<Event>,
+    counters: Counters,
+    next_qp: usize,
+}
+
+fn us(v: u64) -> u64 {
+    v.saturating_mul(1000)
+}
+
+impl Engine {
+    /// An engine for `collectors` (one [`Welcome`] each, from the control channel or a regions file).
+    pub fn new(cfg: Config, collectors: &[Welcome], now: Instant) -> Result<Self, ConfigError> {
+        cfg.validate()?;
+        if collectors.is_empty() {
+            return Err(ConfigError::Collector {
+                collector: 0,
+                why: "no collector configured".into(),
+            });
+        }
+        let mut out = Vec::with_capacity(collectors.len());
+        for (i, w) in collectors.iter().enumerate() {
+            out.push(Self::collector(&cfg, i, w, now)?);
+        }
+        Ok(Engine {
+            fmt: cfg.report.format(),
+            seq: SequenceTracker::new(cfg.sequence.max_reporters, us(cfg.sequence.nack_holdoff_us)),
+            cfg,
+            collectors: out,
+            nacks: VecDeque::new(),
+            events: VecDeque::new(),
+            counters: Counters::default(),
+            next_qp: 0,
+        })
+    }
+
+    fn builder(cfg: &Config, i: usize, w: &Welcome) -> Result<FrameBuilder, ConfigError> {
+        let qp = w.qps.first().ok_or_else(|| ConfigError::Collector {
+            collector: i,
+            why: "advertises no QP".into(),
+        })?;
+        let l = &cfg.local;
+        let mut ep = UdpEndpoints::new(
+            l.mac,
+            w.mac,
+            l.ip,
+            w.ip,
+            l.udp_src_port_base.wrapping_add(i as u16),
+            ROCEV2_UDP_PORT,
+        );
+        ep.dscp = l.dscp;
+        ep.ecn = l.ecn;
+        Ok(FrameBuilder::new(ep, qp.qpn & 0xFF_FFFF))
+    }
+
+    fn collector(
+        cfg: &Config,
+        i: usize,
+        w: &Welcome,
+        now: Instant,
+    ) -> Result<Collector, ConfigError> {
+        let builder = Self::builder(cfg, i, w)?;
+        let mtu = if w.path_mtu == 0 {
+            DEFAULT_PATH_MTU
+        } else {
+            w.path_mtu
+        };
+        if mtu < 64 {
+            return Err(ConfigError::Collector {
+                collector: i,
+                why: format!("path MTU {mtu} is below 64 bytes"),
+            });
+        }
+        let regions = Regions::new(i, &w.regions)?;
+        if let Some(r) = &regions.key_write {
+            if let dta_protocol::layout::Geometry::KeyWrite(g) = r.geometry {
+                if g.data_len() != cfg.report.keywrite_data_len {
+                    return Err(ConfigError::Collector {
+                        collector: i,
+                        why: format!(
+                            "Key-Write entries hold {} data bytes, reports carry {}",
+                            g.data_len(),
+                            cfg.report.keywrite_data_len
+                        ),
+                    });
+                }
+            }
+        }
+        let params = RequesterParams {
+            cfg: cfg.requester.clone(),
+            rate: cfg.rate.clone(),
+            max_atomics: w.max_dest_rd_atomic,
+            start_psn: cfg.local.start_psn,
+        };
+        Ok(Collector {
+            ip: w.ip,
+            regions,
+            mtu: mtu as usize,
+            qp: Requester::new(params, builder, now),
+            ki: Coalescer::new(
+                us(cfg.key_increment.coalesce_us),
+                cfg.key_increment.coalesce_capacity,
+            ),
+            append: AppendLists::new(us(cfg.append.idle_flush_us), cfg.append.head_every_batches),
+            postcard: PostcardCache::new(
+                cfg.postcard.cache_size,
+                us(cfg.postcard.idle_timeout_us),
+                cfg.postcard.redundancy,
+            ),
+            sketch: SketchMerger::new(
+                cfg.sketch.reporters,
+                cfg.sketch.column_batch,
+                us(cfg.sketch.idle_flush_us),
+            ),
+            can_atomic: w.max_dest_rd_atomic > 0,
+        })
+    }
+
+    /// The translator QPNs the engine uses, one per collector (for the control channel's hello).
+    pub fn local_qpns(&self) -> Vec<u32> {
+        (0..self.collectors.len())
+            .map(|i| (self.cfg.local.qpn_base + i as u32) & 0xFF_FFFF)
+            .collect()
+    }
+
+    /// Every counter.
+    pub fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    /// Gauges of collector `i`'s QP.
+    pub fn qp_stats(&self, i: usize) -> Option<QpStats> {
+        self.collectors.get(i).map(|c| QpStats {
+            window: c.qp.window_occupancy(),
+            queue: c.qp.queue_depth(),
+            next_psn: c.qp.next_psn(),
+            error: c.qp.error(),
+        })
+    }
+
+    /// Whether every QP has nothing queued or in flight and no DTA NACK waits.
+    pub fn is_idle(&self) -> bool {
+        self.nacks.is_empty() && self.collectors.iter().all(|c| c.qp.is_idle())
+    }
+
+    /// Handles one received frame.
+    pub fn handle_frame(&mut self, now: Instant, frame: &[u8]) -> Handled {
+        self.counters.frames_in += 1;
+        let Ok(udp) = UdpFrame::parse(frame) else {
+            self.counters.not_for_us += 1;
+            return Handled::NotForUs;
+        };
+        if udp.endpoints.dst_port == self.cfg.report.udp_port {
+            self.handle_report(now, &udp);
+            return Handled::Consumed;
+        }
+        if udp.endpoints.dst_port == ROCEV2_UDP_PORT {
+            if let Some(i) = self
+                .collectors
+                .iter()
+                .position(|c| c.ip == udp.endpoints.src_ip)
+            {
+                self.handle_roce(now, i, frame);
+                return Handled::Consumed;
+            }
+        }
+        self.counters.not_for_us += 1;
+        Handled::NotForUs
+    }
+
+    fn handle_roce(&mut self, now: Instant, i: usize, frame: &[u8]) {
+        let c = &mut self.counters;
+        let Ok(f) = FrameRepr::parse(frame) else {
+            c.stale_responses += 1;
+            return;
+        };
+        let col = &mut self.collectors[i];
+        let ours = (self.cfg.local.qpn_base + i as u32) & 0xFF_FFFF;
+        match (f.bth.opcode, f.ext) {
+            (BthOpcode::Cnp, _) => c.cnps += 1,
+            _ if f.bth.dest_qp != ours => c.stale_responses += 1,
+            (BthOpcode::Acknowledge, Extension::Aeth(a)) => {
+                col.qp.on_response(now, f.bth.psn, a.kind, None, c)
+            }
+            (BthOpcode::AtomicAcknowledge, Extension::AtomicAck(a, o)) => {
+                col.qp
+                    .on_response(now, f.bth.psn, a.kind, Some(o.orig_remote_data), c)
+            }
+            _ => c.stale_responses += 1,
+        }
+        if let Some(error) = col.qp.error() {
+            if !self.events.iter().any(|e| {
+                *e == Event::QpError {
+                    collector: i,
+                    error,
+                }
+            }) {
+                self.events.push_back(Event::QpError {
+                    collector: i,
+                    error,
+                });
+            }
+        }
+    }
+
+    fn route_key(&self, key: u32, dst_ip: [u8; 4]) -> Option<usize> {
+        match self.cfg.routing.keys {
+            KeyRouting::KeyHash => Some(key_checksum(key) as usize % self.collectors.len()),
+            KeyRouting::DestinationIp => self.collectors.iter().position(|c| c.ip == dst_ip),
+        }
+    }
+
+    fn route_region(&self, id: u32, append: bool) -> Option<usize> {
+        self.collectors.iter().position(|c| {
+            if append {
+                c.regions.append_list(id).is_some()
+            } else {
+                c.regions.sketch(id).is_some()
+            }
+        })
+    }
+
+    fn handle_report(&mut self, now: Instant, udp: &UdpFrame) {
+        let r = match ReportRepr::parse(udp.payload, &self.fmt) {
+            Ok(r) => r,
+            Err(WireError::BadRedundancy { .. }) => {
+                self.counters.drop(DropReason::BadRedundancy);
+                return;
+            }
+            Err(_) => {
+                self.counters.drop(DropReason::Malformed);
+                return;
+            }
+        };
+        let op = r.base.opcode;
+        self.counters.reports_in[opcode_index(op)] += 1;
+        let src = udp.endpoints.src_ip;
+        // Sequence tracking applies to retransmittable reports in the seq form (the compact form has no
+        // seqnum to track).
+        let tracked = match (
+            r.base.seqnum,
+            r.base.retransmit && self.cfg.sequence.enabled,
+        ) {
+            (Some(seq), true) => match self.seq.check(now, src, op, seq) {
+                Some(Verdict::Accept) | None => Some(seq),
+                Some(Verdict::Gap { nack }) => {
+                    if let Some(s) = nack {
+                        self.send_nack(&udp.endpoints, op, s);
+                    }
+                    self.counters.drop(DropReason::OutOfOrder);
+                    return;
+                }
+                Some(Verdict::Duplicate) => {
+                    self.counters.drop(DropReason::Duplicate);
+                    return;
+                }
+            },
+            _ => None,
+        };
+        if let Err(reason) = self.dispatch(now, &r, udp) {
+            if reason == DropReason::QueueFull {
+                if let Some(seq) = tracked {
+                    let last = self.seq.rollback(src, op, seq);
+                    self.send_nack(&udp.endpoints, op, last);
+                }
+            }
+            self.counters.drop(reason);
+        }
+    }
+
+    fn send_nack(&mut self, report: &UdpEndpoints, op: Opcode, seqnum: u8) {
+        let f = nack_frame(report, self.fmt.form, op, seqnum);
+        if !f.is_empty() {
+            self.counters.dta_nacks_sent += 1;
+            self.nacks.push_back(f);
+        }
+    }
+
+    fn dispatch(&mut self, now: Instant, r: &ReportRepr, udp: &UdpFrame) -> Result<(), DropReason> {
+        let dst = udp.endpoints.dst_ip;
+        match r.body {
+            Body::KeyWrite(kw) => {
+                let i = self.route_key(kw.key, dst).ok_or(DropReason::NoRegion)?;
+                let col = &mut self.collectors[i];
+                let region = col.regions.key_write.ok_or(DropReason::NoRegion)?;
+                room(&col.qp, usize::from(kw.redundancy))?;
+                keywrite::handle(&kw, &region, &mut col.qp)
+            }
+            Body::KeyIncrement(ki) => {
+                let i = self.route_key(ki.key, dst).ok_or(DropReason::NoRegion)?;
+                let col = &mut self.collectors[i];
+                let region = col.regions.key_increment.ok_or(DropReason::NoRegion)?;
+                if !col.can_atomic {
+                    return Err(DropReason::NoRegion);
+                }
+                room(&col.qp, col.ki.max_wrs(ki.redundancy))?;
+                col.ki
+                    .handle(now, &ki, &region, &mut col.qp, &mut self.counters)
+            }
+            Body::Append(a) => {
+                let i = self
+                    .route_region(a.list_id, true)
+                    .ok_or(DropReason::NoRegion)?;
+                let col = &mut self.collectors[i];
+                let region = *col
+                    .regions
+                    .append_list(a.list_id)
+                    .ok_or(DropReason::NoRegion)?;
+                room(&col.qp, AppendLists::MAX_WRS)?;
+                col.append
+                    .handle(now, &a, &region, col.mtu, &mut col.qp, &mut self.counters)
+            }
+            Body::Postcard(p) => self.postcard(
+                now,
+                dst,
+                Postcard {
+                    key: p.key,
+                    hop: p.hop,
+                    path_len: self.cfg.postcard.hops,
+                    data: p.data,
+                    opcode: Opcode::Postcard,
+                },
+            ),
+            Body::PostcardPathLen(p) => self.postcard(
+                now,
+                dst,
+                Postcard {
+                    key: p.key,
+                    hop: p.hop,
+                    path_len: p.path_len,
+                    data: p.data,
+                    opcode: Opcode::PostcardPathLen,
+                },
+            ),
+            Body::SketchMerge(s) => {
+                let id = u32::from(s.sketch_id);
+                let i = self.route_region(id, false).ok_or(DropReason::NoRegion)?;
+                let col = &mut self.collectors[i];
+                let region = *col.regions.sketch(id).ok_or(DropReason::NoRegion)?;
+                room(&col.qp, SketchMerger::MAX_WRS)?;
+                match col.sketch.handle(now, &s, &region, col.mtu, &mut col.qp)? {
+                    Outcome::Merged => Ok(()),
+                    Outcome::Duplicate => Err(DropReason::Duplicate),
+                    Outcome::Gap { last_in_order } => {
+                        self.send_nack(&udp.endpoints, Opcode::SketchMerge, last_in_order);
+                        Err(DropReason::OutOfOrder)
+                    }
+                }
+            }
+        }
+    }
+
+    fn postcard(&mut self, now: Instant, dst: [u8; 4], p: Postcard) -> Result<(), DropReason> {
+        let i = self.route_key(p.key, dst).ok_or(DropReason::NoRegion)?;
+        let col = &mut self.collectors[i];
+        let region = col.regions.postcard.ok_or(DropReason::NoRegion)?;
+        room(&col.qp, col.postcard.max_wrs())?;
+        col.postcard
+            .handle(now, &p, &region, &mut col.qp, &mut self.counters)
+    }
+
+    /// Writes the next frame to send into `out` (cleared first); false when nothing may go now.
+    pub fn poll_transmit(&mut self, now: Instant, out: &mut Vec<u8>) -> bool {
+        if let Some(f) = self.nacks.pop_front() {
+            *out = f;
+            return true;
+        }
+        let n = self.collectors.len();
+        for k in 0..n {
+            let i = (self.next_qp + k) % n;
+            if self.collectors[i]
+                .qp
+                .poll_transmit(now, &mut self.counters, out)
+            {
+                // Round robin: the next call starts after this QP, so one busy collector cannot starve
+                // the others.
+                self.next_qp = (i + 1) % n;
+                return true;
+            }
+        }
+        false
+    }
+
+    /// The next instant [`handle_timeout`](Self::handle_timeout) has work.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let mut t = None;
+        for c in &self.collectors {
+            t = earliest(t, c.qp.poll_timeout());
+            t = earliest(t, c.ki.poll_timeout());
+            t = earliest(t, c.append.poll_timeout());
+            t = earliest(t, c.postcard.poll_timeout());
+            t = earliest(t, c.sketch.poll_timeout());
+        }
+        t
+    }
+
+    /// Runs every timer due at `now`.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        self.flush_inner(now, false);
+    }
+
+    /// Writes everything batched or cached now (end of an offline capture, shutdown).
+    pub fn flush(&mut self, now: Instant) {
+        self.flush_inner(now, true);
+    }
+
+    fn flush_inner(&mut self, now: Instant, all: bool) {
+        for (i, col) in self.collectors.iter_mut().enumerate() {
+            let c = &mut self.counters;
+            col.ki.flush(now, all, &mut col.qp);
+            col.append.flush(now, all, &mut col.qp, c);
+            col.postcard
+                .flush(now, all, col.regions.postcard.as_ref(), &mut col.qp, c);
+            col.sketch.flush(now, all, col.mtu, &mut col.qp);
+            if let Some(error) = col.qp.on_timeout(now, c) {
+                self.events.push_back(Event::QpError {
+                    collector: i,
+                    error,
+                });
+            }
+        }
+    }
+
+    /// The next event.
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    /// Resumes collector `i`'s QP after the control channel re-established it (`welcome` is the new
+    /// answer; its first QP is used). Unacknowledged work is sent again from `start_psn`.
+    pub fn reestablish(
+        &mut self,
+        i: usize,
+        welcome: &Welcome,
+        start_psn: u32,
+        now: Instant,
+    ) -> Result<(), ConfigError> {
+        let builder = Self::builder(&self.cfg, i, welcome)?;
+        let col = self.collectors.get_mut(i).ok_or(ConfigError::Collector {
+            collector: i,
+            why: "no such collector".into(),
+        })?;
+        col.qp.reestablish(builder, start_psn, now);
+        self.events
+            .retain(|e| !matches!(e, Event::QpError { collector, .. } if *collector == i));
+        Ok(())
+    }
+
+    /// The regions of collector `i` as configured (for tests and tools).
+    pub fn regions(&self, i: usize) -> Option<Vec<Region>> {
+        let c = self.collectors.get(i)?;
+        let r = &c.regions;
+        let mut v: Vec<Region> = [r.key_write, r.key_increment, r.postcard]
+            .into_iter()
+            .flatten()
+            .collect();
+        v.extend_from_slice(&r.append);
+        v.extend_from_slice(&r.sketch);
+        Some(v)
+    }
+}
+
+fn room(qp: &Requester, need: usize) -> Result<(), DropReason> {
+    if qp.queue_room() >= need {
+        Ok(())
+    } else {
+        Err(DropReason::QueueFull)
+    }
+}

@@ -1,0 +1,254 @@
+//! RoCEv2 frames of one QP, built from per-shape templates.
+//!
+//! Every frame of a QP with the same opcode and payload length shares its bytes up to the BTH's
+//! AckReq/PSN word, so each shape is emitted once through [`FrameRepr`] (the general, checked path), its
+//! iCRC prefix is hashed once, and every later frame is a copy of the template with the PSN, the RETH or
+//! AtomicETH and the payload patched in, plus an iCRC over only those bytes.
+
+use dta_protocol::roce::{bth, BthOpcode, FrameRepr, IcrcPrefix, ICRC_LEN, PSN_MASK};
+use dta_protocol::udp::{UdpEndpoints, HEADERS_LEN};
+
+/// An RDMA operation, as the primitives ask for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Op {
+    /// RDMA WRITE ONLY of `payload` at `va`.
+    Write {
+        /// Remote virtual address.
+        va: u64,
+        /// Remote key.
+        rkey: u32,
+        /// The bytes to write (at most the path MTU).
+        payload: Vec<u8>,
+    },
+    /// FETCH_ADD of `add` on the u64 at `va` (8-byte aligned).
+    FetchAdd {
+        /// Remote virtual address.
+        va: u64,
+        /// Remote key.
+        rkey: u32,
+        /// The addend.
+        add: u64,
+    },
+}
+
+impl Op {
+    /// Whether the responder answers this with an ATOMIC ACKNOWLEDGE.
+    pub const fn is_atomic(&self) -> bool {
+        matches!(self, Op::FetchAdd { .. })
+    }
+
+    fn opcode(&self) -> BthOpcode {
+        match self {
+            Op::Write { .. } => BthOpcode::RdmaWriteOnly,
+            Op::FetchAdd { .. } => BthOpcode::FetchAdd,
+        }
+    }
+
+    fn payload(&self) -> &[u8] {
+        match self {
+            Op::Write { payload, .. } => payload,
+            Op::FetchAdd { .. } => &[],
+        }
+    }
+
+    /// Length of the whole Ethernet frame this op becomes.
+    pub fn frame_len(&self) -> usize {
+        let ext = match self {
+            Op::Write { .. } => RETH_LEN,
+            Op::FetchAdd { .. } => ATOMIC_ETH_LEN,
+        };
+        let p = self.payload().len();
+        HEADERS_LEN + bth::HEADER_LEN + ext + p + pad(p) + ICRC_LEN
+    }
+}
+
+const RETH_LEN: usize = 16;
+const ATOMIC_ETH_LEN: usize = 28;
+/// BTH byte holding AckReq (top bit), followed by the 24-bit PSN.
+const ACK_PSN_AT: usize = HEADERS_LEN + 8;
+const EXT_AT: usize = HEADERS_LEN + bth::HEADER_LEN;
+/// Shapes kept per QP; Append and Sketch flushes of every length stay well below this.
+const MAX_SHAPES: usize = 64;
+
+const fn pad(len: usize) -> usize {
+    (4 - len % 4) % 4
+}
+
+struct Shape {
+    opcode: BthOpcode,
+    payload_len: usize,
+    template: Vec<u8>,
+    prefix: IcrcPrefix,
+}
+
+/// Builds the frames of one QP.
+pub struct FrameBuilder {
+    endpoints: UdpEndpoints,
+    dest_qp: u32,
+    shapes: Vec<Shape>,
+}
+
+impl FrameBuilder {
+    /// A builder for frames from `endpoints` to the responder QP `dest_qp`.
+    pub fn new(endpoints: UdpEndpoints, dest_qp: u32) -> Self {
+        FrameBuilder {
+            endpoints,
+            dest_qp,
+            shapes: Vec::new(),
+        }
+    }
+
+    /// The responder QP frames go to.
+    pub fn dest_qp(&self) -> u32 {
+        self.dest_qp
+    }
+
+    /// The frames' addresses.
+    pub fn endpoints(&self) -> &UdpEndpoints {
+        &self.endpoints
+    }
+
+    /// The general path: a full, checked emit (also what templates are made of).
+    fn repr<'a>(&self, op: &'a Op, psn: u32, ack_req: bool) -> FrameRepr<'a> {
+        let mut f = match op {
+            Op::Write { va, rkey, payload } => FrameRepr::write_only(
+                self.endpoints,
+                self.dest_qp,
+                psn,
+                ack_req,
+                *va,
+                *rkey,
+                payload,
+            ),
+            Op::FetchAdd { va, rkey, add } => {
+                FrameRepr::fetch_add(self.endpoints, self.dest_qp, psn, ack_req, *va, *rkey, *add)
+            }
+        };
+        // DESIGN.md section 4: MigReq 1, as the RC requesters of real NICs send it.
+        f.bth.mig_req = true;
+        f
+    }
+
+    fn shape(&mut self, op: &Op) -> Option<usize> {
+        let (opcode, len) = (op.opcode(), op.payload().len());
+        if let Some(i) = self
+            .shapes
+            .iter()
+            .position(|s| s.opcode == opcode && s.payload_len == len)
+        {
+            return Some(i);
+        }
+        if self.shapes.len() >= MAX_SHAPES {
+            return None;
+        }
+        let mut template = vec![0u8; op.frame_len()];
+        self.repr(op, 0, false).emit(&mut template).ok()?;
+        let prefix = IcrcPrefix::new(&template).ok()?;
+        self.shapes.push(Shape {
+            opcode,
+            payload_len: len,
+            template,
+            prefix,
+        });
+        Some(self.shapes.len() - 1)
+    }
+
+    /// Writes the frame of `op` with `psn` and `ack_req` into `out` (cleared first). Returns false only if
+    /// the frame cannot be emitted at all (a payload beyond the UDP length limit), which the engine's MTU
+    /// cap rules out.
+    pub fn build(&mut self, op: &Op, psn: u32, ack_req: bool, out: &mut Vec<u8>) -> bool {
+        out.clear();
+        let Some(i) = self.shape(op) else {
+            out.resize(op.frame_len(), 0);
+            return self.repr(op, psn, ack_req).emit(out).is_ok();
+        };
+        let shape = &self.shapes[i];
+        out.extend_from_slice(&shape.template);
+        let psn = psn & PSN_MASK;
+        out[ACK_PSN_AT] = if ack_req { 0x80 } else { 0 };
+        out[ACK_PSN_AT + 1..ACK_PSN_AT + 4].copy_from_slice(&psn.to_be_bytes()[1..]);
+        match op {
+            Op::Write { va, rkey, payload } => {
+                out[EXT_AT..EXT_AT + 8].copy_from_slice(&va.to_be_bytes());
+                out[EXT_AT + 8..EXT_AT + 12].copy_from_slice(&rkey.to_be_bytes());
+                // The DMA length is part of the shape and already in the template.
+                let at = EXT_AT + RETH_LEN;
+                out[at..at + payload.len()].copy_from_slice(payload);
+            }
+            Op::FetchAdd { va, rkey, add } => {
+                out[EXT_AT..EXT_AT + 8].copy_from_slice(&va.to_be_bytes());
+                out[EXT_AT + 8..EXT_AT + 12].copy_from_slice(&rkey.to_be_bytes());
+                out[EXT_AT + 12..EXT_AT + 20].copy_from_slice(&add.to_be_bytes());
+            }
+        }
+        shape.prefix.fill(out);
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dta_protocol::roce::{Extension, ROCEV2_UDP_PORT};
+
+    fn builder() -> FrameBuilder {
+        let ep = UdpEndpoints::new(
+            [2, 0, 0, 0, 0, 1],
+            [2, 0, 0, 0, 0, 2],
+            [198, 18, 0, 1],
+            [198, 18, 0, 2],
+            49152,
+            ROCEV2_UDP_PORT,
+        );
+        FrameBuilder::new(ep, 0x11)
+    }
+
+    #[test]
+    fn template_path_equals_full_emit() {
+        let mut b = builder();
+        let ops = [
+            Op::Write {
+                va: 0x7f00_0000_1000,
+                rkey: 0x1234,
+                payload: vec![1, 2, 3, 4, 5, 6, 7, 8],
+            },
+            Op::Write {
+                va: 0x20,
+                rkey: 9,
+                payload: vec![9, 9, 9],
+            },
+            Op::FetchAdd {
+                va: 0x7f00_0000_2000,
+                rkey: 0x1234,
+                add: 0xdead_beef_0000_0001,
+            },
+        ];
+        let mut out = Vec::new();
+        for (k, op) in ops.iter().enumerate() {
+            for (psn, ack) in [
+                (0u32, false),
+                (0xFF_FFFF, true),
+                (0x123456 + k as u32, false),
+            ] {
+                assert!(b.build(op, psn, ack, &mut out));
+                let mut want = vec![0u8; op.frame_len()];
+                b.repr(op, psn, ack).emit(&mut want).unwrap();
+                assert_eq!(out, want);
+                let f = FrameRepr::parse(&out).unwrap();
+                assert_eq!((f.bth.psn, f.bth.ack_req, f.bth.mig_req), (psn, ack, true));
+                assert_eq!(f.bth.dest_qp, 0x11);
+                match (op, f.ext) {
+                    (Op::Write { va, payload, .. }, Extension::Reth(r)) => {
+                        assert_eq!((r.va, r.dma_len as usize), (*va, payload.len()));
+                        assert_eq!(f.payload, &payload[..]);
+                    }
+                    (Op::FetchAdd { add, .. }, Extension::Atomic(a)) => {
+                        assert_eq!((a.swap_add, a.compare), (*add, 0))
+                    }
+                    other => panic!("wrong extension {other:?}"),
+                }
+            }
+        }
+        assert_eq!(b.shapes.len(), 3);
+    }
+}

@@ -1,0 +1,129 @@
+//! Append: entries batched per list and written with one WRITE per batch at `entries + head·size`.
+//!
+//! A batch never crosses the end of the ring (it is cut there, so the next one starts at slot 0: the
+//! reference instead writes twice to slot 0 after a wrap), never exceeds the path MTU, and a partial batch
+//! is written after an idle timeout. The head word (`total_entries_written`, u64 LE at offset 0) follows
+//! at least every `head_every` batches and after every idle flush, on the same QP, so RC ordering puts it
+//! after the entries it counts.
+
+use std::collections::HashMap;
+
+use dta_protocol::dta::{AppendRepr, Opcode};
+use dta_protocol::layout::{AppendGeometry, Geometry, Region};
+
+use crate::counters::{Counters, DropReason};
+use crate::requester::Requester;
+use crate::time::Instant;
+
+#[derive(Debug)]
+struct List {
+    region: Region,
+    g: AppendGeometry,
+    /// Entries written so far (flushed batches); the ring slot is `head mod entries`.
+    head: u64,
+    buf: Vec<u8>,
+    count: u32,
+    batches_since_head: u32,
+    first_at: Instant,
+}
+
+impl List {
+    /// Entries the batch starting at `head` may hold.
+    fn cap(&self, mtu: usize) -> u64 {
+        let by_mtu = (mtu / self.g.entry_size() as usize).max(1) as u64;
+        let to_end = self.g.entries() - self.head % self.g.entries();
+        u64::from(self.g.batch_size()).min(by_mtu).min(to_end)
+    }
+}
+
+/// Every list of one collector.
+#[derive(Debug, Default)]
+pub struct AppendLists {
+    lists: HashMap<u32, List>,
+    idle_ns: u64,
+    head_every: u32,
+}
+
+impl AppendLists {
+    /// Lists flush a partial batch after `idle_ns` and write the head every `head_every` batches.
+    pub fn new(idle_ns: u64, head_every: u32) -> Self {
+        AppendLists {
+            lists: HashMap::new(),
+            idle_ns,
+            head_every,
+        }
+    }
+
+    /// Work requests a report may add at most: a batch and a head word.
+    pub const MAX_WRS: usize = 2;
+
+    /// Adds an entry to its list.
+    pub fn handle(
+        &mut self,
+        now: Instant,
+        r: &AppendRepr,
+        region: &Region,
+        mtu: usize,
+        qp: &mut Requester,
+        c: &mut Counters,
+    ) -> Result<(), DropReason> {
+        let Geometry::Append(g) = region.geometry else {
+            return Err(DropReason::NoRegion);
+        };
+        if r.data.len() != g.entry_size() as usize {
+            return Err(DropReason::GeometryMismatch);
+        }
+        let l = self.lists.entry(r.list_id).or_insert_with(|| List {
+            region: *region,
+            g,
+            head: 0,
+            buf: Vec::new(),
+            count: 0,
+            batches_since_head: 0,
+            first_at: now,
+        });
+        if l.count == 0 {
+            l.first_at = now;
+        }
+        l.buf.extend_from_slice(r.data);
+        l.count += 1;
+        if u64::from(l.count) >= l.cap(mtu) {
+            flush(l, false, self.head_every, qp, c);
+        }
+        Ok(())
+    }
+
+    /// Writes partial batches idle since `idle_ns` before `now` (all of them if `all`).
+    pub fn flush(&mut self, now: Instant, all: bool, qp: &mut Requester, c: &mut Counters) {
+        for l in self.lists.values_mut() {
+            if l.count > 0 && (all || l.first_at + self.idle_ns <= now) {
+                c.append_idle_flushes += 1;
+                flush(l, true, self.head_every, qp, c);
+            }
+        }
+    }
+
+    /// The next idle flush.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.lists
+            .values()
+            .filter(|l| l.count > 0)
+            .map(|l| l.first_at + self.idle_ns)
+            .min()
+    }
+}
+
+fn flush(l: &mut List, idle: bool, head_every: u32, qp: &mut Requester, c: &mut Counters) {
+    let va = l.region.va + l.g.entry_offset(l.head);
+    let payload = std::mem::take(&mut l.buf);
+    super::write(qp, Opcode::Append, va, l.region.rkey, payload);
+    l.head += u64::from(l.count);
+    l.count = 0;
+    l.batches_since_head += 1;
+    if idle || l.batches_since_head >= head_every {
+        l.batches_since_head = 0;
+        c.append_head_writes += 1;
+        let head = AppendGeometry::encode_head(l.head).to_vec();
+        super::write(qp, Opcode::Append, l.region.va, l.region.rkey, head);
+    }
+}

@@ -1,0 +1,133 @@
+//! Key-Increment: a FETCH_ADD per copy at `base + 8·slot`, optionally coalesced: increments to the same
+//! counter within a short window become one FETCH_ADD of their (wrapping, as the NIC adds) sum, so the
+//! collector's counters stay exact while the atomic rate, which the responder caps, drops.
+
+use std::collections::{HashMap, VecDeque};
+
+use dta_protocol::dta::{KeyIncrementRepr, Opcode};
+use dta_protocol::layout::{Geometry, Region};
+
+use crate::counters::{Counters, DropReason};
+use crate::frames::Op;
+use crate::requester::{Requester, WorkRequest};
+use crate::time::Instant;
+
+fn fetch_add(qp: &mut Requester, va: u64, rkey: u32, add: u64) {
+    qp.push(WorkRequest {
+        op: Op::FetchAdd { va, rkey, add },
+        primitive: Opcode::KeyIncrement,
+    });
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Pending {
+    rkey: u32,
+    sum: u64,
+    deadline: Instant,
+}
+
+/// Increments waiting to be sent, per counter address, for one collector.
+#[derive(Debug, Default)]
+pub struct Coalescer {
+    window_ns: u64,
+    capacity: usize,
+    pending: HashMap<u64, Pending>,
+    /// Insertion order with each entry's deadline; an entry whose deadline no longer matches is stale.
+    order: VecDeque<(Instant, u64)>,
+}
+
+impl Coalescer {
+    /// Coalesces for `window_ns` (0: off), holding at most `capacity` counters.
+    pub fn new(window_ns: u64, capacity: usize) -> Self {
+        Coalescer {
+            window_ns,
+            capacity,
+            ..Default::default()
+        }
+    }
+
+    /// Work requests a report may add at most (the queue must have room for them).
+    pub fn max_wrs(&self, redundancy: u8) -> usize {
+        usize::from(redundancy)
+    }
+
+    /// Handles a report.
+    pub fn handle(
+        &mut self,
+        now: Instant,
+        r: &KeyIncrementRepr,
+        region: &Region,
+        qp: &mut Requester,
+        c: &mut Counters,
+    ) -> Result<(), DropReason> {
+        let Geometry::KeyIncrement(g) = region.geometry else {
+            return Err(DropReason::NoRegion);
+        };
+        if r.redundancy > g.n_max() {
+            return Err(DropReason::GeometryMismatch);
+        }
+        for n in 0..r.redundancy {
+            let va = region.va + g.offset(r.key, n);
+            if self.window_ns == 0 {
+                fetch_add(qp, va, region.rkey, r.counter);
+                continue;
+            }
+            if let Some(p) = self.pending.get_mut(&va) {
+                p.sum = p.sum.wrapping_add(r.counter);
+                c.increments_coalesced += 1;
+                continue;
+            }
+            if self.pending.len() >= self.capacity {
+                self.flush_oldest(qp);
+            }
+            let deadline = now + self.window_ns;
+            self.pending.insert(
+                va,
+                Pending {
+                    rkey: region.rkey,
+                    sum: r.counter,
+                    deadline,
+                },
+            );
+            self.order.push_back((deadline, va));
+        }
+        Ok(())
+    }
+
+    fn flush_oldest(&mut self, qp: &mut Requester) {
+        while let Some((deadline, va)) = self.order.pop_front() {
+            if self.take(deadline, va, qp) {
+                return;
+            }
+        }
+    }
+
+    /// Sends the entry for `va` if `deadline` is still its own; returns whether it did.
+    fn take(&mut self, deadline: Instant, va: u64, qp: &mut Requester) -> bool {
+        match self.pending.get(&va) {
+            Some(p) if p.deadline == deadline => {
+                let p = *p;
+                self.pending.remove(&va);
+                fetch_add(qp, va, p.rkey, p.sum);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Sends every entry whose window has closed by `now` (everything if `all`).
+    pub fn flush(&mut self, now: Instant, all: bool, qp: &mut Requester) {
+        while let Some(&(deadline, va)) = self.order.front() {
+            if !all && deadline > now {
+                break;
+            }
+            self.order.pop_front();
+            self.take(deadline, va, qp);
+        }
+    }
+
+    /// The next window to close.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.order.front().map(|(d, _)| *d)
+    }
+}

@@ -1,0 +1,443 @@
+//! The RoCEv2 requester of one QP: PSNs, AckReq cadence, the retransmission window, go-back-N,
+//! retransmit timeout with backoff, RNR waits, atomic responses and the QP error state.
+//!
+//! Work requests enter a bounded queue; [`Requester::poll_transmit`] moves them into the window as the
+//! window, the responder's atomic limit and the rate limiter allow. The window keeps the work request, not
+//! the frame: a retransmission rebuilds the identical frame from the same PSN, which costs less than
+//! keeping a copy of every frame in flight.
+
+use std::collections::VecDeque;
+
+use dta_protocol::dta::Opcode;
+use dta_protocol::roce::{aeth::rnr_timer_ns, AckKind, NakCode};
+
+use crate::config::{RateConfig, RequesterConfig};
+use crate::counters::{opcode_index, Counters};
+use crate::frames::{FrameBuilder, Op};
+use crate::psn;
+use crate::rate::RateLimiter;
+use crate::time::Instant;
+
+/// An operation and the primitive it serves (for per-primitive counters).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkRequest {
+    /// What to do.
+    pub op: Op,
+    /// Which primitive asked.
+    pub primitive: Opcode,
+}
+
+/// Why a QP stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QpError {
+    /// The responder refused a request (bad R_Key, bounds, alignment, or it failed).
+    Nak(NakCode),
+    /// Timeouts or RNR NAKs in a row beyond the retry limit.
+    RetriesExhausted,
+}
+
+/// Requester parameters: the configuration plus what the collector advertised.
+#[derive(Debug, Clone)]
+pub struct RequesterParams {
+    /// Configured behaviour.
+    pub cfg: RequesterConfig,
+    /// Rate limits.
+    pub rate: RateConfig,
+    /// The responder's `max_dest_rd_atomic`.
+    pub max_atomics: u32,
+    /// First PSN.
+    pub start_psn: u32,
+}
+
+#[derive(Debug)]
+struct InFlight {
+    psn: u32,
+    wr: WorkRequest,
+    /// For atomics: the ATOMIC ACKNOWLEDGE arrived.
+    answered: bool,
+}
+
+/// One QP's requester.
+pub struct Requester {
+    p: RequesterParams,
+    builder: FrameBuilder,
+    rate: RateLimiter,
+    queue: VecDeque<WorkRequest>,
+    window: VecDeque<InFlight>,
+    /// `window[..sent]` is on the wire; `window[sent..]` waits for a go-back-N retransmission.
+    sent: usize,
+    next_psn: u32,
+    since_ack_req: u32,
+    /// Unanswered atomics in the window.
+    atomics: u32,
+    retries: u32,
+    backoff: u32,
+    rto_at: Option<Instant>,
+    rnr_until: Option<Instant>,
+    /// Set when the rate limiter holds the next frame back.
+    rate_wait: Option<Instant>,
+    /// The PSN and time of the last go-back-N from a sequence NAK, to ignore the echoes of the same loss.
+    last_rewind: Option<(u32, Instant)>,
+    error: Option<QpError>,
+}
+
+impl Requester {
+    /// A fresh QP at `now`.
+    pub fn new(p: RequesterParams, builder: FrameBuilder, now: Instant) -> Self {
+        let rate = RateLimiter::new(&p.rate, now);
+        Requester {
+            next_psn: p.start_psn,
+            p,
+            builder,
+            rate,
+            queue: VecDeque::new(),
+            window: VecDeque::new(),
+            sent: 0,
+            since_ack_req: 0,
+            atomics: 0,
+            retries: 0,
+            backoff: 0,
+            rto_at: None,
+            rnr_until: None,
+            rate_wait: None,
+            last_rewind: None,
+            error: None,
+        }
+    }
+
+    /// Room left in the queue.
+    pub fn queue_room(&self) -> usize {
+        (self.p.cfg.queue_capacity as usize).saturating_sub(self.queue.len())
+    }
+
+    /// Work requests waiting for the window.
+    pub fn queue_depth(&self) -> usize {
+        self.queue.len()
+    }
+
+    /// Frames in flight (sent or awaiting retransmission, unacknowledged).
+    pub fn window_occupancy(&self) -> usize {
+        self.window.len()
+    }
+
+    /// The PSN the next new frame gets.
+    pub fn next_psn(&self) -> u32 {
+        self.next_psn
+    }
+
+    /// The error the QP stopped with, if it did.
+    pub fn error(&self) -> Option<QpError> {
+        self.error
+    }
+
+    /// Whether nothing is queued or in flight.
+    pub fn is_idle(&self) -> bool {
+        self.queue.is_empty() && self.window.is_empty()
+    }
+
+    /// The responder QP.
+    pub fn dest_qp(&self) -> u32 {
+        self.builder.dest_qp()
+    }
+
+    /// Queues a work request. The caller checks [`queue_room`](Self::queue_room) for reports; internal
+    /// flushes (timers) may go past it by a few entries rather than lose data already accepted.
+    pub fn push(&mut self, wr: WorkRequest) {
+        self.queue.push_back(wr);
+    }
+
+    fn atomic_blocked(&self, wr: &WorkRequest) -> bool {
+        wr.op.is_atomic() && self.atomics >= self.p.max_atomics
+    }
+
+    /// Writes the next frame to send into `out`, if any may go now.
+    pub fn poll_transmit(&mut self, now: Instant, c: &mut Counters, out: &mut Vec<u8>) -> bool {
+        if self.error.is_some() || self.rnr_until.is_some_and(|t| t > now) {
+            return false;
+        }
+        self.rnr_until = None;
+        if self.sent < self.window.len() {
+            let len = self.window[self.sent].wr.op.frame_len();
+            if !self.rate_ok(now, len, c) {
+                return false;
+            }
+            let f = &self.window[self.sent];
+            // A retransmission always asks for an ACK: recovery should not wait for the cadence.
+            if !self.builder.build(&f.wr.op, f.psn, true, out) {
+                return false;
+            }
+            self.sent += 1;
+            self.since_ack_req = 0;
+            c.retransmitted_frames += 1;
+            self.account(now, out.len(), c);
+            return true;
+        }
+        let Some(front) = self.queue.front() else {
+            return false;
+        };
+        if self.window.len() >= self.p.cfg.window as usize || self.atomic_blocked(front) {
+            return false;
+        }
+        let len = front.op.frame_len();
+        if !self.rate_ok(now, len, c) {
+            return false;
+        }
+        let Some(wr) = self.queue.pop_front() else {
+            return false;
+        };
+        let psn = self.next_psn;
+        self.since_ack_req += 1;
+        let window_full = self.window.len() + 1 >= self.p.cfg.window as usize;
+        let stalls = match self.queue.front() {
+            None => true,
+            Some(next) => {
+                self.atomic_blocked(next)
+                    || (wr.op.is_atomic()
+                        && next.op.is_atomic()
+                        && self.atomics + 1 >= self.p.max_atomics)
+                    || self.rate.ready_at(now, next.op.frame_len()) > now
+            }
+        };
+        let ack_req = self.since_ack_req >= self.p.cfg.ack_every || window_full || stalls;
+        if !self.builder.build(&wr.op, psn, ack_req, out) {
+            return false;
+        }
+        if ack_req {
+            self.since_ack_req = 0;
+        }
+        if wr.op.is_atomic() {
+            self.atomics += 1;
+        }
+        c.ops_out[opcode_index(wr.primitive)] += 1;
+        self.window.push_back(InFlight {
+            psn,
+            wr,
+            answered: false,
+        });
+        self.sent += 1;
+        self.next_psn = psn::add(psn, 1);
+        self.account(now, out.len(), c);
+        true
+    }
+
+    fn rate_ok(&mut self, now: Instant, len: usize, c: &mut Counters) -> bool {
+        let at = self.rate.ready_at(now, len);
+        if at > now {
+            if self.rate_wait.is_none() {
+                c.rate_limited += 1;
+            }
+            self.rate_wait = Some(at);
+            return false;
+        }
+        self.rate_wait = None;
+        true
+    }
+
+    fn account(&mut self, now: Instant, len: usize, c: &mut Counters) {
+        self.rate.take(len);
+        c.roce_frames_out += 1;
+        c.roce_bytes_out += len as u64;
+        if self.rto_at.is_none() {
+            self.rto_at = Some(now + self.rto());
+        }
+    }
+
+    fn rto(&self) -> u64 {
+        let base = self.p.cfg.retransmit_timeout_us.saturating_mul(1000);
+        base.saturating_mul(1 << self.backoff.min(self.p.cfg.max_backoff_shift))
+    }
+
+    /// Index in the window of `psn`, if it is in flight.
+    fn index_of(&self, psn: u32) -> Option<usize> {
+        let front = self.window.front()?.psn;
+        let i = psn::distance(front, psn) as usize;
+        (i < self.window.len()).then_some(i)
+    }
+
+    /// Retires every frame before `until` (exclusive). An unanswered atomic stops the retirement: its
+    /// response was lost, so it must be asked again (the responder answers from its cache). Returns whether
+    /// that happened.
+    fn retire_before(&mut self, until: usize) -> bool {
+        for _ in 0..until {
+            let Some(f) = self.window.front() else {
+                break;
+            };
+            if f.wr.op.is_atomic() && !f.answered {
+                return true;
+            }
+            self.window.pop_front();
+            self.sent = self.sent.saturating_sub(1);
+        }
+        false
+    }
+
+    fn progress(&mut self, now: Instant) {
+        self.retries = 0;
+        self.backoff = 0;
+        self.rto_at = (!self.window.is_empty()).then(|| now + self.rto());
+    }
+
+    /// Handles a response (ACKNOWLEDGE or ATOMIC ACKNOWLEDGE) with `psn` and AETH `kind`.
+    /// `atomic` is the original value an ATOMIC ACKNOWLEDGE carries.
+    pub fn on_response(
+        &mut self,
+        now: Instant,
+        psn: u32,
+        kind: AckKind,
+        atomic: Option<u64>,
+        c: &mut Counters,
+    ) {
+        if self.error.is_some() {
+            c.stale_responses += 1;
+            return;
+        }
+        match kind {
+            AckKind::Ack { .. } => {
+                let Some(i) = self.index_of(psn) else {
+                    c.stale_responses += 1;
+                    return;
+                };
+                if atomic.is_some() {
+                    let f = &mut self.window[i];
+                    if !f.wr.op.is_atomic() {
+                        c.stale_responses += 1;
+                        return;
+                    }
+                    if !f.answered {
+                        f.answered = true;
+                        self.atomics = self.atomics.saturating_sub(1);
+                        c.atomic_acks += 1;
+                    }
+                } else {
+                    c.acks += 1;
+                }
+                if self.retire_before(i + 1) {
+                    // An ACK past an unanswered atomic: go back to it.
+                    self.rewind_to_front(c);
+                }
+                self.progress(now);
+            }
+            AckKind::Nak(NakCode::PsnSequenceError) => {
+                c.nak_psn_sequence += 1;
+                // The responder expects `psn`: everything before it arrived.
+                let i = if psn == self.next_psn {
+                    self.window.len()
+                } else {
+                    match self.index_of(psn) {
+                        Some(i) => i,
+                        None => {
+                            c.stale_responses += 1;
+                            return;
+                        }
+                    }
+                };
+                let stuck = self.retire_before(i);
+                self.progress(now);
+                // Ignore the same NAK seen again within one timeout: it is the echo of a loss we are
+                // already repairing, and rewinding again would resend the window twice.
+                let echo = self
+                    .last_rewind
+                    .is_some_and(|(p, t)| p == psn && now.saturating_since(t) < self.rto());
+                if !echo || stuck {
+                    self.last_rewind = Some((psn, now));
+                    self.rewind_to_front(c);
+                }
+            }
+            AckKind::RnrNak { timer } => {
+                c.nak_rnr += 1;
+                let Some(i) = self.index_of(psn) else {
+                    c.stale_responses += 1;
+                    return;
+                };
+                self.retire_before(i);
+                self.retries += 1;
+                if self.retries > self.p.cfg.retry_limit {
+                    self.fail(QpError::RetriesExhausted, c);
+                    return;
+                }
+                self.sent = 0;
+                self.rnr_until = Some(now + rnr_timer_ns(timer));
+                self.rto_at = Some(now + rnr_timer_ns(timer) + self.rto());
+            }
+            AckKind::Nak(code) => {
+                match code {
+                    NakCode::InvalidRequest | NakCode::InvalidRdRequest => {
+                        c.nak_invalid_request += 1
+                    }
+                    NakCode::RemoteAccessError => c.nak_remote_access += 1,
+                    _ => c.nak_remote_operational += 1,
+                }
+                self.fail(QpError::Nak(code), c);
+            }
+        }
+    }
+
+    fn rewind_to_front(&mut self, _c: &mut Counters) {
+        self.sent = 0;
+    }
+
+    fn fail(&mut self, e: QpError, c: &mut Counters) {
+        c.qp_errors += 1;
+        self.error = Some(e);
+        self.rto_at = None;
+        self.rnr_until = None;
+    }
+
+    /// The next instant [`on_timeout`](Self::on_timeout) has work, if any.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        if self.error.is_some() {
+            return None;
+        }
+        let mut t = self.rto_at.filter(|_| !self.window.is_empty());
+        t = crate::time::earliest(t, self.rnr_until);
+        crate::time::earliest(t, self.rate_wait)
+    }
+
+    /// Fires the retransmit timer if due. Returns the error if the QP just failed.
+    pub fn on_timeout(&mut self, now: Instant, c: &mut Counters) -> Option<QpError> {
+        if self.error.is_some() {
+            return None;
+        }
+        if self.rate_wait.is_some_and(|t| t <= now) {
+            self.rate_wait = None;
+        }
+        match self.rto_at {
+            Some(t) if t <= now && !self.window.is_empty() => {}
+            _ => return None,
+        }
+        c.retransmit_timeouts += 1;
+        self.retries += 1;
+        if self.retries > self.p.cfg.retry_limit {
+            self.fail(QpError::RetriesExhausted, c);
+            return self.error;
+        }
+        self.backoff = (self.backoff + 1).min(self.p.cfg.max_backoff_shift);
+        self.sent = 0;
+        self.rnr_until = None;
+        self.rto_at = Some(now + self.rto());
+        None
+    }
+
+    /// Brings a failed QP back after the control channel re-established it with a new responder QP and
+    /// start PSN. Unacknowledged work goes first in the queue again; writes are idempotent, and an atomic
+    /// whose answer never came is sent again (counted), since the old responder state is gone.
+    pub fn reestablish(&mut self, builder: FrameBuilder, start_psn: u32, now: Instant) {
+        while let Some(f) = self.window.pop_back() {
+            if !(f.wr.op.is_atomic() && f.answered) {
+                self.queue.push_front(f.wr);
+            }
+        }
+        self.builder = builder;
+        self.next_psn = start_psn & dta_protocol::roce::PSN_MASK;
+        self.sent = 0;
+        self.since_ack_req = 0;
+        self.atomics = 0;
+        self.retries = 0;
+        self.backoff = 0;
+        self.rto_at = None;
+        self.rnr_until = None;
+        self.last_rewind = None;
+        self.error = None;
+        self.rate = RateLimiter::new(&self.p.rate, now);
+    }
+}

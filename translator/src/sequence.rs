@@ -1,0 +1,180 @@
+//! Per-reporter sequence tracking of retransmittable reports, keyed by (source IP, opcode), and the DTA
+//! NACK frames that ask a reporter to resend. The reference keeps one global tracker, which makes two
+//! reporters NACK each other's gaps; here each reporter has its own.
+
+use std::collections::HashMap;
+
+use dta_protocol::dta::{HeaderForm, NackRepr, Opcode, DTA_NACK_UDP_PORT};
+use dta_protocol::udp::UdpEndpoints;
+
+use crate::time::Instant;
+
+/// What to do with a tracked report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// In order: process it.
+    Accept,
+    /// Ahead of the expected seqnum: drop it; `nack` is `Some(last in-order seqnum)` when a NACK is due.
+    Gap {
+        /// Seqnum for the NACK, or `None` within the hold-off of the previous NACK.
+        nack: Option<u8>,
+    },
+    /// Behind the expected seqnum: already processed.
+    Duplicate,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Track {
+    expected: u8,
+    last_nack: Option<(u8, Instant)>,
+}
+
+/// The trackers of every reporter.
+#[derive(Debug, Default)]
+pub struct SequenceTracker {
+    tracks: HashMap<([u8; 4], u8), Track>,
+    max: usize,
+    holdoff_ns: u64,
+}
+
+impl SequenceTracker {
+    /// Tracks at most `max` reporters; a gap is NACKed again after `holdoff_ns`.
+    pub fn new(max: usize, holdoff_ns: u64) -> Self {
+        SequenceTracker {
+            tracks: HashMap::new(),
+            max,
+            holdoff_ns,
+        }
+    }
+
+    /// Checks `seq` from `(ip, opcode)`. The first report of a reporter starts its sequence. `None` means
+    /// the table is full and the report is accepted untracked.
+    pub fn check(&mut self, now: Instant, ip: [u8; 4], op: Opcode, seq: u8) -> Option<Verdict> {
+        let len = self.tracks.len();
+        let key = (ip, op.code());
+        let t = match self.tracks.get_mut(&key) {
+            Some(t) => t,
+            None if len >= self.max => return None,
+            None => {
+                self.tracks.insert(
+                    key,
+                    Track {
+                        expected: seq.wrapping_add(1),
+                        last_nack: None,
+                    },
+                );
+                return Some(Verdict::Accept);
+            }
+        };
+        let ahead = seq.wrapping_sub(t.expected);
+        Some(if ahead == 0 {
+            t.expected = seq.wrapping_add(1);
+            t.last_nack = None;
+            Verdict::Accept
+        } else if ahead < 128 {
+            let last = t.expected.wrapping_sub(1);
+            let due = match t.last_nack {
+                Some((s, at)) => s != last || now.saturating_since(at) >= self.holdoff_ns,
+                None => true,
+            };
+            if due {
+                t.last_nack = Some((last, now));
+            }
+            Verdict::Gap {
+                nack: due.then_some(last),
+            }
+        } else {
+            Verdict::Duplicate
+        })
+    }
+
+    /// Un-accepts `seq` (a report accepted in order but then refused for backpressure), so that the
+    /// reporter's resend of it is in order. Returns the seqnum to NACK with.
+    pub fn rollback(&mut self, ip: [u8; 4], op: Opcode, seq: u8) -> u8 {
+        let last = seq.wrapping_sub(1);
+        if let Some(t) = self.tracks.get_mut(&(ip, op.code())) {
+            if t.expected == seq.wrapping_add(1) {
+                t.expected = seq;
+            }
+        }
+        last
+    }
+}
+
+/// A DTA NACK frame answering a report received on `report`: addresses swapped, UDP destination 40044.
+pub fn nack_frame(report: &UdpEndpoints, form: HeaderForm, op: Opcode, seqnum: u8) -> Vec<u8> {
+    let mut ep = report.reversed();
+    ep.dst_port = DTA_NACK_UDP_PORT;
+    let nack = NackRepr {
+        opcode: op,
+        seqnum,
+        nack: true,
+    };
+    let mut payload = [0u8; 8];
+    let mut out = Vec::new();
+    if let Ok(n) = nack.emit(&mut payload, form) {
+        out.resize(dta_protocol::udp::HEADERS_LEN + n, 0);
+        if ep.emit_frame(&mut out, &payload[..n]).is_err() {
+            out.clear();
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dta_protocol::udp::UdpFrame;
+
+    const IP: [u8; 4] = [10, 0, 0, 1];
+
+    #[test]
+    fn in_order_gap_duplicate_and_wrap() {
+        let mut t = SequenceTracker::new(4, 100);
+        let kw = Opcode::KeyWrite;
+        assert_eq!(t.check(Instant(0), IP, kw, 254), Some(Verdict::Accept));
+        assert_eq!(t.check(Instant(0), IP, kw, 255), Some(Verdict::Accept));
+        assert_eq!(t.check(Instant(0), IP, kw, 0), Some(Verdict::Accept));
+        assert_eq!(
+            t.check(Instant(0), IP, kw, 2),
+            Some(Verdict::Gap { nack: Some(0) })
+        );
+        // Within the hold-off the gap is not NACKed again; after it, it is.
+        assert_eq!(
+            t.check(Instant(50), IP, kw, 3),
+            Some(Verdict::Gap { nack: None })
+        );
+        assert_eq!(
+            t.check(Instant(150), IP, kw, 3),
+            Some(Verdict::Gap { nack: Some(0) })
+        );
+        assert_eq!(t.check(Instant(160), IP, kw, 255), Some(Verdict::Duplicate));
+        assert_eq!(t.check(Instant(160), IP, kw, 1), Some(Verdict::Accept));
+        // Another opcode of the same reporter is a sequence of its own.
+        assert_eq!(
+            t.check(Instant(0), IP, Opcode::Append, 9),
+            Some(Verdict::Accept)
+        );
+        assert_eq!(t.rollback(IP, kw, 1), 0);
+        assert_eq!(t.check(Instant(170), IP, kw, 1), Some(Verdict::Accept));
+    }
+
+    #[test]
+    fn nack_frame_bytes() {
+        let report = UdpEndpoints::new(
+            [2, 0, 0, 0, 0, 9],
+            [2, 0, 0, 0, 0, 1],
+            [10, 0, 0, 9],
+            [198, 18, 0, 2],
+            5555,
+            40040,
+        );
+        let f = nack_frame(&report, HeaderForm::Seq, Opcode::KeyWrite, 0x11);
+        let u = UdpFrame::parse(&f).unwrap();
+        assert_eq!(u.endpoints.dst_ip, [10, 0, 0, 9]);
+        assert_eq!(u.endpoints.src_ip, [198, 18, 0, 2]);
+        assert_eq!(u.endpoints.dst_mac, [2, 0, 0, 0, 0, 9]);
+        assert_eq!((u.endpoints.src_port, u.endpoints.dst_port), (40040, 40044));
+        assert_eq!(u.payload, &[0x01, 0x11, 0x00, 0x11, 0x80]);
+    }
+}
