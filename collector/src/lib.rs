@@ -1,2 +1,9 @@
 //! The DTA collector: memory regions, the software RoCEv2 responder, the ibverbs backend, the control
 //! channel and the query engine.
+
+pub mod config;
+pub mod error;
+pub mod memory;
+pub mod responder;
+
+pub use error::{Error, Result};

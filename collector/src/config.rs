@@ -1,0 +1,270 @@
+//! The collector's TOML configuration: addresses, the control and HTTP endpoints, fault injection and the
+//! regions with their geometry (the `dta-protocol` geometry types, so that a bad geometry is refused here
+//! with the same message the translator would give).
+
+use std::collections::HashSet;
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::Path;
+
+use dta_protocol::layout::Geometry;
+use serde::Deserialize;
+
+use crate::error::{Error, Result};
+use crate::responder::FaultConfig;
+
+/// Largest postcard value universe: the decoder keeps a table with one entry per value.
+pub const MAX_UNIVERSE: usize = 1 << 24;
+
+/// The whole file.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// This collector's addresses and RDMA limits.
+    #[serde(default)]
+    pub collector: CollectorSection,
+    /// The control server; absent means no control server.
+    pub control: Option<ControlSection>,
+    /// The HTTP query and metrics server; absent means none.
+    pub http: Option<HttpSection>,
+    /// Fault injection for the software responder.
+    #[serde(default)]
+    pub faults: FaultConfig,
+    /// The Postcarding value universe.
+    #[serde(default)]
+    pub postcarding: PostcardingSection,
+    /// The regions, in the order they are laid out.
+    #[serde(default, rename = "region")]
+    pub regions: Vec<RegionConfig>,
+}
+
+/// `[collector]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CollectorSection {
+    /// The MAC address responses come from (the interface's own address).
+    pub mac: String,
+    /// The IPv4 address the translator sends to.
+    pub ip: Ipv4Addr,
+    /// Network interface of the software responder's AF_PACKET socket.
+    pub interface: Option<String>,
+    /// Atomics in flight per QP that the collector accepts (and caches for duplicates).
+    pub max_dest_rd_atomic: u32,
+    /// Largest RDMA payload per packet.
+    pub path_mtu: u32,
+}
+
+impl Default for CollectorSection {
+    fn default() -> Self {
+        CollectorSection {
+            mac: "02:00:00:00:00:02".into(),
+            ip: Ipv4Addr::new(198, 18, 0, 2),
+            interface: None,
+            max_dest_rd_atomic: 16,
+            path_mtu: 1024,
+        }
+    }
+}
+
+/// `[control]`: the bind address is required, never every interface by default.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ControlSection {
+    /// Address and port to listen on.
+    pub bind: SocketAddr,
+    /// Shared secret the translator must present.
+    pub token: String,
+}
+
+/// `[http]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpSection {
+    /// Address and port to listen on.
+    pub bind: SocketAddr,
+}
+
+/// `[postcarding]`: the values a hop can report (for example switch IDs), as a list and/or inclusive ranges.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PostcardingSection {
+    /// Individual values.
+    pub values: Vec<u32>,
+    /// Inclusive `[first, last]` ranges.
+    pub ranges: Vec<[u32; 2]>,
+}
+
+impl PostcardingSection {
+    /// The universe as a sorted, deduplicated list.
+    pub fn universe(&self) -> Result<Vec<u32>> {
+        let mut v = self.values.clone();
+        for &[a, b] in &self.ranges {
+            if a > b || (b - a) as usize >= MAX_UNIVERSE {
+                return Err(Error::Config(format!(
+                    "postcarding range [{a}, {b}] is empty or larger than {MAX_UNIVERSE} values"
+                )));
+            }
+            v.extend(a..=b);
+        }
+        v.sort_unstable();
+        v.dedup();
+        if v.len() > MAX_UNIVERSE {
+            return Err(Error::Config(format!(
+                "postcarding universe has {} values, more than {MAX_UNIVERSE}",
+                v.len()
+            )));
+        }
+        Ok(v)
+    }
+}
+
+/// How a sketch's columns were merged, which decides the estimator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SketchMerge {
+    /// Summed: a count-min sketch.
+    #[default]
+    Sum,
+    /// Max-merged: HyperLogLog registers.
+    Max,
+}
+
+/// One `[[region]]`: `kind` and the geometry fields of that kind, plus `id` for lists and sketches.
+#[derive(Debug, Clone, Deserialize)]
+pub struct RegionConfig {
+    /// List id (Append) or sketch id (Sketch); 0 for the single-instance kinds.
+    #[serde(default)]
+    pub id: u32,
+    /// For sketches: how columns are merged.
+    #[serde(default)]
+    pub merge: SketchMerge,
+    /// Kind and layout.
+    #[serde(flatten)]
+    pub geometry: Geometry,
+}
+
+impl Config {
+    /// Reads and checks a file.
+    pub fn load(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| Error::io(format!("reading {}", path.display()), e))?;
+        Self::parse(&text).map_err(|e| match e {
+            Error::Config(m) => Error::Config(format!("{}: {m}", path.display())),
+            other => other,
+        })
+    }
+
+    /// Parses and checks TOML text.
+    pub fn parse(text: &str) -> Result<Self> {
+        let c: Config = toml::from_str(text).map_err(|e| Error::Config(e.to_string()))?;
+        c.validate()?;
+        Ok(c)
+    }
+
+    fn validate(&self) -> Result<()> {
+        parse_mac(&self.collector.mac)?;
+        self.faults.validate().map_err(Error::Config)?;
+        self.postcarding.universe()?;
+        if !(256..=4096).contains(&self.collector.path_mtu)
+            || !self.collector.path_mtu.is_power_of_two()
+        {
+            return Err(Error::Config(format!(
+                "path_mtu {} is not one of 256, 512, 1024, 2048, 4096",
+                self.collector.path_mtu
+            )));
+        }
+        let mut seen = HashSet::new();
+        for r in &self.regions {
+            let kind = crate::memory::kind_name(&r.geometry);
+            let many = matches!(r.geometry, Geometry::Append(_) | Geometry::Sketch(_));
+            if !many && r.id != 0 {
+                return Err(Error::Config(format!(
+                    "{kind} region has id {}; only append and sketch regions take ids",
+                    r.id
+                )));
+            }
+            if matches!(r.geometry, Geometry::Sketch(_)) && r.id > 255 {
+                return Err(Error::Config(format!(
+                    "sketch id {} does not fit the report's 8-bit sketch_id",
+                    r.id
+                )));
+            }
+            if !seen.insert((kind, r.id)) {
+                return Err(Error::Config(if many {
+                    format!("two {kind} regions with id {}", r.id)
+                } else {
+                    format!("more than one {kind} region")
+                }));
+            }
+        }
+        Ok(())
+    }
+
+    /// `(id, geometry)` of every region, in order, as [`crate::memory::Arena::new`] takes them.
+    pub fn region_layout(&self) -> Vec<(u32, Geometry)> {
+        self.regions.iter().map(|r| (r.id, r.geometry)).collect()
+    }
+}
+
+/// Parses `aa:bb:cc:dd:ee:ff`.
+pub fn parse_mac(s: &str) -> Result<[u8; 6]> {
+    let bad = || Error::Config(format!("bad MAC address {s:?}"));
+    let mut mac = [0u8; 6];
+    let mut parts = s.split(':');
+    for b in &mut mac {
+        let p = parts.next().ok_or_else(bad)?;
+        if p.len() != 2 {
+            return Err(bad());
+        }
+        *b = u8::from_str_radix(p, 16).map_err(|_| bad())?;
+    }
+    if parts.next().is_some() {
+        return Err(bad());
+    }
+    Ok(mac)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dta_protocol::layout::{AppendGeometry, KeyWriteGeometry};
+
+    #[test]
+    fn example_config_parses() {
+        let c = Config::load(Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/examples/collector.toml"
+        )))
+        .unwrap();
+        assert_eq!(
+            c.regions[0].geometry,
+            Geometry::KeyWrite(KeyWriteGeometry::new(65536, 8, 4).unwrap())
+        );
+        assert!(c.regions.iter().any(|r| r.id == 3
+            && r.geometry == Geometry::Append(AppendGeometry::new(4096, 4, 16).unwrap())));
+        assert_eq!(c.control.unwrap().bind.to_string(), "127.0.0.1:40050");
+        assert_eq!(c.postcarding.universe().unwrap().len(), 64);
+    }
+
+    #[test]
+    fn refuses_bad_configs_with_reasons() {
+        let cases = [
+            ("[[region]]\nkind = \"key_write\"\nslots = 100\nentry_size = 8\nn_max = 4\n", "power of two"),
+            ("[[region]]\nkind = \"sketch\"\nid = 300\nrows = 2\ncolumns = 4\n", "8-bit"),
+            ("[[region]]\nkind = \"append\"\nid = 1\nentries = 16\nentry_size = 4\nbatch_size = 16\n[[region]]\nkind = \"append\"\nid = 1\nentries = 16\nentry_size = 4\nbatch_size = 16\n", "two append regions with id 1"),
+            ("[[region]]\nkind = \"key_increment\"\nid = 2\nslots = 16\nn_max = 2\n", "only append and sketch"),
+            ("[control]\ntoken = \"x\"\n", "bind"),
+            ("[collector]\nmac = \"02:00\"\n", "bad MAC"),
+            ("[faults]\ndrop = 2.0\n", "not in 0..=1"),
+            ("[postcarding]\nranges = [[5, 1]]\n", "empty"),
+            ("[collector]\npath_mtu = 1000\n", "path_mtu"),
+        ];
+        for (text, why) in cases {
+            let e = Config::parse(text).unwrap_err().to_string();
+            assert!(e.contains(why), "{text:?}: {e}");
+        }
+        assert_eq!(
+            parse_mac("02:00:00:00:0a:ff").unwrap(),
+            [2, 0, 0, 0, 10, 255]
+        );
+    }
+}

@@ -1,0 +1,223 @@
+//! The arena: every region in one mapping, each preceded and followed by an unused guard gap, plus the
+//! table from R_Key to region. The responder resolves `(R_Key, VA, length)` through [`Arena::resolve`]
+//! before touching memory, so a request can only ever reach the bytes of the one region its key names.
+
+use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use dta_protocol::layout::{Geometry, Region};
+
+use super::Mapping;
+use crate::error::{Error, Result};
+
+/// Bytes left unused before each region and after the last one. Tests fill them with a pattern and check
+/// that no request ever changed them.
+pub const GUARD_LEN: usize = 64;
+/// Regions start on this alignment: a cache line, and a multiple of 8 for atomics.
+const REGION_ALIGN: usize = 64;
+/// First soft-backend R_Key. Keys are not secrets in RDMA; they only have to name one region each.
+const SOFT_RKEY_BASE: u32 = 0x0000_1000;
+
+/// One region and where its bytes are in the arena.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RegionSlot {
+    /// The region as advertised: id, VA, R_Key and geometry.
+    pub region: Region,
+    /// Byte offset of the region in the arena's mapping.
+    pub offset: usize,
+}
+
+impl RegionSlot {
+    /// Length in bytes.
+    pub fn len(&self) -> usize {
+        self.region.len() as usize
+    }
+    /// Always false: geometries are never empty.
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+}
+
+/// The regions' memory and their table.
+#[derive(Debug)]
+pub struct Arena {
+    mapping: RwLock<Mapping>,
+    slots: Vec<RegionSlot>,
+}
+
+fn align_up(x: usize, to: usize) -> usize {
+    x.div_ceil(to) * to
+}
+
+impl Arena {
+    /// Lays out `regions` (id and geometry each) with guard gaps, maps the memory (hugepages when
+    /// available) and assigns soft-backend R_Keys.
+    pub fn new(regions: &[(u32, Geometry)]) -> Result<Self> {
+        Self::build(regions, Mapping::new)
+    }
+
+    /// As [`new`](Self::new) on ordinary pages without a warning (tests and small tools).
+    pub fn new_normal(regions: &[(u32, Geometry)]) -> Result<Self> {
+        Self::build(regions, |len| Mapping::normal(len, false))
+    }
+
+    fn build(
+        regions: &[(u32, Geometry)],
+        map: impl FnOnce(usize) -> Result<Mapping>,
+    ) -> Result<Self> {
+        let mut offsets = Vec::with_capacity(regions.len());
+        let mut end = 0usize;
+        for (_, g) in regions {
+            let len = usize::try_from(g.len())
+                .map_err(|_| Error::Config(format!("region of {} bytes is too large", g.len())))?;
+            let start = align_up(end + GUARD_LEN, REGION_ALIGN);
+            offsets.push(start);
+            end = start
+                .checked_add(len)
+                .ok_or_else(|| Error::Config("regions do not fit in the address space".into()))?;
+        }
+        let mapping = map(end + GUARD_LEN)?;
+        let base = mapping.addr();
+        let slots = regions
+            .iter()
+            .zip(offsets)
+            .enumerate()
+            .map(|(i, (&(id, geometry), offset))| RegionSlot {
+                region: Region {
+                    id,
+                    va: base + offset as u64,
+                    rkey: SOFT_RKEY_BASE + i as u32,
+                    geometry,
+                },
+                offset,
+            })
+            .collect();
+        Ok(Arena {
+            mapping: RwLock::new(mapping),
+            slots,
+        })
+    }
+
+    /// The region table.
+    pub fn slots(&self) -> &[RegionSlot] {
+        &self.slots
+    }
+
+    /// The regions as the control channel advertises them.
+    pub fn regions(&self) -> Vec<Region> {
+        self.slots.iter().map(|s| s.region).collect()
+    }
+
+    /// Replaces the R_Key of region `index` (the ibverbs backend learns keys from `ibv_reg_mr`).
+    pub fn set_rkey(&mut self, index: usize, rkey: u32) {
+        if let Some(s) = self.slots.get_mut(index) {
+            s.region.rkey = rkey;
+        }
+    }
+
+    /// Shared access for queries. A poisoned lock only means a panicking writer; the bytes are still
+    /// memory a query may read, so recover the guard.
+    pub fn read(&self) -> RwLockReadGuard<'_, Mapping> {
+        self.mapping.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Exclusive access for the software responder.
+    pub fn write(&self) -> RwLockWriteGuard<'_, Mapping> {
+        self.mapping.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The first region of a geometry kind with `id` (ignored for single-instance kinds when `None`).
+    pub fn find(&self, kind: &'static str, id: Option<u32>) -> Result<&RegionSlot> {
+        self.slots
+            .iter()
+            .find(|s| {
+                kind_name(&s.region.geometry) == kind && id.map_or(true, |i| s.region.id == i)
+            })
+            .ok_or(Error::NoRegion { kind, id })
+    }
+}
+
+/// The snake_case kind name of a geometry, as configuration and the HTTP API spell it.
+pub fn kind_name(g: &Geometry) -> &'static str {
+    match g {
+        Geometry::KeyWrite(_) => "key_write",
+        Geometry::KeyIncrement(_) => "key_increment",
+        Geometry::Postcarding(_) => "postcarding",
+        Geometry::Append(_) => "append",
+        Geometry::Sketch(_) => "sketch",
+    }
+}
+
+/// Resolves `(rkey, va, len)` to an offset range in the arena, or says why not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resolve {
+    /// The range lies inside the region that `rkey` names.
+    Ok(usize),
+    /// No region has that R_Key.
+    BadRkey,
+    /// The range leaves the region.
+    OutOfBounds,
+}
+
+/// Looks `rkey` up in `slots` and checks that `[va, va + len)` lies inside that region.
+pub fn resolve(slots: &[RegionSlot], rkey: u32, va: u64, len: u64) -> Resolve {
+    let Some(slot) = slots.iter().find(|s| s.region.rkey == rkey) else {
+        return Resolve::BadRkey;
+    };
+    if !slot.region.contains(va, len) {
+        return Resolve::OutOfBounds;
+    }
+    // contains() guarantees va >= region.va and va + len <= region end, so this cannot wrap.
+    Resolve::Ok(slot.offset + (va - slot.region.va) as usize)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dta_protocol::layout::{KeyWriteGeometry, SketchGeometry};
+
+    fn arena() -> Arena {
+        Arena::new_normal(&[
+            (
+                0,
+                Geometry::KeyWrite(KeyWriteGeometry::new(256, 8, 4).unwrap()),
+            ),
+            (3, Geometry::Sketch(SketchGeometry::new(2, 3).unwrap())),
+        ])
+        .unwrap()
+    }
+
+    #[test]
+    fn lays_out_regions_with_guards() {
+        let a = arena();
+        let s = a.slots();
+        assert_eq!(s[0].offset, 64);
+        assert_eq!(s[0].len(), 2048);
+        // 64 + 2048 = 2112, plus a 64-byte guard = 2176, already 64-aligned.
+        assert_eq!(s[1].offset, 2176);
+        assert_eq!(s[1].len(), 24);
+        assert_eq!(s[1].region.va - s[0].region.va, 2112);
+        assert_eq!((s[0].region.rkey, s[1].region.rkey), (0x1000, 0x1001));
+        assert!(a.read().as_slice().len() >= 2176 + 24 + 64);
+        assert_eq!(a.find("sketch", Some(3)).unwrap().offset, 2176);
+        assert!(matches!(
+            a.find("sketch", Some(4)),
+            Err(Error::NoRegion { .. })
+        ));
+        assert!(a.find("key_write", None).is_ok());
+    }
+
+    #[test]
+    fn resolve_checks_key_and_bounds() {
+        let a = arena();
+        let s = a.slots();
+        let va = s[0].region.va;
+        assert_eq!(resolve(s, 0x1000, va, 8), Resolve::Ok(64));
+        assert_eq!(resolve(s, 0x1000, va + 2040, 8), Resolve::Ok(64 + 2040));
+        assert_eq!(resolve(s, 0x1000, va + 2041, 8), Resolve::OutOfBounds);
+        assert_eq!(resolve(s, 0x1000, va - 1, 1), Resolve::OutOfBounds);
+        assert_eq!(resolve(s, 0x1000, u64::MAX - 3, 8), Resolve::OutOfBounds);
+        assert_eq!(resolve(s, 0x1002, va, 8), Resolve::BadRkey);
+        // The sketch's key does not reach the Key-Write region, even though both live in one mapping.
+        assert_eq!(resolve(s, 0x1001, va, 8), Resolve::OutOfBounds);
+    }
+}

@@ -1,0 +1,8 @@
+//! Region memory: one mapping (hugepages when the system has them) holding every configured region, with
+//! guard gaps between regions, and the table that maps an R_Key and a VA to bytes of that mapping.
+
+mod arena;
+mod mapping;
+
+pub use arena::{kind_name, resolve, Arena, RegionSlot, Resolve, GUARD_LEN};
+pub use mapping::{Mapping, PageKind};

@@ -1,0 +1,15 @@
+//! The software RoCEv2 responder (DESIGN.md section 5), modelled on Linux rxe's responder.
+//!
+//! [`Responder`] is sans-IO: a frame and the arena's bytes go in, at most one response frame comes out,
+//! and it never reads a clock or a socket. The AF_PACKET loop (and tests) feed it. [`FaultInjector`] sits in
+//! front of it to drop, reorder and corrupt frames reproducibly.
+
+mod core;
+mod faults;
+mod qp;
+mod stats;
+
+pub use self::core::{Outcome, Responder, ResponderConfig, RESPONSE_MAX};
+pub use faults::{FaultConfig, FaultCounts, FaultInjector};
+pub use qp::{psn_cmp, QpStatus};
+pub use stats::{DropReason, NakKind, Stats};

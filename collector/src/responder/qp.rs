@@ -1,0 +1,127 @@
+//! Per-QP responder state: expected PSN, message sequence number, the PSN-NAK latch and the atomic
+//! response cache.
+
+use std::cmp::Ordering;
+use std::collections::VecDeque;
+
+use dta_protocol::roce::PSN_MASK;
+
+/// Compares two 24-bit PSNs on the circle: `a` is ahead of `b` when it is less than 2^23 steps after it.
+/// The shift puts the 24-bit difference in the top of an `i32`, whose sign then says which way is shorter.
+pub fn psn_cmp(a: u32, b: u32) -> Ordering {
+    let diff = (a.wrapping_sub(b) << 8) as i32;
+    diff.cmp(&0)
+}
+
+/// `psn + 1` on 24 bits.
+pub fn psn_next(psn: u32) -> u32 {
+    psn.wrapping_add(1) & PSN_MASK
+}
+
+/// `psn - 1` on 24 bits.
+pub fn psn_prev(psn: u32) -> u32 {
+    psn.wrapping_sub(1) & PSN_MASK
+}
+
+/// A public snapshot of one QP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QpStatus {
+    /// The translator's QPN that responses go to.
+    pub peer_qpn: u32,
+    /// The PSN the responder accepts next.
+    pub expected_psn: u32,
+    /// Messages completed (24 bits, carried in every AETH).
+    pub msn: u32,
+    /// Whether a PSN-sequence NAK is outstanding (further out-of-order frames are dropped silently).
+    pub nak_sent: bool,
+    /// Whether the QP hit a remote access or invalid request error and refuses everything until it is
+    /// re-opened over the control channel (what an RC QP in the error state does).
+    pub error: bool,
+}
+
+/// The answer an atomic gave, kept so that a retransmitted duplicate gets the same answer without the
+/// atomic running again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct CachedAtomic {
+    pub psn: u32,
+    pub orig: u64,
+    pub msn: u32,
+}
+
+#[derive(Debug)]
+pub(crate) struct Qp {
+    pub status: QpStatus,
+    /// Most recent atomics, oldest first, at most `max_dest_rd_atomic` of them (rxe's responder resources).
+    pub atomics: VecDeque<CachedAtomic>,
+}
+
+impl Qp {
+    pub fn new(peer_qpn: u32, start_psn: u32, max_dest_rd_atomic: usize) -> Self {
+        Qp {
+            status: QpStatus {
+                peer_qpn,
+                expected_psn: start_psn & PSN_MASK,
+                msn: 0,
+                nak_sent: false,
+                error: false,
+            },
+            atomics: VecDeque::with_capacity(max_dest_rd_atomic),
+        }
+    }
+
+    /// Records that a request completed: the next PSN is expected and the MSN counts it.
+    pub fn complete(&mut self) {
+        self.status.expected_psn = psn_next(self.status.expected_psn);
+        self.status.msn = (self.status.msn + 1) & PSN_MASK;
+    }
+
+    pub fn remember_atomic(&mut self, entry: CachedAtomic, capacity: usize) {
+        if capacity == 0 {
+            return;
+        }
+        while self.atomics.len() >= capacity {
+            self.atomics.pop_front();
+        }
+        self.atomics.push_back(entry);
+    }
+
+    pub fn cached_atomic(&self, psn: u32) -> Option<CachedAtomic> {
+        self.atomics.iter().rev().find(|a| a.psn == psn).copied()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn psn_comparison_wraps() {
+        assert_eq!(psn_cmp(5, 5), Ordering::Equal);
+        assert_eq!(psn_cmp(6, 5), Ordering::Greater);
+        assert_eq!(psn_cmp(4, 5), Ordering::Less);
+        assert_eq!(psn_cmp(0, 0xFF_FFFF), Ordering::Greater);
+        assert_eq!(psn_cmp(0xFF_FFFF, 0), Ordering::Less);
+        assert_eq!(psn_cmp(0x7F_FFFF, 0), Ordering::Greater);
+        assert_eq!(psn_cmp(0x80_0000, 0), Ordering::Less);
+        assert_eq!(psn_next(0xFF_FFFF), 0);
+        assert_eq!(psn_prev(0), 0xFF_FFFF);
+    }
+
+    #[test]
+    fn atomic_cache_keeps_the_newest() {
+        let mut qp = Qp::new(1, 0, 2);
+        for psn in 0..3 {
+            qp.remember_atomic(
+                CachedAtomic {
+                    psn,
+                    orig: u64::from(psn) * 10,
+                    msn: psn,
+                },
+                2,
+            );
+        }
+        assert_eq!(qp.cached_atomic(0), None);
+        assert_eq!(qp.cached_atomic(2).unwrap().orig, 20);
+        assert_eq!(qp.atomics.len(), 2);
+    }
+}

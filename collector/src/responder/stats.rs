@@ -1,0 +1,162 @@
+//! Responder counters, kept as plain integers in the sans-IO core and published by the I/O loop.
+
+/// Why a frame was dropped without a response.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DropReason {
+    /// Not Ethernet/IPv4/UDP to port 4791 (ordinary traffic on a shared interface).
+    NotRoce,
+    /// Addressed to another IPv4 address.
+    NotForUs,
+    /// The iCRC does not match.
+    Icrc,
+    /// A BTH opcode the responder does not serve.
+    UnsupportedOpcode,
+    /// Malformed below the BTH (lengths, pad count, truncated headers).
+    Malformed,
+    /// A response or CNP arrived where only requests are expected.
+    NotRequest,
+    /// P_Key is not the default partition.
+    PKey,
+    /// No QP with that number.
+    UnknownQp,
+    /// The QP is in the error state.
+    QpError,
+    /// Out of sequence after the one PSN NAK was already sent.
+    OutOfSequence,
+    /// A duplicate atomic older than the response cache: nothing to replay, so it is dropped (as rxe does).
+    StaleDuplicateAtomic,
+}
+
+impl DropReason {
+    /// Every reason, in a stable order for metrics.
+    pub const ALL: [DropReason; 11] = [
+        DropReason::NotRoce,
+        DropReason::NotForUs,
+        DropReason::Icrc,
+        DropReason::UnsupportedOpcode,
+        DropReason::Malformed,
+        DropReason::NotRequest,
+        DropReason::PKey,
+        DropReason::UnknownQp,
+        DropReason::QpError,
+        DropReason::OutOfSequence,
+        DropReason::StaleDuplicateAtomic,
+    ];
+
+    /// Metric label.
+    pub const fn label(self) -> &'static str {
+        match self {
+            DropReason::NotRoce => "not_roce",
+            DropReason::NotForUs => "not_for_us",
+            DropReason::Icrc => "icrc",
+            DropReason::UnsupportedOpcode => "unsupported_opcode",
+            DropReason::Malformed => "malformed",
+            DropReason::NotRequest => "not_request",
+            DropReason::PKey => "pkey",
+            DropReason::UnknownQp => "unknown_qp",
+            DropReason::QpError => "qp_error",
+            DropReason::OutOfSequence => "out_of_sequence",
+            DropReason::StaleDuplicateAtomic => "stale_duplicate_atomic",
+        }
+    }
+
+    fn index(self) -> usize {
+        DropReason::ALL
+            .iter()
+            .position(|r| *r == self)
+            .unwrap_or_default()
+    }
+}
+
+/// Which NAK the responder sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum NakKind {
+    /// PSN sequence error.
+    PsnSequence,
+    /// Invalid request (misaligned atomic, oversized write, unsupported request, no atomic resources).
+    InvalidRequest,
+    /// Remote access error (R_Key or bounds).
+    RemoteAccess,
+}
+
+impl NakKind {
+    /// Every kind, in a stable order for metrics.
+    pub const ALL: [NakKind; 3] = [
+        NakKind::PsnSequence,
+        NakKind::InvalidRequest,
+        NakKind::RemoteAccess,
+    ];
+
+    /// Metric label.
+    pub const fn label(self) -> &'static str {
+        match self {
+            NakKind::PsnSequence => "psn_sequence",
+            NakKind::InvalidRequest => "invalid_request",
+            NakKind::RemoteAccess => "remote_access",
+        }
+    }
+}
+
+/// Everything the responder counts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stats {
+    /// RoCE frames that passed the iCRC, by BTH opcode byte.
+    pub frames_by_opcode: [u64; 256],
+    /// Drops by reason, indexed like [`DropReason::ALL`].
+    pub drops: [u64; DropReason::ALL.len()],
+    /// NAKs sent, indexed like [`NakKind::ALL`].
+    pub naks: [u64; NakKind::ALL.len()],
+    /// ACKs sent (ATOMIC ACKNOWLEDGEs included).
+    pub acks: u64,
+    /// Duplicate WRITEs re-ACKed without being applied.
+    pub duplicate_writes: u64,
+    /// Duplicate atomics answered from the cache without being applied.
+    pub duplicate_atomics: u64,
+    /// WRITEs applied to memory.
+    pub writes: u64,
+    /// Bytes written by WRITEs.
+    pub write_bytes: u64,
+    /// Atomics applied to memory.
+    pub atomics: u64,
+}
+
+impl Default for Stats {
+    fn default() -> Self {
+        Stats {
+            frames_by_opcode: [0; 256],
+            drops: [0; DropReason::ALL.len()],
+            naks: [0; NakKind::ALL.len()],
+            acks: 0,
+            duplicate_writes: 0,
+            duplicate_atomics: 0,
+            writes: 0,
+            write_bytes: 0,
+            atomics: 0,
+        }
+    }
+}
+
+impl Stats {
+    /// Counts a drop.
+    pub fn drop(&mut self, r: DropReason) {
+        self.drops[r.index()] += 1;
+    }
+    /// Drops for one reason.
+    pub fn drops_for(&self, r: DropReason) -> u64 {
+        self.drops[r.index()]
+    }
+    /// Counts a NAK.
+    pub fn nak(&mut self, k: NakKind) {
+        self.naks[NakKind::ALL
+            .iter()
+            .position(|x| *x == k)
+            .unwrap_or_default()] += 1;
+    }
+    /// NAKs of one kind.
+    pub fn naks_for(&self, k: NakKind) -> u64 {
+        self.naks[NakKind::ALL
+            .iter()
+            .position(|x| *x == k)
+            .unwrap_or_default()]
+    }
+}
