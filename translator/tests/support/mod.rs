@@ -119,6 +119,47 @@ pub fn report(from: &UdpEndpoints, body: Body, seq: u8, retransmit: bool) -> Vec
     out
 }
 
+/// An ACKNOWLEDGE (or ATOMIC ACKNOWLEDGE with `atomic`) from the collector for `psn`.
+pub fn response(psn: u32, kind: AckKind, atomic: Option<u64>) -> Vec<u8> {
+    let ep = UdpEndpoints::new(
+        COLLECTOR_MAC,
+        [2, 0, 0, 0, 0, 1],
+        COLLECTOR_IP,
+        [198, 18, 0, 1],
+        49152,
+        4791,
+    );
+    let aeth = AethRepr { kind, msn: 0 };
+    let f = match atomic {
+        Some(v) => FrameRepr::atomic_acknowledge(ep, TRANSLATOR_QPN, psn, aeth, v),
+        None => FrameRepr::acknowledge(ep, TRANSLATOR_QPN, psn, aeth),
+    };
+    let mut out = vec![0u8; f.buffer_len()];
+    f.emit(&mut out).unwrap();
+    out
+}
+
+/// Parses every frame the engine wants to send now.
+pub fn drain(e: &mut dta_translator::Engine, now: dta_translator::Instant) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut buf = Vec::new();
+    while e.poll_transmit(now, &mut buf) {
+        out.push(buf.clone());
+    }
+    out
+}
+
+/// (PSN, AckReq) of RoCE frames.
+pub fn psns(frames: &[Vec<u8>]) -> Vec<(u32, bool)> {
+    frames
+        .iter()
+        .map(|f| {
+            let r = FrameRepr::parse(f).unwrap();
+            (r.bth.psn, r.bth.ack_req)
+        })
+        .collect()
+}
+
 /// A responder like rxe: PSN order, one sequence NAK per gap, duplicates re-ACKed without re-applying,
 /// duplicate atomics answered from a cache.
 pub struct Responder {
@@ -177,14 +218,7 @@ impl Responder {
     }
 
     fn ack(&self, psn: u32, kind: AckKind, atomic: Option<u64>) -> Vec<u8> {
-        let aeth = AethRepr { kind, msn: 0 };
-        let f = match atomic {
-            Some(v) => FrameRepr::atomic_acknowledge(self.ep, TRANSLATOR_QPN, psn, aeth, v),
-            None => FrameRepr::acknowledge(self.ep, TRANSLATOR_QPN, psn, aeth),
-        };
-        let mut out = vec![0u8; f.buffer_len()];
-        f.emit(&mut out).unwrap();
-        out
+        response(psn, kind, atomic)
     }
 
     /// Handles one request frame; returns the responses.

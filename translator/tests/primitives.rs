@@ -1,0 +1,283 @@
+//! Each primitive's frames for hand-computed cases (addresses, lengths, payloads, iCRC valid).
+
+mod support;
+
+use dta_protocol::dta::{
+    AppendRepr, Body, KeyIncrementRepr, KeyWriteRepr, PostcardRepr, SketchOp, SketchRepr,
+};
+use dta_protocol::hash::{hop_checksum, postcard_g, POSTCARD_BLANK};
+use dta_protocol::roce::{Extension, FrameRepr};
+use dta_translator::{Config, DropReason, Engine, Instant};
+use support::*;
+
+/// (va, payload) of WRITEs, (va, add) of FETCH_ADDs as (va, bytes of add LE).
+fn ops(frames: &[Vec<u8>]) -> Vec<(u64, Vec<u8>)> {
+    frames
+        .iter()
+        .map(|f| {
+            let r = FrameRepr::parse(f).expect("valid frame, iCRC included");
+            assert_eq!(r.endpoints.dst_ip, COLLECTOR_IP);
+            match r.ext {
+                Extension::Reth(h) => {
+                    assert_eq!(h.rkey, RKEY);
+                    (h.va, r.payload.to_vec())
+                }
+                Extension::Atomic(a) => (a.va, a.swap_add.to_le_bytes().to_vec()),
+                other => panic!("unexpected {other:?}"),
+            }
+        })
+        .collect()
+}
+
+fn engine(f: impl FnOnce(&mut Config)) -> Engine {
+    let mut c = Config::default();
+    f(&mut c);
+    Engine::new(c, &[welcome()], Instant(0)).unwrap()
+}
+
+#[test]
+fn key_write_design_vector() {
+    let mut e = engine(|_| {});
+    let r = report(
+        &reporter(1),
+        Body::KeyWrite(KeyWriteRepr {
+            redundancy: 4,
+            key: 1,
+            data: &[0xaa, 0xbb, 0xcc, 0xdd],
+        }),
+        0,
+        false,
+    );
+    e.handle_frame(Instant(0), &r);
+    let f = drain(&mut e, Instant(0));
+    // DESIGN.md section 3: key 1 -> checksum 0x99f8b879, slots 173, 59, 129, 23 for S = 256.
+    let entry = vec![0x79, 0xb8, 0xf8, 0x99, 0xaa, 0xbb, 0xcc, 0xdd];
+    assert_eq!(
+        ops(&f),
+        [173u64, 59, 129, 23]
+            .iter()
+            .map(|s| (KW_VA + s * 8, entry.clone()))
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(
+        psns(&f),
+        vec![(0, false), (1, false), (2, false), (3, true)]
+    );
+    assert_eq!(e.counters().ops_out[0], 4);
+    // Redundancy above the region's n_max (8 is the wire limit; 9 is malformed).
+    let bad = report(
+        &reporter(1),
+        Body::KeyWrite(KeyWriteRepr {
+            redundancy: 1,
+            key: 1,
+            data: &[0; 4],
+        }),
+        0,
+        false,
+    );
+    let mut bad9 = bad.clone();
+    bad9[42 + 3] = 9;
+    e.handle_frame(Instant(0), &bad9);
+    assert_eq!(e.counters().dropped(DropReason::BadRedundancy), 1);
+}
+
+#[test]
+fn key_increment_and_coalescing() {
+    let ki = |key, counter| {
+        report(
+            &reporter(1),
+            Body::KeyIncrement(KeyIncrementRepr {
+                redundancy: 2,
+                key,
+                counter,
+            }),
+            0,
+            false,
+        )
+    };
+    let mut e = engine(|_| {});
+    e.handle_frame(Instant(0), &ki(1, 7));
+    // Key 1's slots for copies 0 and 1 are 173 and 59; counters are 8 bytes.
+    assert_eq!(
+        ops(&drain(&mut e, Instant(0))),
+        vec![
+            (KI_VA + 173 * 8, 7u64.to_le_bytes().to_vec()),
+            (KI_VA + 59 * 8, 7u64.to_le_bytes().to_vec())
+        ]
+    );
+    let mut e = engine(|c| c.key_increment.coalesce_us = 5);
+    e.handle_frame(Instant(0), &ki(1, 7));
+    e.handle_frame(Instant(1000), &ki(1, 3));
+    assert!(drain(&mut e, Instant(1000)).is_empty());
+    assert_eq!(e.poll_timeout(), Some(Instant(5000)));
+    e.handle_timeout(Instant(5000));
+    assert_eq!(
+        ops(&drain(&mut e, Instant(5000))),
+        vec![
+            (KI_VA + 173 * 8, 10u64.to_le_bytes().to_vec()),
+            (KI_VA + 59 * 8, 10u64.to_le_bytes().to_vec())
+        ]
+    );
+    assert_eq!(e.counters().increments_coalesced, 2);
+}
+
+fn append(v: u32) -> Vec<u8> {
+    report(
+        &reporter(1),
+        Body::Append(AppendRepr {
+            list_id: 3,
+            data: &v.to_be_bytes(),
+        }),
+        0,
+        false,
+    )
+}
+
+#[test]
+fn append_batches_wrap_flush_and_head() {
+    let mut e = engine(|c| c.append.idle_flush_us = 10);
+    // 64-entry ring, batch 16: entries 0..16 in one write at slot 0.
+    for v in 0..16 {
+        e.handle_frame(Instant(0), &append(v));
+    }
+    let f = ops(&drain(&mut e, Instant(0)));
+    assert_eq!(f.len(), 1);
+    assert_eq!(f[0].0, APPEND_VA + 64);
+    assert_eq!(f[0].1.len(), 64);
+    assert_eq!(&f[0].1[60..], &15u32.to_be_bytes());
+    // Five entries then idle: partial flush at slot 16, then the head word (21, LE) at offset 0.
+    for v in 16..21 {
+        e.handle_frame(Instant(0), &append(v));
+    }
+    assert!(drain(&mut e, Instant(0)).is_empty());
+    assert_eq!(e.poll_timeout(), Some(Instant(10_000)));
+    e.handle_timeout(Instant(10_000));
+    let f = ops(&drain(&mut e, Instant(10_000)));
+    assert_eq!(f[0].0, APPEND_VA + 64 + 16 * 4);
+    assert_eq!(f[0].1.len(), 20);
+    assert_eq!(f[1], (APPEND_VA, 21u64.to_le_bytes().to_vec()));
+    // From slot 21, a batch is cut at the ring's end (slot 64): 16, 16, then 11 entries, then slot 0.
+    for v in 21..80 {
+        e.handle_frame(Instant(20_000), &append(v));
+    }
+    let f = ops(&drain(&mut e, Instant(20_000)));
+    let got: Vec<(u64, usize)> = f.iter().map(|(va, p)| (*va, p.len())).collect();
+    assert_eq!(
+        got,
+        vec![
+            (APPEND_VA + 64 + 21 * 4, 64),
+            (APPEND_VA + 64 + 37 * 4, 64),
+            (APPEND_VA + 64 + 53 * 4, 44),
+            (APPEND_VA + 64, 64),
+        ]
+    );
+    assert_eq!(&f[3].1[..4], &64u32.to_be_bytes());
+}
+
+fn postcard(key: u32, hop: u8, data: u32) -> Vec<u8> {
+    report(
+        &reporter(1),
+        Body::Postcard(PostcardRepr { key, hop, data }),
+        0,
+        false,
+    )
+}
+
+fn cell(chunk: &[u8], hop: u8) -> u32 {
+    let at = usize::from(hop - 1) * 4;
+    u32::from_be_bytes(chunk[at..at + 4].try_into().unwrap())
+}
+
+#[test]
+fn postcard_complete_and_eviction() {
+    let mut e = engine(|c| {
+        c.postcard.cache_size = 1;
+        c.postcard.redundancy = 2;
+    });
+    // Path of 5 hops complete: two chunk copies of 32 bytes.
+    for hop in 1..=5 {
+        e.handle_frame(Instant(0), &postcard(0xdeadbeef, hop, 100 + u32::from(hop)));
+    }
+    let f = ops(&drain(&mut e, Instant(0)));
+    assert_eq!(f.len(), 2);
+    // dta-protocol's layout test: key 0xdeadbeef, copy 1 -> chunk 142 of 1024; here C = 64.
+    assert_eq!(f[1].0, PC_VA + (142 % 64) * 32);
+    for hop in 1..=5u8 {
+        assert_eq!(
+            cell(&f[0].1, hop) ^ hop_checksum(hop, 0xdeadbeef).unwrap(),
+            postcard_g(100 + u32::from(hop))
+        );
+    }
+    assert_eq!(&f[0].1[20..], &[0u8; 12]);
+    // Two hops of flow 7, then flow 8 takes the only cache slot: flow 7 is written, blanks for hops 3-5.
+    e.handle_frame(Instant(0), &postcard(7, 1, 11));
+    e.handle_frame(Instant(0), &postcard(7, 2, 12));
+    e.handle_frame(Instant(0), &postcard(8, 1, 21));
+    let f = ops(&drain(&mut e, Instant(0)));
+    assert_eq!(f.len(), 2);
+    let c = &f[0].1;
+    assert_eq!(cell(c, 2) ^ hop_checksum(2, 7).unwrap(), postcard_g(12));
+    assert_eq!(
+        cell(c, 3) ^ hop_checksum(3, 7).unwrap(),
+        postcard_g(POSTCARD_BLANK)
+    );
+    let g = dta_protocol::layout::PostcardGeometry::new(64, 5, 2).unwrap();
+    assert_eq!(f[0].0, PC_VA + g.offset(7, 0));
+    assert_eq!(e.counters().postcard_evictions, 1);
+    assert_eq!(
+        e.counters().dropped(DropReason::BadHop),
+        0,
+        "hop 1..=5 are all valid"
+    );
+    e.handle_frame(Instant(0), &postcard(8, 6, 1));
+    assert_eq!(e.counters().dropped(DropReason::BadHop), 1);
+}
+
+fn sketch(reporter_id: u16, column: u16, a: u32, b: u32) -> Vec<u8> {
+    let mut counters = a.to_be_bytes().to_vec();
+    counters.extend_from_slice(&b.to_be_bytes());
+    report(
+        &reporter(1 + reporter_id as u8),
+        Body::SketchMerge(SketchRepr {
+            sketch_id: 1,
+            op: SketchOp::Sum,
+            reporter_id,
+            column,
+            counters: &counters,
+        }),
+        0,
+        false,
+    )
+}
+
+#[test]
+fn sketch_merges_columns_and_nacks_gaps() {
+    let mut e = engine(|c| {
+        c.sketch.reporters = 2;
+        c.sketch.column_batch = 2;
+    });
+    e.handle_frame(Instant(0), &sketch(0, 0, 1, 2));
+    e.handle_frame(Instant(0), &sketch(0, 1, 3, 4));
+    assert!(drain(&mut e, Instant(0)).is_empty());
+    e.handle_frame(Instant(0), &sketch(1, 0, 10, 20));
+    assert!(
+        drain(&mut e, Instant(0)).is_empty(),
+        "batch of 2 not complete"
+    );
+    e.handle_frame(Instant(0), &sketch(1, 1, 30, 40));
+    let f = ops(&drain(&mut e, Instant(0)));
+    // Columns 0 and 1 (2 rows each) merged by sum, big-endian, in one write at the sketch base.
+    let want: Vec<u8> = [11u32, 22, 33, 44]
+        .iter()
+        .flat_map(|v| v.to_be_bytes())
+        .collect();
+    assert_eq!(f, vec![(SKETCH_VA, want)]);
+    // Reporter 0 skips column 2: the report is dropped and the reporter NACKed (last in order: 1).
+    e.handle_frame(Instant(0), &sketch(0, 3, 1, 1));
+    let n = drain(&mut e, Instant(0));
+    assert_eq!(n.len(), 1);
+    assert_eq!(&n[0][42..], &[0x05, 0x01, 0x00, 0x01, 0x80]);
+    assert_eq!(e.counters().dropped(DropReason::OutOfOrder), 1);
+    e.handle_frame(Instant(0), &sketch(0, 1, 1, 1));
+    assert_eq!(e.counters().dropped(DropReason::Duplicate), 1);
+}

@@ -1,0 +1,205 @@
+//! The requester through the engine, on a virtual clock: PSN wrap, AckReq cadence, backpressure, go-back-N,
+//! retransmit timeout with backoff, RNR wait, atomics, QP errors.
+
+mod support;
+
+use dta_protocol::dta::{Body, KeyIncrementRepr, KeyWriteRepr};
+use dta_protocol::roce::{AckKind, NakCode};
+use dta_translator::{Config, DropReason, Engine, Event, Instant, QpError};
+use support::*;
+
+const OK: AckKind = AckKind::Ack { credits: 31 };
+
+fn kw(key: u32, seq: u8, retransmit: bool) -> Vec<u8> {
+    report(
+        &reporter(1),
+        Body::KeyWrite(KeyWriteRepr {
+            redundancy: 1,
+            key,
+            data: &[1, 2, 3, 4],
+        }),
+        seq,
+        retransmit,
+    )
+}
+
+fn ki(key: u32) -> Vec<u8> {
+    report(
+        &reporter(1),
+        Body::KeyIncrement(KeyIncrementRepr {
+            redundancy: 1,
+            key,
+            counter: 5,
+        }),
+        0,
+        false,
+    )
+}
+
+fn engine(f: impl FnOnce(&mut Config)) -> Engine {
+    let mut c = Config::default();
+    c.requester.retransmit_timeout_us = 10;
+    f(&mut c);
+    Engine::new(c, &[welcome()], Instant(0)).unwrap()
+}
+
+#[test]
+fn psn_wraps_at_2_24_and_ack_cadence() {
+    let mut e = engine(|c| {
+        c.local.start_psn = 0xFF_FFFE;
+        c.requester.ack_every = 2;
+    });
+    for k in 0..5 {
+        e.handle_frame(Instant(0), &kw(k, k as u8, false));
+    }
+    let f = drain(&mut e, Instant(0));
+    assert_eq!(
+        psns(&f),
+        vec![
+            (0xFF_FFFE, false),
+            (0xFF_FFFF, true),
+            (0, false),
+            (1, true),
+            (2, true) // last before the queue idles
+        ]
+    );
+    // A coalesced ACK of PSN 1 retires four frames across the wrap.
+    e.handle_frame(Instant(1), &response(1, OK, None));
+    assert_eq!(e.qp_stats(0).unwrap().window, 1);
+    e.handle_frame(Instant(1), &response(2, OK, None));
+    assert!(e.is_idle());
+    assert_eq!(e.poll_timeout(), None);
+}
+
+#[test]
+fn backpressure_drops_and_nacks_then_go_back_n() {
+    let mut e = engine(|c| {
+        c.requester.window = 4;
+        c.requester.queue_capacity = 4;
+    });
+    for k in 0..4 {
+        e.handle_frame(Instant(0), &kw(k, 0, false));
+    }
+    assert_eq!(psns(&drain(&mut e, Instant(0))).len(), 4);
+    // Window full: four more wait in the queue, two beyond it are dropped.
+    for k in 4..10 {
+        e.handle_frame(Instant(0), &kw(k, 0, false));
+    }
+    assert!(drain(&mut e, Instant(0)).is_empty());
+    assert_eq!(e.qp_stats(0).unwrap().queue, 4);
+    assert_eq!(e.counters().dropped(DropReason::QueueFull), 2);
+    // A retransmittable report is NACKed instead: last in-order seqnum is the one before it.
+    e.handle_frame(Instant(0), &kw(99, 7, true));
+    let nack = drain(&mut e, Instant(0));
+    assert_eq!(nack.len(), 1);
+    assert_eq!(&nack[0][42..], &[0x01, 0x06, 0x00, 0x06, 0x80]);
+    assert_eq!(e.counters().dta_nacks_sent, 1);
+    // The responder expects PSN 1: 0 is retired, 1..=3 go again (AckReq set), then one new frame.
+    e.handle_frame(
+        Instant(5),
+        &response(1, AckKind::Nak(NakCode::PsnSequenceError), None),
+    );
+    assert_eq!(
+        psns(&drain(&mut e, Instant(5))),
+        vec![(1, true), (2, true), (3, true), (4, true)]
+    );
+    assert_eq!(e.counters().retransmitted_frames, 3);
+    assert_eq!(e.counters().nak_psn_sequence, 1);
+    // The same NAK again within the timeout is an echo of the same loss: nothing is resent.
+    e.handle_frame(
+        Instant(6),
+        &response(1, AckKind::Nak(NakCode::PsnSequenceError), None),
+    );
+    assert!(drain(&mut e, Instant(6)).is_empty());
+}
+
+#[test]
+fn timeout_backs_off_exponentially_then_errors() {
+    let mut e = engine(|c| c.requester.retry_limit = 2);
+    e.handle_frame(Instant(0), &kw(1, 0, false));
+    assert_eq!(psns(&drain(&mut e, Instant(0))), vec![(0, true)]);
+    assert_eq!(e.poll_timeout(), Some(Instant(10_000)));
+    e.handle_timeout(Instant(9_999));
+    assert!(drain(&mut e, Instant(9_999)).is_empty());
+    e.handle_timeout(Instant(10_000));
+    assert_eq!(psns(&drain(&mut e, Instant(10_000))), vec![(0, true)]);
+    assert_eq!(e.poll_timeout(), Some(Instant(30_000)));
+    e.handle_timeout(Instant(30_000));
+    assert_eq!(drain(&mut e, Instant(30_000)).len(), 1);
+    assert_eq!(e.poll_timeout(), Some(Instant(70_000)));
+    e.handle_timeout(Instant(70_000));
+    assert_eq!(
+        e.poll_event(),
+        Some(Event::QpError {
+            collector: 0,
+            error: QpError::RetriesExhausted
+        })
+    );
+    assert!(drain(&mut e, Instant(70_000)).is_empty());
+    assert_eq!(e.counters().retransmit_timeouts, 3);
+    // Re-established with a new start PSN: the unacknowledged write goes again, nothing is lost.
+    e.reestablish(0, &welcome(), 500, Instant(80_000)).unwrap();
+    assert_eq!(psns(&drain(&mut e, Instant(80_000))), vec![(500, true)]);
+}
+
+#[test]
+fn rnr_nak_waits_its_timer() {
+    let mut e = engine(|_| {});
+    e.handle_frame(Instant(0), &kw(1, 0, false));
+    e.handle_frame(Instant(0), &kw(2, 0, false));
+    assert_eq!(drain(&mut e, Instant(0)).len(), 2);
+    // RNR code 1 is 10 µs.
+    e.handle_frame(
+        Instant(100),
+        &response(1, AckKind::RnrNak { timer: 1 }, None),
+    );
+    assert_eq!(e.qp_stats(0).unwrap().window, 1);
+    assert!(drain(&mut e, Instant(10_099)).is_empty());
+    assert_eq!(psns(&drain(&mut e, Instant(10_100))), vec![(1, true)]);
+    assert_eq!(e.counters().nak_rnr, 1);
+}
+
+#[test]
+fn atomics_bounded_and_matched() {
+    let mut w = welcome();
+    w.max_dest_rd_atomic = 2;
+    let mut e = Engine::new(Config::default(), &[w], Instant(0)).unwrap();
+    for k in 0..3 {
+        e.handle_frame(Instant(0), &ki(k));
+    }
+    let f = psns(&drain(&mut e, Instant(0)));
+    // Two atomics in flight at most; the second asks for an ACK since the queue stalls behind it.
+    assert_eq!(f, vec![(0, false), (1, true)]);
+    // An ATOMIC ACKNOWLEDGE for PSN 0 frees a slot.
+    e.handle_frame(Instant(1), &response(0, OK, Some(77)));
+    assert_eq!(psns(&drain(&mut e, Instant(1))), vec![(2, true)]);
+    assert_eq!(e.counters().atomic_acks, 1);
+    // A plain ACK past the unanswered atomic 1 means its answer was lost: ask again from PSN 1.
+    e.handle_frame(Instant(2), &response(2, OK, None));
+    assert_eq!(psns(&drain(&mut e, Instant(2))), vec![(1, true), (2, true)]);
+}
+
+#[test]
+fn remote_access_error_stops_the_qp() {
+    let mut e = engine(|_| {});
+    e.handle_frame(Instant(0), &kw(1, 0, false));
+    drain(&mut e, Instant(0));
+    e.handle_frame(
+        Instant(1),
+        &response(0, AckKind::Nak(NakCode::RemoteAccessError), None),
+    );
+    assert_eq!(
+        e.poll_event(),
+        Some(Event::QpError {
+            collector: 0,
+            error: QpError::Nak(NakCode::RemoteAccessError)
+        })
+    );
+    assert_eq!(
+        e.qp_stats(0).unwrap().next_psn,
+        1,
+        "PSN never reset silently"
+    );
+    e.handle_frame(Instant(1), &kw(2, 0, false));
+    assert!(drain(&mut e, Instant(1)).is_empty());
+}
