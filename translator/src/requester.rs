@@ -418,6 +418,17 @@ impl Requester {
         None
     }
 
+    /// Offline mode (no responder, no ACKs): every frame sent so far counts as delivered.
+    pub fn assume_delivered(&mut self) {
+        for f in self.window.drain(..self.sent) {
+            if f.wr.op.is_atomic() && !f.answered {
+                self.atomics = self.atomics.saturating_sub(1);
+            }
+        }
+        self.sent = 0;
+        self.rto_at = None;
+    }
+
     /// Brings a failed QP back after the control channel re-established it with a new responder QP and
     /// start PSN. Unacknowledged work goes first in the queue again; writes are idempotent, and an atomic
     /// whose answer never came is sent again (counted), since the old responder state is gone.
