@@ -158,6 +158,18 @@ impl FrameBatch {
         &mut self.data[start..start + self.slot_size]
     }
 
+    /// Raw pointer to slot `i`, for backends that hand several slots to one system call (recvmmsg).
+    pub(crate) fn slot_ptr(&mut self, i: usize) -> *mut u8 {
+        self.slot_mut(i).as_mut_ptr()
+    }
+
+    /// Copies the first `len` bytes of slot `from` into slot `to`, for backends that fill slots in place and
+    /// then close the gap left by a dropped frame.
+    pub(crate) fn move_slot(&mut self, from: usize, to: usize, len: usize) {
+        let src = from * self.slot_size;
+        self.data.copy_within(src..src + len, to * self.slot_size);
+    }
+
     /// Records the length and timestamp of slot `i` without changing how many frames are held.
     pub(crate) fn set_frame(&mut self, i: usize, len: usize, timestamp_ns: u64) {
         debug_assert!(len <= self.slot_size);

@@ -42,6 +42,14 @@ pub enum NetioError {
 }
 
 impl NetioError {
+    /// Wraps the calling thread's last OS error (`errno`) with a context string.
+    pub(crate) fn last_os(context: impl Into<String>) -> Self {
+        NetioError::Io {
+            context: context.into(),
+            source: std::io::Error::last_os_error(),
+        }
+    }
+
     /// Wraps an `io::Error` with a context string.
     pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> Self {
         NetioError::Io {

@@ -7,12 +7,18 @@
 //!
 //! Backends: [`memory::pair`] (tests), [`PcapSource`] / [`PcapSink`] (files).
 
+#[cfg(target_os = "linux")]
+pub mod afpacket;
 mod batch;
 mod burst;
+#[cfg(feature = "dpdk")]
+pub mod dpdk;
 mod error;
 pub mod memory;
 mod pcap;
 
+#[cfg(target_os = "linux")]
+pub use afpacket::{AfPacket, AfPacketConfig};
 pub use batch::{FrameBatch, DEFAULT_SLOT_SIZE};
 pub use burst::{RxBurst, RxStats, TxBurst, TxStats};
 pub use error::NetioError;

@@ -1,0 +1,400 @@
+//! AF_PACKET raw sockets on a named interface: for hosts without DPDK and for the collector's software responder.
+//!
+//! One non-blocking socket per endpoint; bursts go through `recvmmsg`/`sendmmsg`, one system call per burst,
+//! straight into and out of the caller's batch slots. The message arrays are allocated once at open.
+
+use std::ffi::CString;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::time::Duration;
+
+use crate::{batch::now_ns, FrameBatch, NetioError, RxBurst, RxStats, TxBurst, TxStats};
+
+/// How an [`AfPacket`] endpoint is opened.
+#[derive(Clone, Debug)]
+pub struct AfPacketConfig {
+    /// Receive frames for any destination MAC: a bump in the wire and a responder answering for an address
+    /// that is not the interface's need it.
+    pub promiscuous: bool,
+    /// Socket receive buffer in bytes (set with SO_RCVBUFFORCE when root, so beyond `rmem_max`); it absorbs
+    /// bursts between two `recv_burst` calls.
+    pub rcvbuf: usize,
+    /// Socket send buffer in bytes.
+    pub sndbuf: usize,
+    /// Most frames moved by one system call.
+    pub max_burst: usize,
+}
+
+impl Default for AfPacketConfig {
+    fn default() -> Self {
+        AfPacketConfig {
+            promiscuous: true,
+            rcvbuf: 8 << 20,
+            sndbuf: 4 << 20,
+            max_burst: 64,
+        }
+    }
+}
+
+/// The `mmsghdr`/`iovec` arrays handed to the kernel. They hold raw pointers, rewritten before every call to
+/// point into the batch of that call and never dereferenced after it, so moving them across threads is sound.
+struct Messages {
+    hdrs: Vec<libc::mmsghdr>,
+    iovs: Vec<libc::iovec>,
+}
+
+// SAFETY: see the type's comment: the pointers are only meaningful during one system call made by the owner.
+unsafe impl Send for Messages {}
+
+impl Messages {
+    fn new(n: usize) -> Self {
+        // SAFETY: mmsghdr and iovec are plain C structs for which all-zero is a valid value.
+        Messages {
+            hdrs: vec![unsafe { std::mem::zeroed() }; n],
+            iovs: vec![unsafe { std::mem::zeroed() }; n],
+        }
+    }
+
+    /// Points message `k` at `len` bytes from `base`.
+    fn set(&mut self, k: usize, base: *mut u8, len: usize) {
+        self.iovs[k] = libc::iovec {
+            iov_base: base.cast(),
+            iov_len: len,
+        };
+        // SAFETY: all-zero msghdr is valid (no name, no control data).
+        let mut hdr: libc::msghdr = unsafe { std::mem::zeroed() };
+        hdr.msg_iov = &mut self.iovs[k];
+        hdr.msg_iovlen = 1;
+        self.hdrs[k] = libc::mmsghdr {
+            msg_hdr: hdr,
+            msg_len: 0,
+        };
+    }
+}
+
+/// A raw socket bound to one interface, receiving every frame that arrives on it (not the ones it sends).
+pub struct AfPacket {
+    fd: OwnedFd,
+    ifname: String,
+    ifindex: u32,
+    mac: [u8; 6],
+    msgs: Messages,
+    rx_stats: RxStats,
+    tx_stats: TxStats,
+}
+
+fn setsockopt<T>(fd: &OwnedFd, level: i32, name: i32, value: &T) -> std::io::Result<()> {
+    // SAFETY: `value` points to a live T of the size passed.
+    let r = unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            level,
+            name,
+            (value as *const T).cast(),
+            std::mem::size_of::<T>() as libc::socklen_t,
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// Sets a socket buffer size, forcing past the sysctl limit when allowed (root) and settling for the limit
+/// otherwise: a smaller buffer only means more drops under load, not a failure.
+fn set_buffer(fd: &OwnedFd, force: i32, plain: i32, bytes: usize) -> std::io::Result<()> {
+    let v = bytes.min(i32::MAX as usize) as libc::c_int;
+    setsockopt(fd, libc::SOL_SOCKET, force, &v)
+        .or_else(|_| setsockopt(fd, libc::SOL_SOCKET, plain, &v))
+}
+
+impl AfPacket {
+    /// Opens a raw socket on `ifname` (in the calling thread's network namespace).
+    pub fn open(ifname: &str, config: &AfPacketConfig) -> Result<Self, NetioError> {
+        if ifname.is_empty() || ifname.len() >= libc::IFNAMSIZ {
+            return Err(NetioError::Config(format!(
+                "interface name {ifname:?} must have 1 to {} bytes",
+                libc::IFNAMSIZ - 1
+            )));
+        }
+        if config.max_burst == 0 || config.max_burst > 1024 {
+            return Err(NetioError::Config(format!(
+                "AF_PACKET max_burst {} must be within 1..=1024",
+                config.max_burst
+            )));
+        }
+        let cname = CString::new(ifname).map_err(|_| {
+            NetioError::Config(format!("interface name {ifname:?} contains a NUL byte"))
+        })?;
+        // SAFETY: cname is a valid C string.
+        let ifindex = unsafe { libc::if_nametoindex(cname.as_ptr()) };
+        if ifindex == 0 {
+            return Err(NetioError::last_os(format!("interface {ifname}")));
+        }
+        // Protocol 0: the socket receives nothing until bind, so no frame of another interface slips in.
+        // SAFETY: plain system call; the result is checked.
+        let raw = unsafe {
+            libc::socket(
+                libc::AF_PACKET,
+                libc::SOCK_RAW | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+                0,
+            )
+        };
+        if raw < 0 {
+            return Err(NetioError::last_os(format!(
+                "AF_PACKET socket for {ifname}"
+            )));
+        }
+        // SAFETY: raw is a fresh descriptor that nothing else owns.
+        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        let ctx = |what: &str| format!("AF_PACKET {ifname}: {what}");
+
+        // Without this the socket also sees every frame it (or anyone) sends on the interface.
+        setsockopt(
+            &fd,
+            libc::SOL_PACKET,
+            libc::PACKET_IGNORE_OUTGOING,
+            &1 as &libc::c_int,
+        )
+        .map_err(|e| NetioError::io(ctx("PACKET_IGNORE_OUTGOING (needs Linux 4.20)"), e))?;
+        set_buffer(&fd, libc::SO_RCVBUFFORCE, libc::SO_RCVBUF, config.rcvbuf)
+            .map_err(|e| NetioError::io(ctx("SO_RCVBUF"), e))?;
+        set_buffer(&fd, libc::SO_SNDBUFFORCE, libc::SO_SNDBUF, config.sndbuf)
+            .map_err(|e| NetioError::io(ctx("SO_SNDBUF"), e))?;
+        // Frames we send go straight to the driver: a raw injector has no use for the qdisc. Best effort.
+        if let Err(e) = setsockopt(
+            &fd,
+            libc::SOL_PACKET,
+            libc::PACKET_QDISC_BYPASS,
+            &1 as &libc::c_int,
+        ) {
+            log::debug!("{}: {e}", ctx("PACKET_QDISC_BYPASS"));
+        }
+
+        // SAFETY: all-zero sockaddr_ll is valid; the fields that matter are set below.
+        let mut addr: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+        addr.sll_family = libc::AF_PACKET as u16;
+        addr.sll_protocol = (libc::ETH_P_ALL as u16).to_be();
+        addr.sll_ifindex = ifindex as i32;
+        // SAFETY: addr is a valid sockaddr_ll of the size passed.
+        let r = unsafe {
+            libc::bind(
+                fd.as_raw_fd(),
+                (&addr as *const libc::sockaddr_ll).cast(),
+                std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
+            )
+        };
+        if r != 0 {
+            return Err(NetioError::last_os(ctx("bind")));
+        }
+        if config.promiscuous {
+            // SAFETY: all-zero packet_mreq is valid.
+            let mut mreq: libc::packet_mreq = unsafe { std::mem::zeroed() };
+            mreq.mr_ifindex = ifindex as i32;
+            mreq.mr_type = libc::PACKET_MR_PROMISC as u16;
+            setsockopt(&fd, libc::SOL_PACKET, libc::PACKET_ADD_MEMBERSHIP, &mreq)
+                .map_err(|e| NetioError::io(ctx("promiscuous mode"), e))?;
+        }
+        let mac =
+            hardware_address(&fd, &cname).map_err(|e| NetioError::io(ctx("SIOCGIFHWADDR"), e))?;
+        Ok(AfPacket {
+            fd,
+            ifname: ifname.to_owned(),
+            ifindex,
+            mac,
+            msgs: Messages::new(config.max_burst),
+            rx_stats: RxStats::default(),
+            tx_stats: TxStats::default(),
+        })
+    }
+
+    /// The interface's name.
+    pub fn ifname(&self) -> &str {
+        &self.ifname
+    }
+
+    /// The interface's index in its namespace.
+    pub fn ifindex(&self) -> u32 {
+        self.ifindex
+    }
+
+    /// The interface's MAC address (the source address for frames a responder originates).
+    pub fn mac(&self) -> [u8; 6] {
+        self.mac
+    }
+
+    /// Waits up to `timeout` for a frame to be receivable; `Ok(false)` on timeout. Lets a responder sleep
+    /// instead of spinning when idle.
+    pub fn wait_readable(&self, timeout: Duration) -> Result<bool, NetioError> {
+        let mut pfd = libc::pollfd {
+            fd: self.fd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
+        // SAFETY: one valid pollfd.
+        let r = unsafe { libc::poll(&mut pfd, 1, ms) };
+        match r {
+            0 => Ok(false),
+            r if r > 0 => Ok(true),
+            _ if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted => {
+                Ok(false)
+            }
+            _ => Err(NetioError::last_os(format!(
+                "AF_PACKET {}: poll",
+                self.ifname
+            ))),
+        }
+    }
+}
+
+fn hardware_address(fd: &OwnedFd, name: &CString) -> std::io::Result<[u8; 6]> {
+    // SAFETY: all-zero ifreq is valid; the name fits (checked by the caller) and stays NUL-terminated.
+    let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (dst, src) in req.ifr_name.iter_mut().zip(name.as_bytes()) {
+        *dst = *src as libc::c_char;
+    }
+    // SAFETY: SIOCGIFHWADDR reads ifr_name and writes ifr_hwaddr of this ifreq.
+    let r = unsafe { libc::ioctl(fd.as_raw_fd(), libc::SIOCGIFHWADDR, &mut req) };
+    if r != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: the ioctl succeeded, so the hwaddr member of the union is the one written.
+    let sa = unsafe { req.ifr_ifru.ifru_hwaddr };
+    let mut mac = [0u8; 6];
+    for (dst, src) in mac.iter_mut().zip(sa.sa_data.iter()) {
+        *dst = *src as u8;
+    }
+    Ok(mac)
+}
+
+fn would_block(e: &std::io::Error) -> bool {
+    matches!(
+        e.raw_os_error(),
+        Some(libc::EAGAIN) | Some(libc::EINTR) | Some(libc::ENOBUFS)
+    )
+}
+
+impl RxBurst for AfPacket {
+    fn recv_burst(&mut self, batch: &mut FrameBatch) -> Result<usize, NetioError> {
+        let n = batch.free().min(self.msgs.hdrs.len());
+        if n == 0 {
+            return Ok(0);
+        }
+        let base = batch.len();
+        let slot_size = batch.slot_size();
+        for k in 0..n {
+            let p = batch.slot_ptr(base + k);
+            self.msgs.set(k, p, slot_size);
+        }
+        // MSG_TRUNC makes msg_len the frame's real length, so an oversize frame is recognised, not cut.
+        // SAFETY: n messages, each pointing at one whole free slot of `batch`, which outlives the call.
+        let r = unsafe {
+            libc::recvmmsg(
+                self.fd.as_raw_fd(),
+                self.msgs.hdrs.as_mut_ptr(),
+                n as u32,
+                libc::MSG_DONTWAIT | libc::MSG_TRUNC,
+                std::ptr::null_mut(),
+            )
+        };
+        if r < 0 {
+            let e = std::io::Error::last_os_error();
+            if would_block(&e) {
+                return Ok(0);
+            }
+            return Err(NetioError::io(
+                format!("AF_PACKET {}: recvmmsg", self.ifname),
+                e,
+            ));
+        }
+        // One clock read per burst: the frames of a burst arrived within microseconds of each other.
+        let stamp = now_ns();
+        let mut kept = base;
+        for k in 0..r as usize {
+            let len = self.msgs.hdrs[k].msg_len as usize;
+            let truncated = self.msgs.hdrs[k].msg_hdr.msg_flags & libc::MSG_TRUNC != 0;
+            if truncated || len > slot_size {
+                self.rx_stats.dropped += 1;
+                continue;
+            }
+            if kept != base + k {
+                batch.move_slot(base + k, kept, len);
+            }
+            batch.set_frame(kept, len, stamp);
+            kept += 1;
+            self.rx_stats.frames += 1;
+            self.rx_stats.bytes += len as u64;
+        }
+        batch.set_len(kept);
+        Ok(kept - base)
+    }
+
+    fn rx_stats(&self) -> RxStats {
+        self.rx_stats
+    }
+}
+
+impl TxBurst for AfPacket {
+    fn send_burst(&mut self, batch: &FrameBatch) -> Result<usize, NetioError> {
+        let mut i = 0;
+        let mut sent = 0;
+        while i < batch.len() {
+            let n = (batch.len() - i).min(self.msgs.hdrs.len());
+            for k in 0..n {
+                let f = batch.frame(i + k);
+                // The kernel only reads from a send iovec; the cast to *mut is what iovec's type demands.
+                self.msgs.set(k, f.as_ptr().cast_mut(), f.len());
+            }
+            // SAFETY: n messages pointing at frames of `batch`, which outlives the call.
+            let r = unsafe {
+                libc::sendmmsg(
+                    self.fd.as_raw_fd(),
+                    self.msgs.hdrs.as_mut_ptr(),
+                    n as u32,
+                    libc::MSG_DONTWAIT,
+                )
+            };
+            if r > 0 {
+                for k in 0..r as usize {
+                    self.tx_stats.bytes += batch.frame(i + k).len() as u64;
+                }
+                self.tx_stats.frames += r as u64;
+                sent += r as usize;
+                i += r as usize;
+                continue;
+            }
+            let e = std::io::Error::last_os_error();
+            match e.raw_os_error() {
+                Some(libc::EINTR) => continue,
+                // The socket buffer or the device queue is full: the rest of the burst is dropped, as a full
+                // NIC ring would drop it.
+                Some(libc::EAGAIN) | Some(libc::ENOBUFS) => {
+                    self.tx_stats.dropped += (batch.len() - i) as u64;
+                    break;
+                }
+                // This frame alone is unsendable (too long for the MTU, shorter than a header): skip it.
+                Some(libc::EMSGSIZE) | Some(libc::EINVAL) => {
+                    log::debug!(
+                        "AF_PACKET {}: dropped a {}-byte frame: {e}",
+                        self.ifname,
+                        batch.frame(i).len()
+                    );
+                    self.tx_stats.dropped += 1;
+                    i += 1;
+                }
+                _ => {
+                    return Err(NetioError::io(
+                        format!("AF_PACKET {}: sendmmsg", self.ifname),
+                        e,
+                    ))
+                }
+            }
+        }
+        Ok(sent)
+    }
+
+    fn tx_stats(&self) -> TxStats {
+        self.tx_stats
+    }
+}
