@@ -2,8 +2,11 @@
 //! channel and the query engine.
 
 pub mod config;
+pub mod engine;
 pub mod error;
 pub mod memory;
+pub mod metrics;
+pub mod query;
 pub mod responder;
 
 pub use error::{Error, Result};
