@@ -78,7 +78,7 @@ pub fn key_write(
         }
     }
     // Most votes first; equal votes keep the order of first appearance (slot order), for stable output.
-    tally.sort_by(|a, b| b.1.cmp(&a.1));
+    tally.sort_by_key(|t| std::cmp::Reverse(t.1));
     let answer = match tally.as_slice() {
         [] => KeyWriteAnswer::Empty { matching },
         [(data, votes), rest @ ..] => {
