@@ -2,6 +2,7 @@
 //! channel and the query engine.
 
 pub mod config;
+pub mod control;
 pub mod engine;
 pub mod error;
 pub mod memory;

@@ -1,0 +1,177 @@
+//! The control channel over real loopback TCP: a good handshake, refusals with reasons, and a server
+//! that survives malformed input.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpStream;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use dta_collector::control::{Advertised, ControlServer, QpOpener};
+use dta_protocol::control::{
+    CollectorMessage, Hello, RequesterQp, ResponderQp, TranslatorMessage, CONTROL_VERSION,
+};
+use dta_protocol::layout::{Geometry, KeyWriteGeometry, Region};
+
+/// Hands out QPNs from 0x200 and remembers what it was asked.
+#[derive(Default)]
+struct Opener {
+    seen: Mutex<Vec<RequesterQp>>,
+}
+
+impl QpOpener for Opener {
+    fn open(&self, hello: &Hello) -> Result<Vec<ResponderQp>, String> {
+        let mut seen = self.seen.lock().unwrap();
+        Ok(hello
+            .qps
+            .iter()
+            .map(|q| {
+                seen.push(*q);
+                ResponderQp {
+                    qpn: 0x200 + seen.len() as u32 - 1,
+                    peer_qpn: q.qpn,
+                }
+            })
+            .collect())
+    }
+}
+
+fn region() -> Region {
+    Region {
+        id: 0,
+        va: 0x7f00_0000_1000,
+        rkey: 0x1000,
+        geometry: Geometry::KeyWrite(KeyWriteGeometry::new(256, 8, 4).unwrap()),
+    }
+}
+
+fn server(opener: Arc<Opener>) -> ControlServer {
+    let ad = Advertised {
+        token: "s3cret".into(),
+        mac: [2, 0, 0, 0, 0, 2],
+        ip: [127, 0, 0, 1],
+        max_dest_rd_atomic: 16,
+        path_mtu: 1024,
+        regions: vec![region()],
+    };
+    ControlServer::start("127.0.0.1:0".parse().unwrap(), ad, opener).unwrap()
+}
+
+fn hello(token: &str) -> Hello {
+    Hello {
+        version: CONTROL_VERSION,
+        token: token.into(),
+        mac: [2, 0, 0, 0, 0, 1],
+        ip: [127, 0, 0, 1],
+        gid: [0; 16],
+        qps: vec![
+            RequesterQp {
+                qpn: 0x11,
+                start_psn: 100,
+            },
+            RequesterQp {
+                qpn: 0x12,
+                start_psn: 0xFF_FFFF,
+            },
+        ],
+    }
+}
+
+fn exchange(s: &ControlServer, line: &str) -> CollectorMessage {
+    let mut c = TcpStream::connect(s.local_addr()).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    c.write_all(line.as_bytes()).unwrap();
+    let mut r = BufReader::new(c);
+    let mut answer = String::new();
+    r.read_line(&mut answer).unwrap();
+    serde_json::from_str(&answer).unwrap_or_else(|e| panic!("{e}: {answer:?}"))
+}
+
+fn line(h: &Hello) -> String {
+    let mut s = serde_json::to_string(&TranslatorMessage::Hello(h.clone())).unwrap();
+    s.push('\n');
+    s
+}
+
+fn refusal(m: CollectorMessage) -> String {
+    match m {
+        CollectorMessage::Refusal(r) => {
+            assert_eq!(r.version, CONTROL_VERSION);
+            r.error
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+#[test]
+fn good_handshake_opens_one_qp_per_translator_qp() {
+    let opener = Arc::new(Opener::default());
+    let s = server(opener.clone());
+    match exchange(&s, &line(&hello("s3cret"))) {
+        CollectorMessage::Welcome(w) => {
+            assert_eq!(w.version, CONTROL_VERSION);
+            assert_eq!(w.mac, [2, 0, 0, 0, 0, 2]);
+            assert_eq!(
+                w.qps,
+                [
+                    ResponderQp {
+                        qpn: 0x200,
+                        peer_qpn: 0x11
+                    },
+                    ResponderQp {
+                        qpn: 0x201,
+                        peer_qpn: 0x12
+                    },
+                ]
+            );
+            assert_eq!((w.max_dest_rd_atomic, w.path_mtu), (16, 1024));
+            assert_eq!(w.regions, [region()]);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(opener.seen.lock().unwrap()[1].start_psn, 0xFF_FFFF);
+}
+
+#[test]
+fn wrong_token_and_wrong_version_are_refused_with_reasons() {
+    let opener = Arc::new(Opener::default());
+    let s = server(opener.clone());
+    let e = refusal(exchange(&s, &line(&hello("guess"))));
+    assert!(e.contains("wrong token"), "{e}");
+    let mut h = hello("s3cret");
+    h.version = CONTROL_VERSION + 1;
+    let e = refusal(exchange(&s, &line(&h)));
+    assert!(e.contains("version 2 is not supported"), "{e}");
+    // A future version with a different schema still learns about the version, not about its fields.
+    let e = refusal(exchange(
+        &s,
+        "{\"type\":\"hello\",\"version\":9,\"other\":1}\n",
+    ));
+    assert!(e.contains("version 9"), "{e}");
+    assert!(
+        opener.seen.lock().unwrap().is_empty(),
+        "no QP opened for a refused hello"
+    );
+}
+
+#[test]
+fn malformed_input_is_refused_and_the_server_keeps_serving() {
+    let s = server(Arc::new(Opener::default()));
+    for (bad, why) in [
+        ("{not json\n", "malformed JSON"),
+        ("[1,2,3]\n", "version"),
+        ("{\"type\":\"hello\",\"version\":1}\n", "malformed hello"),
+        ("\u{0}\u{1}\n", "malformed JSON"),
+    ] {
+        let e = refusal(exchange(&s, bad));
+        assert!(e.contains(why), "{bad:?}: {e}");
+    }
+    let mut h = hello("s3cret");
+    h.qps[0].qpn = 0x100_0000;
+    assert!(refusal(exchange(&s, &line(&h))).contains("24 bits"));
+    // A client that connects and vanishes does not hurt either.
+    drop(TcpStream::connect(s.local_addr()).unwrap());
+    assert!(matches!(
+        exchange(&s, &line(&hello("s3cret"))),
+        CollectorMessage::Welcome(_)
+    ));
+}
