@@ -1,0 +1,78 @@
+//! Packet-buffer pools (`rte_pktmbuf_pool_create`).
+
+use std::ffi::CString;
+use std::ptr::NonNull;
+
+use super::error::{dpdk_error, rte_errno};
+use super::ffi;
+use super::Eal;
+use crate::NetioError;
+
+/// A pool of mbufs, freed on drop. Every queue's mbufs come from one; DPDK's pools are multi-producer,
+/// multi-consumer, so a pool is shared by the queues of a port.
+pub struct Mempool {
+    ptr: NonNull<ffi::rte_mempool>,
+    name: String,
+}
+
+// SAFETY: DPDK mempools (default "ring_mp_mc" ops) are safe to use from several threads at once.
+unsafe impl Send for Mempool {}
+unsafe impl Sync for Mempool {}
+
+impl Mempool {
+    /// Creates a pool of `n` mbufs with `data_room` bytes each (headroom included, as in DPDK:
+    /// `RTE_MBUF_DEFAULT_BUF_SIZE` gives 2048 bytes after the 128-byte headroom), a per-lcore cache of
+    /// `cache` mbufs, on NUMA socket `socket` (-1: any). `name` must be unique in the process.
+    pub fn new(
+        _eal: &Eal,
+        name: &str,
+        n: u32,
+        cache: u32,
+        data_room: u16,
+        socket: i32,
+    ) -> Result<Self, NetioError> {
+        let cname = CString::new(name).map_err(|_| {
+            NetioError::Config(format!("mempool name {name:?} contains a NUL byte"))
+        })?;
+        // SAFETY: valid C string; the EAL is initialised (witnessed by `_eal`).
+        let ptr =
+            unsafe { ffi::rte_pktmbuf_pool_create(cname.as_ptr(), n, cache, 0, data_room, socket) };
+        let ptr = NonNull::new(ptr).ok_or_else(|| {
+            dpdk_error(
+                format!("rte_pktmbuf_pool_create({name}, {n} mbufs of {data_room} bytes)"),
+                rte_errno(),
+            )
+        })?;
+        Ok(Mempool {
+            ptr,
+            name: name.to_owned(),
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Mbufs free in the pool (including per-lcore caches).
+    pub fn available(&self) -> u32 {
+        // SAFETY: live pool.
+        unsafe { ffi::rte_mempool_avail_count(self.ptr.as_ptr()) }
+    }
+
+    /// Mbufs taken from the pool and not yet returned.
+    pub fn in_use(&self) -> u32 {
+        // SAFETY: live pool.
+        unsafe { ffi::rte_mempool_in_use_count(self.ptr.as_ptr()) }
+    }
+
+    pub(crate) fn as_ptr(&self) -> *mut ffi::rte_mempool {
+        self.ptr.as_ptr()
+    }
+}
+
+impl Drop for Mempool {
+    fn drop(&mut self) {
+        // SAFETY: the pool is live and, by the owners' drop order, no port queue refers to it any more.
+        unsafe { ffi::rte_mempool_free(self.ptr.as_ptr()) }
+    }
+}

@@ -1,0 +1,167 @@
+//! One RX/TX queue pair of a started port, as a burst endpoint.
+
+use std::sync::Arc;
+
+use super::ffi::{self, rte_mbuf};
+use super::mbuf;
+use super::port::PortShared;
+use crate::{FrameBatch, NetioError, RxBurst, RxStats, TxBurst, TxStats};
+
+/// How often a partially accepted TX burst is offered again before the rest is dropped: enough to ride out a
+/// TX ring that the NIC is draining, few enough that a stuck link costs microseconds, not a stall.
+const TX_RETRIES: u32 = 8;
+
+/// Queue pair `queue_id` of a port. Frames are copied between the caller's batch and mbufs (a copy of a
+/// report-sized frame costs a few nanoseconds and keeps one batch type for every backend). Owned by one thread
+/// at a time; send it to the worker that polls it.
+pub struct DpdkQueue {
+    port: Arc<PortShared>,
+    queue_id: u16,
+    /// Scratch array of mbuf pointers for one burst, allocated once.
+    mbufs: Box<[*mut rte_mbuf]>,
+    /// Lengths of the frames in `mbufs` during a send, to count the bytes of those the device accepted.
+    lens: Box<[u16]>,
+    rx_stats: RxStats,
+    tx_stats: TxStats,
+}
+
+// SAFETY: the mbuf pointers in `mbufs` are scratch, only valid during a call on `&mut self`; DPDK allows a
+// queue to be polled from any thread as long as one thread at a time does, which `&mut self` guarantees.
+unsafe impl Send for DpdkQueue {}
+
+impl DpdkQueue {
+    pub(crate) fn new(port: Arc<PortShared>, queue_id: u16, max_burst: u16) -> Self {
+        DpdkQueue {
+            port,
+            queue_id,
+            mbufs: vec![std::ptr::null_mut(); max_burst as usize].into_boxed_slice(),
+            lens: vec![0; max_burst as usize].into_boxed_slice(),
+            rx_stats: RxStats::default(),
+            tx_stats: TxStats::default(),
+        }
+    }
+
+    pub fn port_id(&self) -> u16 {
+        self.port.port_id
+    }
+
+    pub fn queue_id(&self) -> u16 {
+        self.queue_id
+    }
+}
+
+impl RxBurst for DpdkQueue {
+    fn recv_burst(&mut self, batch: &mut FrameBatch) -> Result<usize, NetioError> {
+        let want = batch.free().min(self.mbufs.len());
+        if want == 0 {
+            return Ok(0);
+        }
+        // SAFETY: started port, our queue, scratch array of at least `want` entries.
+        let n = unsafe {
+            ffi::rte_eth_rx_burst(
+                self.port.port_id,
+                self.queue_id,
+                self.mbufs.as_mut_ptr(),
+                want as u16,
+            )
+        } as usize;
+        let mut got = 0;
+        for &m in &self.mbufs[..n] {
+            // SAFETY: m was just received and is ours until freed below.
+            match unsafe { mbuf::data(m) } {
+                Some(frame) if frame.len() <= batch.slot_size() => {
+                    batch.push_stamped(frame, 0)?;
+                    got += 1;
+                    self.rx_stats.frames += 1;
+                    self.rx_stats.bytes += frame.len() as u64;
+                }
+                _ => self.rx_stats.dropped += 1,
+            }
+        }
+        if n > 0 {
+            // SAFETY: the n received mbufs are ours and no longer referenced.
+            unsafe { ffi::rte_pktmbuf_free_bulk(self.mbufs.as_mut_ptr(), n as u32) };
+        }
+        Ok(got)
+    }
+
+    fn rx_stats(&self) -> RxStats {
+        self.rx_stats
+    }
+}
+
+impl TxBurst for DpdkQueue {
+    fn send_burst(&mut self, batch: &FrameBatch) -> Result<usize, NetioError> {
+        let mut sent = 0;
+        let chunk = self.mbufs.len();
+        let mut start = 0;
+        while start < batch.len() {
+            let end = (start + chunk).min(batch.len());
+            sent += self.send_chunk(batch, start, end);
+            start = end;
+        }
+        Ok(sent)
+    }
+
+    fn tx_stats(&self) -> TxStats {
+        self.tx_stats
+    }
+}
+
+impl DpdkQueue {
+    /// Sends frames `start..end` (at most one scratch array); returns how many the device took.
+    fn send_chunk(&mut self, batch: &FrameBatch, start: usize, end: usize) -> usize {
+        let n = end - start;
+        let pool = self.port.pool.as_ptr();
+        // SAFETY: live pool; the scratch array has room for n pointers.
+        let r = unsafe { ffi::rte_pktmbuf_alloc_bulk(pool, self.mbufs.as_mut_ptr(), n as u32) };
+        if r != 0 {
+            // The pool is empty (frames stuck in rings): drop the chunk like a NIC without descriptors.
+            self.tx_stats.dropped += n as u64;
+            return 0;
+        }
+        // Fill the mbufs, packing the ones we keep at the front of the array.
+        let mut ready = 0;
+        for i in start..end {
+            let frame = batch.frame(i);
+            let m = self.mbufs[i - start];
+            // SAFETY: m is freshly allocated and ours.
+            if frame.len() > unsafe { mbuf::room(m) } {
+                // SAFETY: ours, not handed to the device.
+                unsafe { ffi::rte_pktmbuf_free(m) };
+                self.tx_stats.dropped += 1;
+                continue;
+            }
+            // SAFETY: ours, and the frame fits.
+            unsafe { mbuf::fill(m, frame) };
+            self.mbufs[ready] = m;
+            self.lens[ready] = frame.len() as u16;
+            ready += 1;
+        }
+        let mut done = 0;
+        for _ in 0..TX_RETRIES {
+            // SAFETY: started port, our queue; the device takes ownership of the accepted mbufs.
+            done += unsafe {
+                ffi::rte_eth_tx_burst(
+                    self.port.port_id,
+                    self.queue_id,
+                    self.mbufs[done..].as_mut_ptr(),
+                    (ready - done) as u16,
+                )
+            } as usize;
+            if done == ready {
+                break;
+            }
+        }
+        if done < ready {
+            // SAFETY: the device refused these; they are still ours.
+            unsafe {
+                ffi::rte_pktmbuf_free_bulk(self.mbufs[done..].as_mut_ptr(), (ready - done) as u32)
+            };
+            self.tx_stats.dropped += (ready - done) as u64;
+        }
+        self.tx_stats.frames += done as u64;
+        self.tx_stats.bytes += self.lens[..done].iter().map(|&l| l as u64).sum::<u64>();
+        done
+    }
+}

@@ -1,0 +1,260 @@
+//! DPDK backend on virtual devices, without hugepages. The EAL initialises once per process, so every DPDK
+//! case lives in this one test binary and runs in sequence from one test function.
+#![cfg(feature = "dpdk")]
+
+use dta_netio::dpdk::{eal_init, Eal, Port, PortConfig};
+use dta_netio::{FrameBatch, NetioError, RxBurst, RxStats, TxBurst, TxStats};
+
+fn eal_args() -> Vec<String> {
+    [
+        "-l",
+        "0",
+        "--no-huge",
+        "--no-shconf",
+        "-m",
+        "256",
+        "--no-pci",
+        "--vdev=net_ring0",
+        "--vdev=net_null0",
+        "--log-level=warning",
+        "--no-telemetry",
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
+/// Frame `n`: 60 to 1514 bytes, its number in the first four bytes, a pattern after.
+fn frame(n: u32) -> Vec<u8> {
+    let len = 60 + (n as usize * 53) % (1514 - 60 + 1);
+    let mut f = n.to_be_bytes().to_vec();
+    while f.len() < len {
+        f.push((f.len() as u32).wrapping_mul(31).wrapping_add(n) as u8);
+    }
+    f
+}
+
+#[test]
+fn dpdk_suite() {
+    let started = std::time::Instant::now();
+    let eal = eal_init(eal_args()).expect("EAL init on vdevs without hugepages");
+    let again = eal_init(vec!["--different".into()]).expect("a second init returns the first EAL");
+    assert!(std::ptr::eq(eal, again));
+    assert_eq!(eal.args(), &eal_args()[..]);
+
+    ring_loop_returns_exact_frames(eal);
+    ring_full_drops_and_counts(eal);
+    null_device_with_rss_queues_on_two_threads(eal);
+    errors_name_the_call(eal);
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(60),
+        "bounded in time"
+    );
+}
+
+/// net_ring0 loops TX back to RX: 10,000 frames sent in bursts come back identical and in order.
+fn ring_loop_returns_exact_frames(eal: &Eal) {
+    let (port, mut queues) = Port::open(eal, "net_ring0", &PortConfig::default()).unwrap();
+    assert_eq!(queues.len(), 1);
+    let q = &mut queues[0];
+    assert_eq!((q.port_id(), q.queue_id()), (port.port_id(), 0));
+
+    const N: u32 = 10_000;
+    let mut out = FrameBatch::new(32, 2048);
+    let mut inb = FrameBatch::new(64, 2048);
+    let (mut n, mut next, mut bytes) = (0u32, 0u32, 0u64);
+    while n < N {
+        out.clear();
+        while out.free() > 0 && n < N {
+            let f = frame(n);
+            bytes += f.len() as u64;
+            out.push(&f).unwrap();
+            n += 1;
+        }
+        assert_eq!(q.send_burst(&out).unwrap(), out.len());
+        inb.clear();
+        assert_eq!(q.recv_burst(&mut inb).unwrap(), out.len());
+        for f in inb.iter() {
+            assert_eq!(f, &frame(next)[..], "frame {next}");
+            next += 1;
+        }
+    }
+    assert_eq!(next, N);
+    assert_eq!(
+        q.tx_stats(),
+        TxStats {
+            frames: N as u64,
+            bytes,
+            dropped: 0
+        }
+    );
+    assert_eq!(
+        q.rx_stats(),
+        RxStats {
+            frames: N as u64,
+            bytes,
+            dropped: 0
+        }
+    );
+    let s = port.stats().unwrap();
+    assert_eq!((s.tx_packets, s.rx_packets), (N as u64, N as u64));
+    assert_eq!(port.pool().in_use(), 0, "every mbuf went back to the pool");
+
+    // A frame over the mbuf's 2048-byte data room is dropped on send, the others go.
+    let mut big = FrameBatch::new(4, 4096);
+    big.push(&frame(1)).unwrap();
+    big.push(&[0xaa; 2049]).unwrap();
+    big.push(&[0xbb; 600]).unwrap();
+    assert_eq!(q.send_burst(&big).unwrap(), 2);
+    assert_eq!(q.tx_stats().dropped, 1);
+    // A received frame larger than the batch's slots is dropped on receive and counted.
+    let mut small = FrameBatch::new(8, 512);
+    assert_eq!(q.recv_burst(&mut small).unwrap(), 1);
+    assert_eq!(small.frame(0), &frame(1)[..]);
+    assert_eq!(q.rx_stats().dropped, 1);
+    assert_eq!(port.pool().in_use(), 0);
+}
+
+/// Without a receiver the ring fills: net_ring's 1024-entry ring takes 1023 frames, the rest of every burst is
+/// dropped and counted, and draining returns every mbuf to the pool.
+fn ring_full_drops_and_counts(eal: &Eal) {
+    let (port, mut queues) = Port::open(eal, "net_ring0", &PortConfig::default()).unwrap();
+    let q = &mut queues[0];
+    let mut out = FrameBatch::new(64, 2048);
+    let mut burst_bytes = 0;
+    for n in 0..64 {
+        burst_bytes += frame(n).len() as u64;
+        out.push(&frame(n)).unwrap();
+    }
+    let accepted: Vec<usize> = (0..20).map(|_| q.send_burst(&out).unwrap()).collect();
+    // 15 whole bursts (960 frames), then 63 of the 16th, then nothing.
+    assert_eq!(
+        &accepted[..17],
+        &[64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 63, 0]
+    );
+    assert_eq!(accepted.iter().sum::<usize>(), 1023);
+    let last_bytes = frame(63).len() as u64;
+    assert_eq!(
+        q.tx_stats(),
+        TxStats {
+            frames: 1023,
+            bytes: 16 * burst_bytes - last_bytes,
+            dropped: 1280 - 1023
+        }
+    );
+    assert_eq!(port.pool().in_use(), 1023);
+    let mut inb = FrameBatch::new(64, 2048);
+    let mut got = 0;
+    for _ in 0..100 {
+        inb.clear();
+        let n = q.recv_burst(&mut inb).unwrap();
+        if n == 0 {
+            break;
+        }
+        assert_eq!(inb.frame(0), &frame((got % 64) as u32)[..]);
+        got += n;
+    }
+    assert_eq!(got, 1023);
+    assert_eq!(port.pool().in_use(), 0);
+}
+
+/// net_null with two queues (RSS on): each queue works from its own thread; null RX makes 64-byte frames and
+/// null TX takes everything.
+fn null_device_with_rss_queues_on_two_threads(eal: &'static Eal) {
+    let cfg = PortConfig {
+        queues: 2,
+        ..PortConfig::default()
+    };
+    let (port, mut queues) = Port::open(eal, "net_null0", &cfg).unwrap();
+    let mut q1 = queues.pop().unwrap();
+    let mut q0 = queues.pop().unwrap();
+    assert_eq!((q0.queue_id(), q1.queue_id()), (0, 1));
+    let worker = std::thread::spawn(move || {
+        let lcore = dta_netio::dpdk::register_thread(eal).unwrap();
+        let mut inb = FrameBatch::new(48, 2048);
+        let n = q1.recv_burst(&mut inb).unwrap();
+        let sent = q1.send_burst(&inb).unwrap();
+        let all64 = inb.iter().all(|f| f.len() == 64);
+        (lcore, n, all64, sent, q1.rx_stats(), q1.tx_stats())
+    });
+    let mut inb = FrameBatch::new(64, 2048);
+    assert_eq!(q0.recv_burst(&mut inb).unwrap(), 64);
+    assert_eq!(q0.send_burst(&inb).unwrap(), 64);
+    let (lcore, n, all64, sent, rx, tx) = worker.join().unwrap();
+    assert_ne!(
+        lcore, 0,
+        "the worker got an lcore id of its own (0 is the main thread's)"
+    );
+    assert_ne!(
+        lcore,
+        u32::MAX,
+        "LCORE_ID_ANY means the registration did nothing"
+    );
+    assert_eq!((n, all64, sent), (48, true, 48));
+    assert_eq!(
+        rx,
+        RxStats {
+            frames: 48,
+            bytes: 48 * 64,
+            dropped: 0
+        }
+    );
+    assert_eq!(
+        tx,
+        TxStats {
+            frames: 48,
+            bytes: 48 * 64,
+            dropped: 0
+        }
+    );
+    let s = port.stats().unwrap();
+    assert_eq!((s.rx_packets, s.tx_packets), (112, 112));
+    drop(q0);
+    assert_eq!(port.pool().in_use(), 0);
+}
+
+fn errors_name_the_call(eal: &Eal) {
+    match Port::open(eal, "net_nope0", &PortConfig::default())
+        .err()
+        .unwrap()
+    {
+        NetioError::Dpdk {
+            call,
+            errno,
+            message,
+        } => {
+            assert!(
+                call.starts_with("rte_eth_dev_get_port_by_name(net_nope0)"),
+                "{call}"
+            );
+            assert_eq!(errno, libc_enodev());
+            assert_eq!(message, "No such device");
+        }
+        other => panic!("expected a DPDK error, got {other}"),
+    }
+    let cfg = PortConfig {
+        queues: 2,
+        ..PortConfig::default()
+    };
+    let e = Port::open(eal, "net_ring0", &cfg).err().unwrap();
+    assert!(e.to_string().contains("2 queues need RSS"), "{e}");
+    let cfg = PortConfig {
+        queues: 0,
+        ..PortConfig::default()
+    };
+    assert!(matches!(
+        Port::open(eal, "net_ring0", &cfg),
+        Err(NetioError::Config(_))
+    ));
+    // The ring port is still usable after the refused setups.
+    let (_port, mut queues) = Port::open(eal, "net_ring0", &PortConfig::default()).unwrap();
+    let mut out = FrameBatch::new(1, 2048);
+    out.push(&frame(7)).unwrap();
+    assert_eq!(queues[0].send_burst(&out).unwrap(), 1);
+    let mut inb = FrameBatch::new(4, 2048);
+    assert_eq!(queues[0].recv_burst(&mut inb).unwrap(), 1);
+    assert_eq!(inb.frame(0), &frame(7)[..]);
+}
+
+fn libc_enodev() -> i32 {
+    19
+}
