@@ -1,0 +1,353 @@
+//! The collector's two backends behind one set of traits.
+//!
+//! [`Verbs`] is the handful of verbs the collector needs from an RDMA device: register memory, create an
+//! RC QP and move it through INIT, RTR and RTS. The setup logic ([`register_arena`], [`connect_qp`],
+//! [`VerbsOpener`]) is written against it, so tests drive it with a fake device, and
+//! [`ibverbs::IbvDevice`](self::ibverbs) (feature `ibverbs`) drives a real one. The software responder
+//! plugs into the control channel through [`soft::SoftOpener`].
+
+#[cfg(feature = "ibverbs")]
+pub mod ibverbs;
+pub mod soft;
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use dta_protocol::control::{Hello, RequesterQp, ResponderQp};
+
+use crate::control::QpOpener;
+use crate::error::Result;
+use crate::memory::Arena;
+
+/// `IBV_ACCESS_LOCAL_WRITE`.
+pub const ACCESS_LOCAL_WRITE: u32 = 1;
+/// `IBV_ACCESS_REMOTE_WRITE`.
+pub const ACCESS_REMOTE_WRITE: u32 = 2;
+/// `IBV_ACCESS_REMOTE_ATOMIC`.
+pub const ACCESS_REMOTE_ATOMIC: u32 = 8;
+/// What every region and every QP allows: the translator WRITEs and FETCH_ADDs, nothing reads.
+pub const REGION_ACCESS: u32 = ACCESS_LOCAL_WRITE | ACCESS_REMOTE_WRITE | ACCESS_REMOTE_ATOMIC;
+/// Smallest `max_dest_rd_atomic` the collector sets (DESIGN.md section 5).
+pub const MIN_DEST_RD_ATOMIC: u8 = 16;
+
+/// Attributes of the INIT → RTR transition: who the QP talks to and what it expects first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RtrAttrs {
+    /// The translator's QPN.
+    pub dest_qpn: u32,
+    /// The translator's starting PSN: the first PSN this QP accepts.
+    pub rq_psn: u32,
+    /// The translator's GID (RoCEv2: IPv4-mapped IPv6).
+    pub remote_gid: [u8; 16],
+    /// Local GID table index to send responses from.
+    pub sgid_index: u8,
+    /// Path MTU in bytes (256..=4096).
+    pub path_mtu: u32,
+    /// Atomics in flight the responder accepts.
+    pub max_dest_rd_atomic: u8,
+    /// RNR NAK timer code; the collector never posts receives, so the value only matters for SENDs.
+    pub min_rnr_timer: u8,
+}
+
+/// Attributes of the RTR → RTS transition. The collector never sends requests, so these only have to be
+/// valid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RtsAttrs {
+    /// Send PSN.
+    pub sq_psn: u32,
+    /// Local ACK timeout code.
+    pub timeout: u8,
+    /// Retries.
+    pub retry_cnt: u8,
+    /// RNR retries.
+    pub rnr_retry: u8,
+}
+
+/// The verbs the collector uses. Implementations report failures as [`Error::Rdma`] with the verb's name.
+pub trait Verbs: Send {
+    /// Registers `[addr, addr + len)` with `access` and returns its R_Key.
+    fn register(&mut self, addr: u64, len: usize, access: u32) -> Result<u32>;
+    /// Creates an RC QP in RESET and returns its QPN.
+    fn create_qp(&mut self) -> Result<u32>;
+    /// RESET → INIT with the access flags remote requests may use.
+    fn modify_to_init(&mut self, qpn: u32, access: u32) -> Result<()>;
+    /// INIT → RTR.
+    fn modify_to_rtr(&mut self, qpn: u32, attrs: &RtrAttrs) -> Result<()>;
+    /// RTR → RTS.
+    fn modify_to_rts(&mut self, qpn: u32, attrs: &RtsAttrs) -> Result<()>;
+    /// Destroys a QP.
+    fn destroy_qp(&mut self, qpn: u32) -> Result<()>;
+}
+
+/// Registers every region of `arena` and records the R_Keys the device gave.
+pub fn register_arena(verbs: &mut dyn Verbs, arena: &mut Arena) -> Result<()> {
+    let slots = arena.slots().to_vec();
+    for (i, s) in slots.iter().enumerate() {
+        let rkey = verbs.register(s.region.va, s.len(), REGION_ACCESS)?;
+        arena.set_rkey(i, rkey);
+    }
+    Ok(())
+}
+
+/// QP settings shared by every connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QpSettings {
+    /// Path MTU in bytes.
+    pub path_mtu: u32,
+    /// Atomics in flight; raised to [`MIN_DEST_RD_ATOMIC`] if configured lower.
+    pub max_dest_rd_atomic: u8,
+    /// Local GID index.
+    pub sgid_index: u8,
+}
+
+/// Creates one RC QP for translator QP `peer` and moves it INIT → RTR → RTS. A QP that fails a transition is
+/// destroyed before the error is returned.
+pub fn connect_qp(
+    verbs: &mut dyn Verbs,
+    peer: &RequesterQp,
+    remote_gid: [u8; 16],
+    settings: &QpSettings,
+) -> Result<ResponderQp> {
+    let qpn = verbs.create_qp()?;
+    let rtr = RtrAttrs {
+        dest_qpn: peer.qpn,
+        rq_psn: peer.start_psn,
+        remote_gid,
+        sgid_index: settings.sgid_index,
+        path_mtu: settings.path_mtu,
+        max_dest_rd_atomic: settings.max_dest_rd_atomic.max(MIN_DEST_RD_ATOMIC),
+        // 12 = 0.64 ms, a common default.
+        min_rnr_timer: 12,
+    };
+    let rts = RtsAttrs {
+        sq_psn: 0,
+        timeout: 14,
+        retry_cnt: 7,
+        rnr_retry: 7,
+    };
+    let steps = verbs
+        .modify_to_init(qpn, REGION_ACCESS)
+        .and_then(|()| verbs.modify_to_rtr(qpn, &rtr))
+        .and_then(|()| verbs.modify_to_rts(qpn, &rts));
+    if let Err(e) = steps {
+        let _ = verbs.destroy_qp(qpn);
+        return Err(e);
+    }
+    Ok(ResponderQp {
+        qpn,
+        peer_qpn: peer.qpn,
+    })
+}
+
+/// The control channel's [`QpOpener`] on a verbs device: a hello replaces the QPs of any translator QPN it
+/// names (re-establishment after an error) and connects new ones.
+pub struct VerbsOpener<V: Verbs> {
+    inner: Mutex<(V, HashMap<u32, u32>)>,
+    settings: QpSettings,
+}
+
+impl<V: Verbs> VerbsOpener<V> {
+    /// An opener on `verbs`.
+    pub fn new(verbs: V, settings: QpSettings) -> Self {
+        VerbsOpener {
+            inner: Mutex::new((verbs, HashMap::new())),
+            settings,
+        }
+    }
+
+    /// Runs `f` on the device (tests inspect fakes this way).
+    pub fn with_verbs<T>(&self, f: impl FnOnce(&mut V) -> T) -> T {
+        let mut g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        f(&mut g.0)
+    }
+}
+
+impl<V: Verbs> QpOpener for VerbsOpener<V> {
+    fn open(&self, hello: &Hello) -> std::result::Result<Vec<ResponderQp>, String> {
+        let mut g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let (verbs, by_peer) = &mut *g;
+        let mut out = Vec::with_capacity(hello.qps.len());
+        for peer in &hello.qps {
+            if let Some(old) = by_peer.remove(&peer.qpn) {
+                if let Err(e) = verbs.destroy_qp(old) {
+                    log::warn!(
+                        "destroying QP {old:#x} of translator QP {:#x}: {e}",
+                        peer.qpn
+                    );
+                }
+            }
+            let qp =
+                connect_qp(verbs, peer, hello.gid, &self.settings).map_err(|e| e.to_string())?;
+            by_peer.insert(peer.qpn, qp.qpn);
+            out.push(qp);
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Error;
+    use dta_protocol::control::CONTROL_VERSION;
+    use dta_protocol::layout::{Geometry, KeyIncrementGeometry, KeyWriteGeometry};
+
+    /// Records every verb call; `fail_rtr` makes the RTR transition fail.
+    #[derive(Default)]
+    struct FakeDevice {
+        calls: Vec<String>,
+        next_qpn: u32,
+        fail_rtr: bool,
+    }
+
+    impl Verbs for FakeDevice {
+        fn register(&mut self, addr: u64, len: usize, access: u32) -> Result<u32> {
+            self.calls
+                .push(format!("reg_mr len={len} access={access:#x}"));
+            let _ = addr;
+            Ok(0xAB00 + self.calls.len() as u32)
+        }
+        fn create_qp(&mut self) -> Result<u32> {
+            self.next_qpn += 1;
+            self.calls
+                .push(format!("create_qp {:#x}", 0x40 + self.next_qpn));
+            Ok(0x40 + self.next_qpn)
+        }
+        fn modify_to_init(&mut self, qpn: u32, access: u32) -> Result<()> {
+            self.calls.push(format!("init {qpn:#x} access={access:#x}"));
+            Ok(())
+        }
+        fn modify_to_rtr(&mut self, qpn: u32, a: &RtrAttrs) -> Result<()> {
+            self.calls.push(format!(
+                "rtr {qpn:#x} dest={:#x} rq_psn={:#x} gid_last={} mtu={} max_dest_rd_atomic={}",
+                a.dest_qpn, a.rq_psn, a.remote_gid[15], a.path_mtu, a.max_dest_rd_atomic
+            ));
+            if self.fail_rtr {
+                return Err(Error::Rdma("ibv_modify_qp(RTR): Invalid argument".into()));
+            }
+            Ok(())
+        }
+        fn modify_to_rts(&mut self, qpn: u32, a: &RtsAttrs) -> Result<()> {
+            self.calls.push(format!("rts {qpn:#x} sq_psn={}", a.sq_psn));
+            Ok(())
+        }
+        fn destroy_qp(&mut self, qpn: u32) -> Result<()> {
+            self.calls.push(format!("destroy {qpn:#x}"));
+            Ok(())
+        }
+    }
+
+    fn hello(qps: &[(u32, u32)]) -> Hello {
+        let mut gid = [0u8; 16];
+        gid[10..12].copy_from_slice(&[0xff, 0xff]);
+        gid[12..].copy_from_slice(&[198, 18, 0, 1]);
+        Hello {
+            version: CONTROL_VERSION,
+            token: "t".into(),
+            mac: [2, 0, 0, 0, 0, 1],
+            ip: [198, 18, 0, 1],
+            gid,
+            qps: qps
+                .iter()
+                .map(|&(qpn, start_psn)| RequesterQp { qpn, start_psn })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn registers_every_region_with_write_and_atomic_access() {
+        let mut arena = Arena::new_normal(&[
+            (
+                0,
+                Geometry::KeyWrite(KeyWriteGeometry::new(256, 8, 4).unwrap()),
+            ),
+            (
+                0,
+                Geometry::KeyIncrement(KeyIncrementGeometry::new(64, 2).unwrap()),
+            ),
+        ])
+        .unwrap();
+        let mut dev = FakeDevice::default();
+        register_arena(&mut dev, &mut arena).unwrap();
+        assert_eq!(
+            dev.calls,
+            ["reg_mr len=2048 access=0xb", "reg_mr len=512 access=0xb"]
+        );
+        let keys: Vec<u32> = arena.regions().iter().map(|r| r.rkey).collect();
+        assert_eq!(keys, [0xAB01, 0xAB02]);
+    }
+
+    #[test]
+    fn connects_each_translator_qp_init_rtr_rts() {
+        let opener = VerbsOpener::new(
+            FakeDevice::default(),
+            QpSettings {
+                path_mtu: 1024,
+                max_dest_rd_atomic: 4,
+                sgid_index: 3,
+            },
+        );
+        let qps = opener
+            .open(&hello(&[(0x11, 100), (0x12, 0xFF_FFFF)]))
+            .unwrap();
+        assert_eq!(
+            qps,
+            [
+                ResponderQp {
+                    qpn: 0x41,
+                    peer_qpn: 0x11
+                },
+                ResponderQp {
+                    qpn: 0x42,
+                    peer_qpn: 0x12
+                },
+            ]
+        );
+        opener.with_verbs(|d| {
+            assert_eq!(
+                d.calls,
+                [
+                    "create_qp 0x41",
+                    "init 0x41 access=0xb",
+                    // max_dest_rd_atomic 4 was configured; the collector never goes below 16.
+                    "rtr 0x41 dest=0x11 rq_psn=0x64 gid_last=1 mtu=1024 max_dest_rd_atomic=16",
+                    "rts 0x41 sq_psn=0",
+                    "create_qp 0x42",
+                    "init 0x42 access=0xb",
+                    "rtr 0x42 dest=0x12 rq_psn=0xffffff gid_last=1 mtu=1024 max_dest_rd_atomic=16",
+                    "rts 0x42 sq_psn=0",
+                ]
+            );
+            d.calls.clear();
+        });
+        // Saying hello again for translator QP 0x11 replaces its QP.
+        let qps = opener.open(&hello(&[(0x11, 5)])).unwrap();
+        assert_eq!(
+            qps,
+            [ResponderQp {
+                qpn: 0x43,
+                peer_qpn: 0x11
+            }]
+        );
+        opener.with_verbs(|d| assert_eq!(d.calls[0], "destroy 0x41"));
+    }
+
+    #[test]
+    fn a_failed_transition_destroys_the_qp_and_reports_the_verb() {
+        let dev = FakeDevice {
+            fail_rtr: true,
+            ..Default::default()
+        };
+        let opener = VerbsOpener::new(
+            dev,
+            QpSettings {
+                path_mtu: 1024,
+                max_dest_rd_atomic: 16,
+                sgid_index: 0,
+            },
+        );
+        let e = opener.open(&hello(&[(0x11, 0)])).unwrap_err();
+        assert!(e.contains("ibv_modify_qp(RTR)"), "{e}");
+        opener.with_verbs(|d| assert_eq!(d.calls.last().unwrap(), "destroy 0x41"));
+    }
+}
