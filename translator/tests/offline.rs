@@ -106,5 +106,40 @@ fn offline_translates_a_capture() {
     assert_eq!(append[0].0, APPEND_VA + 64);
     assert_eq!(append[0].1.len(), 40);
     assert_eq!(append[1], (APPEND_VA, 10u64.to_le_bytes().to_vec()));
+    scapy_accepts(&output, 22);
     std::fs::remove_dir_all(&dir).ok();
+}
+
+/// The independent check: scapy recomputes every frame's iCRC and checks IPv4 checksum, RETH lengths and
+/// AtomicETH alignment (tests/oracle/scapy_check_roce.py). Skipped without the project venv unless
+/// DTA_REQUIRE_ORACLES is set, as `make test` does.
+fn scapy_accepts(capture: &std::path::Path, frames: usize) {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let python = std::env::var_os("DTA_ORACLE_PYTHON")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| root.join(".venv/bin/python"));
+    if !python.exists() {
+        assert!(
+            std::env::var_os("DTA_REQUIRE_ORACLES").is_none(),
+            "no oracle Python at {} (run `make setup`)",
+            python.display()
+        );
+        eprintln!("skipping the scapy check: no {}", python.display());
+        return;
+    }
+    let out = std::process::Command::new(&python)
+        .arg(root.join("tests/oracle/scapy_check_roce.py"))
+        .arg(capture)
+        .output()
+        .expect("run the scapy check");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "scapy refused the capture: {stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains(&format!("scapy_check_roce: {frames} frames ok")),
+        "{stdout}"
+    );
 }
