@@ -2,8 +2,9 @@
 //! receives them back (net_ring loops TX to RX), and prints frames per second.
 //!
 //! ```text
-//! cargo run --release -p dta-netio --example dpdk_loop -- [--secs S] [--size BYTES] [--burst N] [--port NAME] [-- EAL args]
+//! cargo run --release -p dta-netio --example dpdk_loop -- [--secs S] [--size BYTES] [--burst N] [--port NAME] [--in-place] [-- EAL args]
 //! ```
+//! `--in-place` builds frames straight into mbufs and reads them where they lie (no batch copies).
 //! Without EAL arguments it runs on `net_ring0` without hugepages.
 
 use std::time::{Duration, Instant};
@@ -16,6 +17,7 @@ struct Args {
     size: usize,
     burst: usize,
     port: String,
+    in_place: bool,
     eal: Vec<String>,
 }
 
@@ -25,6 +27,7 @@ fn parse() -> Result<Args, String> {
         size: 64,
         burst: 32,
         port: "net_ring0".into(),
+        in_place: false,
         eal: vec![],
     };
     let mut it = std::env::args().skip(1);
@@ -47,6 +50,7 @@ fn parse() -> Result<Args, String> {
                     .map_err(|e| format!("--burst: {e}"))?
             }
             "--port" => a.port = value("--port")?,
+            "--in-place" => a.in_place = true,
             "--" => a.eal = it.by_ref().collect(),
             other => return Err(format!("unknown argument {other}")),
         }
@@ -83,9 +87,19 @@ fn run(a: &Args) -> Result<(), NetioError> {
     // Check the clock once per 1024 bursts: a clock read per burst would show up in the numbers.
     'outer: loop {
         for _ in 0..1024 {
-            sent += q.send_burst(&out)? as u64;
-            inb.clear();
-            received += q.recv_burst(&mut inb)? as u64;
+            if a.in_place {
+                sent += q.send_in_place(a.burst, |_, room| {
+                    room[..frame.len()].copy_from_slice(&frame);
+                    frame.len()
+                }) as u64;
+                received += q.recv_in_place(|f| {
+                    std::hint::black_box(f[0]);
+                }) as u64;
+            } else {
+                sent += q.send_burst(&out)? as u64;
+                inb.clear();
+                received += q.recv_burst(&mut inb)? as u64;
+            }
         }
         if Instant::now() >= end {
             break 'outer;
@@ -94,8 +108,9 @@ fn run(a: &Args) -> Result<(), NetioError> {
     let secs = start.elapsed().as_secs_f64();
     let s = port.stats()?;
     println!(
-        "{}: {} B frames, bursts of {}: sent {sent}, received {received} in {secs:.2} s = {:.2} Mpps ({:.2} Gbit/s of frames); tx dropped {}, device rx {} tx {}",
+        "{}{}: {} B frames, bursts of {}: sent {sent}, received {received} in {secs:.2} s = {:.2} Mpps ({:.2} Gbit/s of frames); tx dropped {}, device rx {} tx {}",
         a.port,
+        if a.in_place { " (in place)" } else { "" },
         a.size,
         a.burst,
         received as f64 / secs / 1e6,

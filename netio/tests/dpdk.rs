@@ -43,6 +43,7 @@ fn dpdk_suite() {
 
     ring_loop_returns_exact_frames(eal);
     ring_full_drops_and_counts(eal);
+    in_place_build_and_receive(eal);
     null_device_with_rss_queues_on_two_threads(eal);
     errors_name_the_call(eal);
     assert!(
@@ -154,6 +155,59 @@ fn ring_full_drops_and_counts(eal: &Eal) {
         got += n;
     }
     assert_eq!(got, 1023);
+    assert_eq!(port.pool().in_use(), 0);
+}
+
+/// The zero-copy paths: frames built straight into mbufs, received where they lie.
+fn in_place_build_and_receive(eal: &Eal) {
+    let (port, mut queues) = Port::open(eal, "net_ring0", &PortConfig::default()).unwrap();
+    let q = &mut queues[0];
+    // 40 builds: every tenth declines (0), build 5 claims more than the room (dropped), the rest are frames.
+    let sent = q.send_in_place(40, |k, room| {
+        assert_eq!(room.len(), 2048, "the default data room after the headroom");
+        match k {
+            5 => 5000,
+            k if k % 10 == 9 => 0,
+            k => {
+                let f = frame(k as u32);
+                room[..f.len()].copy_from_slice(&f);
+                f.len()
+            }
+        }
+    });
+    let expected: Vec<u32> = (0..40).filter(|k| *k != 5 && k % 10 != 9).collect();
+    assert_eq!(sent, expected.len());
+    assert_eq!(sent, 35);
+    let bytes: u64 = expected.iter().map(|&k| frame(k).len() as u64).sum();
+    assert_eq!(
+        q.tx_stats(),
+        TxStats {
+            frames: 35,
+            bytes,
+            dropped: 1
+        }
+    );
+    let mut got = Vec::new();
+    let seen = q.recv_in_place(|f| got.push(u32::from_be_bytes(f[..4].try_into().unwrap())));
+    assert_eq!(seen, 35);
+    assert_eq!(got, expected);
+    assert_eq!(
+        q.rx_stats(),
+        RxStats {
+            frames: 35,
+            bytes,
+            dropped: 0
+        }
+    );
+    // max_burst (64) bounds one call.
+    assert_eq!(
+        q.send_in_place(100, |k, room| {
+            room[0] = k as u8;
+            60
+        }),
+        64
+    );
+    assert_eq!(q.recv_in_place(|_| {}), 64);
     assert_eq!(port.pool().in_use(), 0);
 }
 

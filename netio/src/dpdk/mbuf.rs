@@ -17,23 +17,23 @@ pub(crate) unsafe fn data<'a>(m: *const rte_mbuf) -> Option<&'a [u8]> {
     Some(std::slice::from_raw_parts(start, m.data_len as usize))
 }
 
-/// Bytes available for a frame in a freshly allocated mbuf (from its data offset to the end of the buffer).
+/// The whole data room of a freshly allocated mbuf (from its data offset to the end of its buffer), where a
+/// frame is built in place.
 ///
 /// # Safety
-/// `m` must point to a valid mbuf.
-pub(crate) unsafe fn room(m: *const rte_mbuf) -> usize {
-    let m = &*m;
-    (m.buf_len - m.data_off) as usize
-}
-
-/// Copies `frame` into a freshly allocated (reset, single-segment) mbuf and sets its lengths.
-///
-/// # Safety
-/// `m` must point to a valid mbuf owned by the caller, with `room(m) >= frame.len()`.
-pub(crate) unsafe fn fill(m: *mut rte_mbuf, frame: &[u8]) {
+/// `m` must point to a valid single-segment mbuf owned by the caller for `'a`, with nothing else reading it.
+pub(crate) unsafe fn room_mut<'a>(m: *mut rte_mbuf) -> &'a mut [u8] {
     let mb = &mut *m;
     let start = mb.buf_addr.cast::<u8>().add(mb.data_off as usize);
-    std::ptr::copy_nonoverlapping(frame.as_ptr(), start, frame.len());
-    mb.data_len = frame.len() as u16;
-    mb.pkt_len = frame.len() as u32;
+    std::slice::from_raw_parts_mut(start, (mb.buf_len - mb.data_off) as usize)
+}
+
+/// Sets the lengths of a single-segment mbuf whose first `len` bytes of room hold a frame.
+///
+/// # Safety
+/// `m` must point to a valid single-segment mbuf owned by the caller, with `len` within its room.
+pub(crate) unsafe fn set_len(m: *mut rte_mbuf, len: usize) {
+    let mb = &mut *m;
+    mb.data_len = len as u16;
+    mb.pkt_len = len as u32;
 }

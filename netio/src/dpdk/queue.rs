@@ -109,9 +109,68 @@ impl TxBurst for DpdkQueue {
 }
 
 impl DpdkQueue {
-    /// Sends frames `start..end` (at most one scratch array); returns how many the device took.
+    /// Sends frames `start..end` of `batch` (at most one scratch array); returns how many the device took.
     fn send_chunk(&mut self, batch: &FrameBatch, start: usize, end: usize) -> usize {
-        let n = end - start;
+        self.build_and_send(end - start, |k, room| {
+            let frame = batch.frame(start + k);
+            // An oversize frame is reported by its length alone; build_and_send drops and counts it.
+            if frame.len() <= room.len() {
+                room[..frame.len()].copy_from_slice(frame);
+            }
+            frame.len()
+        })
+    }
+
+    /// Builds up to `n` frames (at most `max_burst`) in place in fresh mbufs and sends them: `build(k, room)`
+    /// writes frame `k` into `room` (the mbuf's whole data room) and returns its length. 0 sends nothing for
+    /// that `k`; a length larger than `room` counts as a dropped oversize frame. Returns how many frames the
+    /// device took. This is the zero-copy path for an engine that writes its output frames into caller buffers.
+    pub fn send_in_place(
+        &mut self,
+        n: usize,
+        build: impl FnMut(usize, &mut [u8]) -> usize,
+    ) -> usize {
+        self.build_and_send(n.min(self.mbufs.len()), build)
+    }
+
+    /// Receives up to `max_burst` frames and hands each to `f` where it lies in its mbuf, without copying; the
+    /// mbufs go back to the pool when `f` has seen them all. Returns how many frames `f` saw.
+    pub fn recv_in_place(&mut self, mut f: impl FnMut(&[u8])) -> usize {
+        // SAFETY: started port, our queue, scratch array of max_burst entries.
+        let n = unsafe {
+            ffi::rte_eth_rx_burst(
+                self.port.port_id,
+                self.queue_id,
+                self.mbufs.as_mut_ptr(),
+                self.mbufs.len() as u16,
+            )
+        } as usize;
+        let mut seen = 0;
+        for &m in &self.mbufs[..n] {
+            // SAFETY: m was just received and stays ours until freed below.
+            match unsafe { mbuf::data(m) } {
+                Some(frame) => {
+                    f(frame);
+                    seen += 1;
+                    self.rx_stats.frames += 1;
+                    self.rx_stats.bytes += frame.len() as u64;
+                }
+                None => self.rx_stats.dropped += 1,
+            }
+        }
+        if n > 0 {
+            // SAFETY: the n received mbufs are ours and no longer referenced.
+            unsafe { ffi::rte_pktmbuf_free_bulk(self.mbufs.as_mut_ptr(), n as u32) };
+        }
+        seen
+    }
+
+    fn build_and_send(
+        &mut self,
+        n: usize,
+        mut build: impl FnMut(usize, &mut [u8]) -> usize,
+    ) -> usize {
+        debug_assert!(n <= self.mbufs.len());
         let pool = self.port.pool.as_ptr();
         // SAFETY: live pool; the scratch array has room for n pointers.
         let r = unsafe { ffi::rte_pktmbuf_alloc_bulk(pool, self.mbufs.as_mut_ptr(), n as u32) };
@@ -120,26 +179,32 @@ impl DpdkQueue {
             self.tx_stats.dropped += n as u64;
             return 0;
         }
-        // Fill the mbufs, packing the ones we keep at the front of the array.
+        // Build the frames, packing the mbufs we keep at the front of the array.
         let mut ready = 0;
-        for i in start..end {
-            let frame = batch.frame(i);
-            let m = self.mbufs[i - start];
+        for k in 0..n {
+            let m = self.mbufs[k];
             // SAFETY: m is freshly allocated and ours.
-            if frame.len() > unsafe { mbuf::room(m) } {
+            let room = unsafe { mbuf::room_mut(m) };
+            let len = build(k, room);
+            if len == 0 || len > room.len() {
+                if len > 0 {
+                    self.tx_stats.dropped += 1;
+                }
                 // SAFETY: ours, not handed to the device.
                 unsafe { ffi::rte_pktmbuf_free(m) };
-                self.tx_stats.dropped += 1;
                 continue;
             }
-            // SAFETY: ours, and the frame fits.
-            unsafe { mbuf::fill(m, frame) };
+            // SAFETY: ours, and `len` bytes were written within its room.
+            unsafe { mbuf::set_len(m, len) };
             self.mbufs[ready] = m;
-            self.lens[ready] = frame.len() as u16;
+            self.lens[ready] = len as u16;
             ready += 1;
         }
         let mut done = 0;
         for _ in 0..TX_RETRIES {
+            if done == ready {
+                break;
+            }
             // SAFETY: started port, our queue; the device takes ownership of the accepted mbufs.
             done += unsafe {
                 ffi::rte_eth_tx_burst(
@@ -149,9 +214,6 @@ impl DpdkQueue {
                     (ready - done) as u16,
                 )
             } as usize;
-            if done == ready {
-                break;
-            }
         }
         if done < ready {
             // SAFETY: the device refused these; they are still ours.
