@@ -82,11 +82,11 @@ impl QueryEngine {
         result
     }
 
-    /// Key-Write lookup with redundancy `n` and threshold `t`.
-    pub fn key_write(&self, key: u32, n: u8, t: u32) -> Result<KeyWriteAnswer> {
+    /// Key-Write lookup with redundancy `n` (default: the region's N_max) and threshold `t`.
+    pub fn key_write(&self, key: u32, n: Option<u8>, t: u32) -> Result<KeyWriteAnswer> {
         self.run(QueryKind::KeyWrite, "key_write", None, |mem, s| {
             match &s.region.geometry {
-                Geometry::KeyWrite(g) => key_write(mem, g, key, n, t),
+                Geometry::KeyWrite(g) => key_write(mem, g, key, n.unwrap_or(g.n_max()), t),
                 _ => Err(Error::NoRegion {
                     kind: "key_write",
                     id: None,
@@ -96,13 +96,13 @@ impl QueryEngine {
     }
 
     /// Key-Increment estimate.
-    pub fn key_increment(&self, key: u32, n: u8) -> Result<KeyIncrementAnswer> {
+    pub fn key_increment(&self, key: u32, n: Option<u8>) -> Result<KeyIncrementAnswer> {
         self.run(
             QueryKind::KeyIncrement,
             "key_increment",
             None,
             |mem, s| match &s.region.geometry {
-                Geometry::KeyIncrement(g) => key_increment(mem, g, key, n),
+                Geometry::KeyIncrement(g) => key_increment(mem, g, key, n.unwrap_or(g.n_max())),
                 _ => Err(Error::NoRegion {
                     kind: "key_increment",
                     id: None,
@@ -112,13 +112,13 @@ impl QueryEngine {
     }
 
     /// Postcarding path of flow `key`.
-    pub fn postcard(&self, key: u32, n: u8) -> Result<PathAnswer> {
+    pub fn postcard(&self, key: u32, n: Option<u8>) -> Result<PathAnswer> {
         self.run(
             QueryKind::Postcard,
             "postcarding",
             None,
             |mem, s| match &s.region.geometry {
-                Geometry::Postcarding(g) => self.decoder.query(mem, g, key, n),
+                Geometry::Postcarding(g) => self.decoder.query(mem, g, key, n.unwrap_or(g.n_max())),
                 _ => Err(Error::NoRegion {
                     kind: "postcarding",
                     id: None,

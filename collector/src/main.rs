@@ -1,0 +1,246 @@
+//! `dta-collector`: `serve` runs a collector; `query` asks a running one over its HTTP API.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use clap::{Parser, Subcommand, ValueEnum};
+use dta_collector::client;
+use dta_collector::config::Config;
+use dta_collector::server::{self, Backend};
+
+#[derive(Parser)]
+#[command(
+    name = "dta-collector",
+    version,
+    about = "DTA collector: regions, RoCEv2 responder, queries"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum BackendArg {
+    /// Our own RoCEv2 responder over AF_PACKET (no RDMA NIC needed).
+    Soft,
+    /// A real RDMA NIC (or Soft-RoCE) through libibverbs.
+    Ibverbs,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a collector.
+    Serve {
+        /// TOML configuration.
+        #[arg(long)]
+        config: PathBuf,
+        #[arg(long, value_enum, default_value = "soft")]
+        backend: BackendArg,
+        /// AF_PACKET interface of the software responder (overrides the config); none serves queries only.
+        #[arg(long)]
+        interface: Option<String>,
+        /// RDMA device name for --backend ibverbs (default: the first).
+        #[arg(long)]
+        device: Option<String>,
+        /// HTTP API address (overrides the config).
+        #[arg(long)]
+        http: Option<std::net::SocketAddr>,
+        /// Control server address (overrides the config; required somewhere to serve translators).
+        #[arg(long)]
+        control: Option<std::net::SocketAddr>,
+        /// Control token (overrides the config).
+        #[arg(long)]
+        token: Option<String>,
+    },
+    /// Query a running collector.
+    Query {
+        /// The collector's HTTP API address.
+        #[arg(long, default_value = "127.0.0.1:40060")]
+        server: String,
+        #[command(subcommand)]
+        what: Query,
+    },
+}
+
+#[derive(Subcommand)]
+enum Query {
+    /// Key-Write value of a key.
+    Keywrite {
+        #[arg(long)]
+        key: u32,
+        /// Redundancy the reporter used (default: the region's N_max).
+        #[arg(long)]
+        n: Option<u8>,
+        /// Votes a value needs.
+        #[arg(long, default_value_t = 1)]
+        threshold: u32,
+    },
+    /// Key-Increment counter of a key.
+    Keyincrement {
+        #[arg(long)]
+        key: u32,
+        #[arg(long)]
+        n: Option<u8>,
+    },
+    /// Postcarding path of a flow.
+    Postcard {
+        #[arg(long)]
+        key: u32,
+        #[arg(long)]
+        n: Option<u8>,
+    },
+    /// Entries of an Append list.
+    Append {
+        #[arg(long)]
+        list: u32,
+        /// First absolute entry index to read.
+        #[arg(long, default_value_t = 0)]
+        tail: u64,
+        #[arg(long, default_value_t = 1024)]
+        max: usize,
+        /// Keep reading new entries as they arrive.
+        #[arg(long)]
+        follow: bool,
+        /// Poll interval of --follow, in milliseconds.
+        #[arg(long, default_value_t = 500)]
+        interval_ms: u64,
+    },
+    /// Sketch estimate: count-min for --key, HyperLogLog for max-merged sketches.
+    Sketch {
+        #[arg(long)]
+        id: u32,
+        #[arg(long)]
+        key: Option<u32>,
+    },
+    /// Prometheus metrics.
+    Metrics,
+}
+
+fn main() -> Result<()> {
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
+    match Cli::parse().command {
+        Command::Serve {
+            config,
+            backend,
+            interface,
+            device,
+            http,
+            control,
+            token,
+        } => serve(config, backend, interface, device, http, control, token),
+        Command::Query { server, what } => query(&server, what),
+    }
+}
+
+fn serve(
+    path: PathBuf,
+    backend: BackendArg,
+    interface: Option<String>,
+    device: Option<String>,
+    http: Option<std::net::SocketAddr>,
+    control: Option<std::net::SocketAddr>,
+    token: Option<String>,
+) -> Result<()> {
+    let mut config = Config::load(&path)?;
+    if let Some(addr) = http {
+        config.http = Some(dta_collector::config::HttpSection { bind: addr });
+    }
+    match (&mut config.control, control, token) {
+        (Some(c), addr, token) => {
+            c.bind = addr.unwrap_or(c.bind);
+            c.token = token.unwrap_or(c.token.clone());
+        }
+        (None, Some(bind), Some(token)) => {
+            config.control = Some(dta_collector::config::ControlSection { bind, token })
+        }
+        (None, Some(_), None) => bail!("--control needs --token (or a [control] section)"),
+        (None, None, _) => log::warn!("no control server configured: translators cannot connect"),
+    }
+    let interface = interface.or(config.collector.interface.clone());
+    let backend = match backend {
+        BackendArg::Soft => Backend::Soft,
+        BackendArg::Ibverbs => Backend::Ibverbs,
+    };
+    let running = server::start(&config, backend, interface.as_deref(), device.as_deref())
+        .context("starting the collector")?;
+    // Scripts and tests read the bound addresses from stdout (ports may be 0 in the config).
+    for (what, addr) in server::listening(&running) {
+        println!("{what} listening on {addr}");
+    }
+    running.wait()?;
+    Ok(())
+}
+
+fn query(server: &str, what: Query) -> Result<()> {
+    let opt = |name: &str, v: Option<String>| v.map(|v| format!("&{name}={v}")).unwrap_or_default();
+    let path = match &what {
+        Query::Keywrite { key, n, threshold } => {
+            format!(
+                "/query/keywrite?key={key}&t={threshold}{}",
+                opt("n", n.map(|x| x.to_string()))
+            )
+        }
+        Query::Keyincrement { key, n } => {
+            format!(
+                "/query/keyincrement?key={key}{}",
+                opt("n", n.map(|x| x.to_string()))
+            )
+        }
+        Query::Postcard { key, n } => {
+            format!(
+                "/query/postcard?key={key}{}",
+                opt("n", n.map(|x| x.to_string()))
+            )
+        }
+        Query::Append {
+            list, tail, max, ..
+        } => format!("/query/append?list={list}&tail={tail}&max={max}"),
+        Query::Sketch { id, key } => format!(
+            "/query/sketch?id={id}{}",
+            opt("key", key.map(|x| x.to_string()))
+        ),
+        Query::Metrics => "/metrics".to_string(),
+    };
+    if let Query::Append {
+        list,
+        follow: true,
+        max,
+        interval_ms,
+        tail,
+    } = what
+    {
+        return follow(server, list, tail, max, Duration::from_millis(interval_ms));
+    }
+    let (status, body) = client::get(server, &path)?;
+    println!("{}", body.trim_end());
+    if status != 200 {
+        bail!("collector answered HTTP {status}");
+    }
+    Ok(())
+}
+
+/// Prints entries of a list as they arrive, one JSON line per poll with entries, until interrupted.
+fn follow(server: &str, list: u32, mut tail: u64, max: usize, every: Duration) -> Result<()> {
+    loop {
+        let (status, body) = client::get(
+            server,
+            &format!("/query/append?list={list}&tail={tail}&max={max}"),
+        )?;
+        if status != 200 {
+            bail!("collector answered HTTP {status}: {body}");
+        }
+        let v: serde_json::Value =
+            serde_json::from_str(&body).context("parsing the append answer")?;
+        if let Some(lost) = v["overrun"].as_u64().filter(|&l| l > 0) {
+            eprintln!("overrun: {lost} entries were overwritten before they were read");
+        }
+        for e in v["entries"].as_array().into_iter().flatten() {
+            println!("{}", e.as_str().unwrap_or_default());
+        }
+        tail = v["next_tail"].as_u64().unwrap_or(tail);
+        if v["entries"].as_array().map_or(true, |a| a.len() < max) {
+            std::thread::sleep(every);
+        }
+    }
+}

@@ -1,0 +1,183 @@
+//! `serve`: builds the arena, the chosen backend, the control server, the HTTP API and (for the software
+//! backend on an interface) the AF_PACKET loop, and keeps them running together.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use crate::afpacket::{self, PacketSocket};
+use crate::backend::soft::SoftOpener;
+use crate::config::{parse_mac, Config};
+use crate::control::{Advertised, ControlServer, QpOpener};
+use crate::engine::QueryEngine;
+use crate::error::{Error, Result};
+use crate::http::HttpServer;
+use crate::memory::Arena;
+use crate::metrics::Metrics;
+use crate::responder::{Responder, ResponderConfig};
+
+/// Which backend serves the regions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// The software RoCEv2 responder.
+    Soft,
+    /// A real RDMA device through libibverbs.
+    Ibverbs,
+}
+
+/// A running collector; everything stops when it is dropped.
+pub struct Running {
+    /// The HTTP API, when configured.
+    pub http: Option<HttpServer>,
+    /// The control server, when configured.
+    pub control: Option<ControlServer>,
+    stop: Arc<AtomicBool>,
+    io: Option<JoinHandle<Result<()>>>,
+    // The ibverbs device must outlive nothing but the arena it registered; it lives in the opener.
+    _opener: Arc<dyn QpOpener>,
+}
+
+impl Running {
+    /// Waits for the I/O loop (which runs until stopped or failed); without one, waits forever.
+    pub fn wait(mut self) -> Result<()> {
+        match self.io.take() {
+            Some(t) => t
+                .join()
+                .unwrap_or_else(|_| Err(Error::Rdma("the I/O loop panicked".into()))),
+            None => loop {
+                std::thread::park();
+            },
+        }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.io.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Starts the collector. `interface` is the software responder's AF_PACKET interface; `None` serves the
+/// control channel and queries only.
+pub fn start(
+    config: &Config,
+    backend: Backend,
+    interface: Option<&str>,
+    device: Option<&str>,
+) -> Result<Running> {
+    let layout = config.region_layout();
+    let c = &config.collector;
+    let metrics = Arc::new(Metrics::default());
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut io = None;
+    let (arena, opener): (Arc<Arena>, Arc<dyn QpOpener>) = match backend {
+        Backend::Ibverbs => ibverbs_backend(config, &layout, device)?,
+        Backend::Soft => {
+            let arena = Arc::new(Arena::new(&layout)?);
+            let rc = ResponderConfig {
+                max_dest_rd_atomic: c.max_dest_rd_atomic,
+                path_mtu: c.path_mtu,
+                local_ip: Some(c.ip.octets()),
+            };
+            let responder = Arc::new(Mutex::new(Responder::new(rc, arena.slots().to_vec())));
+            if let Some(ifname) = interface {
+                let socket = PacketSocket::open(ifname)?;
+                let (r, a, m, s) = (
+                    responder.clone(),
+                    arena.clone(),
+                    metrics.clone(),
+                    stop.clone(),
+                );
+                let faults = config.faults;
+                if faults.is_active() {
+                    log::warn!("fault injection on: {faults:?}");
+                }
+                io = Some(
+                    std::thread::Builder::new()
+                        .name("dta-afpacket".into())
+                        .spawn(move || afpacket::run(&socket, &r, &a, faults, &m, &s))
+                        .map_err(|e| Error::io("spawning the I/O thread", e))?,
+                );
+                log::info!("software responder on {ifname} for {}", c.ip);
+            }
+            (arena, Arc::new(SoftOpener::new(responder)))
+        }
+    };
+    let control = match &config.control {
+        Some(cc) => {
+            if cc.token.is_empty() {
+                return Err(Error::Config("control token is empty".into()));
+            }
+            let ad = Advertised {
+                token: cc.token.clone(),
+                mac: parse_mac(&c.mac)?,
+                ip: c.ip.octets(),
+                max_dest_rd_atomic: c.max_dest_rd_atomic,
+                path_mtu: c.path_mtu,
+                regions: arena.regions(),
+            };
+            Some(ControlServer::start(cc.bind, ad, opener.clone())?)
+        }
+        None => None,
+    };
+    let http = match &config.http {
+        Some(h) => {
+            let engine = Arc::new(QueryEngine::new(arena.clone(), config, metrics.clone())?);
+            Some(HttpServer::start(h.bind, engine, metrics)?)
+        }
+        None => None,
+    };
+    Ok(Running {
+        http,
+        control,
+        stop,
+        io,
+        _opener: opener,
+    })
+}
+
+#[cfg(feature = "ibverbs")]
+fn ibverbs_backend(
+    config: &Config,
+    layout: &[(u32, dta_protocol::layout::Geometry)],
+    device: Option<&str>,
+) -> Result<(Arc<Arena>, Arc<dyn QpOpener>)> {
+    use crate::backend::{ibverbs::IbvDevice, register_arena, QpSettings, VerbsOpener};
+    // Open the device first: without one, fail before allocating gigabytes of hugepages.
+    let mut dev = IbvDevice::open(device)?;
+    let mut arena = Arena::new(layout)?;
+    register_arena(&mut dev, &mut arena)?;
+    let settings = QpSettings {
+        path_mtu: config.collector.path_mtu,
+        max_dest_rd_atomic: config.collector.max_dest_rd_atomic.min(255) as u8,
+        sgid_index: 0,
+    };
+    Ok((Arc::new(arena), Arc::new(VerbsOpener::new(dev, settings))))
+}
+
+#[cfg(not(feature = "ibverbs"))]
+fn ibverbs_backend(
+    _config: &Config,
+    _layout: &[(u32, dta_protocol::layout::Geometry)],
+    _device: Option<&str>,
+) -> Result<(Arc<Arena>, Arc<dyn QpOpener>)> {
+    Err(Error::Rdma(
+        "this build has no ibverbs support (feature `ibverbs` off); use --backend soft".into(),
+    ))
+}
+
+/// The addresses a started collector listens on, for the first lines of `serve`'s output.
+pub fn listening(r: &Running) -> Vec<(&'static str, SocketAddr)> {
+    let mut v = Vec::new();
+    if let Some(h) = &r.http {
+        v.push(("http", h.local_addr()));
+    }
+    if let Some(c) = &r.control {
+        v.push(("control", c.local_addr()));
+    }
+    v
+}

@@ -1,0 +1,218 @@
+//! `dta-collector serve --backend soft` as a process: it starts, hands out QPs over the control channel,
+//! answers queries over HTTP, and (where this process may open AF_PACKET sockets) applies a RoCE WRITE sent
+//! on the loopback interface. Bounded in time; the child is killed on every path.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use dta_collector::afpacket::PacketSocket;
+use dta_collector::client;
+use dta_protocol::control::{
+    CollectorMessage, Hello, RequesterQp, TranslatorMessage, Welcome, CONTROL_VERSION,
+};
+use dta_protocol::layout::{Geometry, KeyWriteGeometry};
+use dta_protocol::roce::FrameRepr;
+use dta_protocol::udp::UdpEndpoints;
+
+struct Serve {
+    child: Child,
+    http: String,
+    control: String,
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn serve(config: &str, extra: &[&str]) -> Serve {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_dta-collector"))
+        .args(["serve", "--backend", "soft", "--config", config])
+        .args(["--http", "127.0.0.1:0", "--control", "127.0.0.1:0"])
+        .args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let (mut http, mut control) = (None, None);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while http.is_none() || control.is_none() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let line = match rx.recv_timeout(left) {
+            Ok(l) => l,
+            Err(_) => {
+                let _ = child.kill();
+                panic!("serve did not print its addresses in time");
+            }
+        };
+        let addr = line.rsplit(' ').next().unwrap().to_string();
+        if line.starts_with("http ") {
+            http = Some(addr);
+        } else if line.starts_with("control ") {
+            control = Some(addr);
+        }
+    }
+    Serve {
+        child,
+        http: http.unwrap(),
+        control: control.unwrap(),
+    }
+}
+
+fn hello(control: &str) -> Welcome {
+    let mut s = TcpStream::connect(control).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let h = TranslatorMessage::Hello(Hello {
+        version: CONTROL_VERSION,
+        token: "change-me".into(),
+        mac: [0; 6],
+        ip: [127, 0, 0, 1],
+        gid: [0; 16],
+        qps: vec![RequesterQp {
+            qpn: 0x11,
+            start_psn: 0x20,
+        }],
+    });
+    let mut line = serde_json::to_string(&h).unwrap();
+    line.push('\n');
+    s.write_all(line.as_bytes()).unwrap();
+    let mut answer = String::new();
+    BufReader::new(s).read_line(&mut answer).unwrap();
+    match serde_json::from_str(&answer).unwrap() {
+        CollectorMessage::Welcome(w) => w,
+        other => panic!("{other:?}"),
+    }
+}
+
+fn example() -> String {
+    concat!(env!("CARGO_MANIFEST_DIR"), "/examples/collector.toml").to_string()
+}
+
+#[test]
+fn serve_answers_queries_over_http() {
+    let s = serve(&example(), &[]);
+    let w = hello(&s.control);
+    assert_eq!(w.qps.len(), 1);
+    assert_eq!(w.qps[0].peer_qpn, 0x11);
+    assert_eq!(w.regions.len(), 6);
+    let (status, body) = client::get(&s.http, "/query/keywrite?key=42").unwrap();
+    assert_eq!(
+        (status, body.as_str()),
+        (200, r#"{"outcome":"empty","matching":0}"#)
+    );
+    let (status, body) = client::get(&s.http, "/query/keyincrement?key=42&n=2").unwrap();
+    assert_eq!(
+        (status, body.as_str()),
+        (200, r#"{"estimate":0,"counters":[0,0]}"#)
+    );
+    let (status, body) = client::get(&s.http, "/query/append?list=3").unwrap();
+    assert_eq!(status, 200);
+    assert!(body.contains(r#""entries":[]"#), "{body}");
+    let (status, body) = client::get(&s.http, "/query/append?list=4").unwrap();
+    assert_eq!(
+        (status, body.as_str()),
+        (404, r#"{"error":"no append region with id 4"}"#)
+    );
+    let (status, _) = client::get(&s.http, "/query/keywrite?key=forty").unwrap();
+    assert_eq!(status, 400);
+    let (_, metrics) = client::get(&s.http, "/metrics").unwrap();
+    assert!(metrics.contains("dta_collector_queries_total{kind=\"keywrite\",result=\"ok\"} 1"));
+    assert!(metrics.contains("dta_collector_queries_total{kind=\"append\",result=\"error\"} 1"));
+    // The CLI talks to the same server.
+    let out = Command::new(env!("CARGO_BIN_EXE_dta-collector"))
+        .args(["query", "--server", &s.http, "keywrite", "--key", "42"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        r#"{"outcome":"empty","matching":0}"#
+    );
+}
+
+#[test]
+fn ibverbs_without_a_device_names_the_soft_backend() {
+    let out = Command::new(env!("CARGO_BIN_EXE_dta-collector"))
+        .args(["serve", "--backend", "ibverbs", "--config", &example()])
+        .env("RUST_BACKTRACE", "0")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    if out.status.success() {
+        panic!("serve --backend ibverbs exited 0: {err}");
+    }
+    assert!(err.contains("--backend soft"), "{err}");
+}
+
+#[test]
+fn a_roce_write_on_loopback_lands_and_is_found() {
+    // Sending needs CAP_NET_RAW; without it this test says so and checks nothing.
+    let sender = match PacketSocket::open("lo") {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("skipping: cannot open an AF_PACKET socket on lo ({e})");
+            return;
+        }
+    };
+    let text = std::fs::read_to_string(example())
+        .unwrap()
+        .replace("ip = \"198.18.0.2\"", "ip = \"127.0.0.1\"");
+    let path = std::env::temp_dir().join(format!("dta-collector-lo-{}.toml", std::process::id()));
+    std::fs::write(&path, text).unwrap();
+    let s = serve(path.to_str().unwrap(), &["--interface", "lo"]);
+    let w = hello(&s.control);
+    let region = w
+        .regions
+        .iter()
+        .find(|r| matches!(r.geometry, Geometry::KeyWrite(_)))
+        .unwrap();
+    let Geometry::KeyWrite(g) = region.geometry else {
+        unreachable!()
+    };
+    assert_eq!(g, KeyWriteGeometry::new(65536, 8, 4).unwrap());
+    let ep = UdpEndpoints::new([0; 6], [0; 6], [127, 0, 0, 1], [127, 0, 0, 1], 49152, 4791);
+    let mut entry = [0u8; 8];
+    g.encode_entry(42, &[0xca, 0xfe, 0xf0, 0x0d], &mut entry)
+        .unwrap();
+    // Key 42 with N = 1: one WRITE of the entry to copy 0's slot, at the PSN the hello announced.
+    let f = FrameRepr::write_only(
+        ep,
+        w.qps[0].qpn,
+        0x20,
+        true,
+        region.va + g.offset(42, 0),
+        region.rkey,
+        &entry,
+    );
+    let mut frame = vec![0u8; f.buffer_len()];
+    f.emit(&mut frame).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        sender.send(&frame).unwrap();
+        let (_, body) = client::get(&s.http, "/query/keywrite?key=42&n=1").unwrap();
+        if body.contains("found") {
+            assert_eq!(
+                body,
+                r#"{"outcome":"found","data":"cafef00d","votes":1,"slots_read":1}"#
+            );
+            break;
+        }
+        assert!(Instant::now() < deadline, "write never landed: {body}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let _ = std::fs::remove_file(&path);
+}
