@@ -248,6 +248,13 @@ impl AfPacket {
     }
 }
 
+impl AsRawFd for AfPacket {
+    /// The socket, for callers that wait on several endpoints with their own poll/epoll loop.
+    fn as_raw_fd(&self) -> std::os::fd::RawFd {
+        self.fd.as_raw_fd()
+    }
+}
+
 fn hardware_address(fd: &OwnedFd, name: &CString) -> std::io::Result<[u8; 6]> {
     // SAFETY: all-zero ifreq is valid; the name fits (checked by the caller) and stays NUL-terminated.
     let mut req: libc::ifreq = unsafe { std::mem::zeroed() };

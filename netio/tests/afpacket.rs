@@ -97,7 +97,13 @@ fn veth_pair_carries_exact_frames_both_ways() {
             n += 1;
         }
         assert_eq!(pa.send_burst(&out).unwrap(), out.len());
+        let before = got.len();
         others += receive(&mut pb, &mut inb, out.len(), &mut got);
+        assert_eq!(
+            got.len() - before,
+            out.len(),
+            "burst ending at frame {n} arrived whole"
+        );
     }
     assert_eq!(got.len(), N as usize, "frames received on B");
     for (i, f) in got.iter().enumerate() {
