@@ -172,6 +172,27 @@ fn veth_pair_carries_exact_frames_both_ways() {
     assert_eq!(small_frames, vec![frame(0)]);
     assert_eq!(pb.rx_stats().dropped, 1);
 
+    // Steady state: 100 bursts each way through reused batches allocate nothing.
+    out.clear();
+    for n in 0..32 {
+        out.push(&frame(n)).unwrap();
+    }
+    let (mut allocs, mut moved) = (0, 0);
+    for _ in 0..100 {
+        let before = common::alloc_count::allocations();
+        pa.send_burst(&out).unwrap();
+        let mut got = 0;
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while got < 32 && Instant::now() < deadline {
+            inb.clear();
+            got += pb.recv_burst(&mut inb).unwrap();
+        }
+        allocs += common::alloc_count::allocations() - before;
+        moved += got;
+    }
+    assert_eq!(moved, 3200);
+    assert_eq!(allocs, 0, "the AF_PACKET burst path allocated");
+
     // Idle: waiting times out.
     assert!(!pb.wait_readable(Duration::from_millis(20)).unwrap());
     tiny.clear();

@@ -2,6 +2,8 @@
 //! case lives in this one test binary and runs in sequence from one test function.
 #![cfg(feature = "dpdk")]
 
+mod common;
+
 use dta_netio::dpdk::{eal_init, Eal, Port, PortConfig};
 use dta_netio::{FrameBatch, NetioError, RxBurst, RxStats, TxBurst, TxStats};
 
@@ -209,6 +211,31 @@ fn in_place_build_and_receive(eal: &Eal) {
     );
     assert_eq!(q.recv_in_place(|_| {}), 64);
     assert_eq!(port.pool().in_use(), 0);
+
+    // Steady state: both paths allocate nothing per burst.
+    let mut out = FrameBatch::new(32, 2048);
+    for n in 0..32 {
+        out.push(&frame(n)).unwrap();
+    }
+    let mut inb = FrameBatch::new(32, 2048);
+    let before = common::alloc_count::allocations();
+    let mut moved = 0;
+    for _ in 0..1000 {
+        q.send_burst(&out).unwrap();
+        inb.clear();
+        moved += q.recv_burst(&mut inb).unwrap();
+        q.send_in_place(32, |k, room| {
+            room[0] = k as u8;
+            60
+        });
+        moved += q.recv_in_place(|f| assert_eq!(f.len(), 60));
+    }
+    assert_eq!(
+        common::alloc_count::allocations() - before,
+        0,
+        "DPDK burst paths allocated"
+    );
+    assert_eq!(moved, 64_000);
 }
 
 /// net_null with two queues (RSS on): each queue works from its own thread; null RX makes 64-byte frames and
