@@ -11,6 +11,7 @@
 #include <rte_mempool.h>
 #include <rte_ethdev.h>
 #include <rte_ether.h>
+#include <rte_dev.h>
 
 /* rte_errno is a macro over a per-lcore (thread-local) variable: only C can name it. */
 static inline int dta_rte_errno(void) { return rte_errno; }

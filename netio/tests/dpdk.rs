@@ -48,6 +48,7 @@ fn dpdk_suite() {
     in_place_build_and_receive(eal);
     null_device_with_rss_queues_on_two_threads(eal);
     errors_name_the_call(eal);
+    af_packet_vdev_on_a_veth_in_a_namespace(eal);
     assert!(
         started.elapsed() < std::time::Duration::from_secs(60),
         "bounded in time"
@@ -334,6 +335,108 @@ fn errors_name_the_call(eal: &Eal) {
     let mut inb = FrameBatch::new(4, 2048);
     assert_eq!(queues[0].recv_burst(&mut inb).unwrap(), 1);
     assert_eq!(inb.frame(0), &frame(7)[..]);
+}
+
+/// The set-up the end-to-end tests use: DPDK's net_af_packet on one end of a veth pair in a namespace made
+/// here, hot-plugged after EAL init, talking to our AF_PACKET backend on the other end.
+fn af_packet_vdev_on_a_veth_in_a_namespace(eal: &Eal) {
+    use dta_netio::{AfPacket, AfPacketConfig};
+    let tag = format!("dtaD{}", std::process::id());
+    let Some(ns) = common::netns::netns_or_skip(&tag) else {
+        return;
+    };
+    let (a, b) = (format!("{tag}a"), format!("{tag}b"));
+    ns.ip(&["link", "add", &a, "type", "veth", "peer", "name", &b])
+        .unwrap();
+    ns.ip(&["link", "set", &a, "address", "02:00:00:00:00:0a", "up"])
+        .unwrap();
+    ns.ip(&["link", "set", &b, "address", "02:00:00:00:00:0b", "up"])
+        .unwrap();
+    let vdev = "net_af_packet7";
+    // net_af_packet finds its interface by name in the calling thread's namespace when it probes, starts,
+    // stops and changes promiscuous mode: those calls run inside the namespace; bursts run from anywhere.
+    let (port, mut queues, mut peer) = ns.run_in(|| {
+        eal.attach(&format!("{vdev},iface={a}")).unwrap();
+        let (port, queues) = Port::open(eal, vdev, &PortConfig::default()).unwrap();
+        (
+            port,
+            queues,
+            AfPacket::open(&b, &AfPacketConfig::default()).unwrap(),
+        )
+    });
+    {
+        assert_eq!(port.mac(), [2, 0, 0, 0, 0, 0x0a]);
+        let q = &mut queues[0];
+        // A frame is an Ethernet header (B <- A, EtherType 0x88b5) and a numbered payload.
+        let mk = |n: u32, dst: [u8; 6], src: [u8; 6]| {
+            let mut f = [dst, src].concat();
+            f.extend_from_slice(&0x88b5u16.to_be_bytes());
+            f.extend_from_slice(&frame(n));
+            f.truncate(1514); // the veth's MTU
+            f
+        };
+        const A: [u8; 6] = [2, 0, 0, 0, 0, 0x0a];
+        const B: [u8; 6] = [2, 0, 0, 0, 0, 0x0b];
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let mut out = FrameBatch::new(32, 2048);
+        let mut inb = FrameBatch::new(64, 2048);
+        // DPDK -> socket, then socket -> DPDK, 10 bursts of 32 each way, every frame checked.
+        for round in 0..10u32 {
+            out.clear();
+            for k in 0..32 {
+                out.push(&mk(round * 32 + k, B, A)).unwrap();
+            }
+            assert_eq!(q.send_burst(&out).unwrap(), 32);
+            let mut got = Vec::new();
+            while got.len() < 32 && std::time::Instant::now() < deadline {
+                peer.wait_readable(std::time::Duration::from_millis(20))
+                    .unwrap();
+                inb.clear();
+                peer.recv_burst(&mut inb).unwrap();
+                got.extend(
+                    inb.iter()
+                        .filter(|f| f[12..14] == [0x88, 0xb5])
+                        .map(<[u8]>::to_vec),
+                );
+            }
+            let want: Vec<Vec<u8>> = (0..32).map(|k| mk(round * 32 + k, B, A)).collect();
+            assert_eq!(got, want, "round {round}, DPDK to socket");
+
+            out.clear();
+            for k in 0..32 {
+                out.push(&mk(10_000 + round * 32 + k, A, B)).unwrap();
+            }
+            assert_eq!(peer.send_burst(&out).unwrap(), 32);
+            let mut got = Vec::new();
+            while got.len() < 32 && std::time::Instant::now() < deadline {
+                inb.clear();
+                q.recv_burst(&mut inb).unwrap();
+                got.extend(
+                    inb.iter()
+                        .filter(|f| f[12..14] == [0x88, 0xb5])
+                        .map(<[u8]>::to_vec),
+                );
+            }
+            let want: Vec<Vec<u8>> = (0..32).map(|k| mk(10_000 + round * 32 + k, A, B)).collect();
+            assert_eq!(got, want, "round {round}, socket to DPDK");
+        }
+        assert_eq!(q.tx_stats().frames, 320);
+        assert_eq!(
+            q.rx_stats().frames,
+            320,
+            "IPv6 is off: only our frames on the link"
+        );
+        assert_eq!(peer.rx_stats().frames, 320);
+    }
+    ns.run_in(move || {
+        drop((queues, port));
+        eal.detach_vdev(vdev).unwrap();
+    });
+    assert!(
+        Port::open(eal, vdev, &PortConfig::default()).is_err(),
+        "detached"
+    );
+    drop(ns);
 }
 
 fn libc_enodev() -> i32 {

@@ -18,6 +18,38 @@ impl Eal {
     pub fn args(&self) -> &[String] {
         &self.args
     }
+
+    /// Adds a device after initialisation (hot-plug), `devargs` written as for `--vdev`, e.g.
+    /// `net_af_packet0,iface=veth0`; the port's name is the part before the first comma. Lets one process
+    /// (a test binary, a daemon reconfigured at run time) use devices that were not on its EAL command line.
+    /// Kernel-backed vdevs (`net_af_packet`, `net_af_xdp`, `net_tap`) look their interface up by name in the
+    /// calling thread's network namespace, here and again on port start, stop and promiscuous changes: make
+    /// those calls from a thread in the interface's namespace (simplest: run the process there).
+    pub fn attach(&self, devargs: &str) -> Result<(), NetioError> {
+        let c = CString::new(devargs)
+            .map_err(|_| NetioError::Config(format!("devargs {devargs:?} contain a NUL byte")))?;
+        // SAFETY: valid C string; the EAL is initialised.
+        let r = unsafe { ffi::rte_dev_probe(c.as_ptr()) };
+        if r < 0 {
+            return Err(dpdk_error(format!("rte_dev_probe({devargs})"), r));
+        }
+        Ok(())
+    }
+
+    /// Removes virtual device `name` (closing its port). Drop the [`Port`](super::Port) and its queues first.
+    pub fn detach_vdev(&self, name: &str) -> Result<(), NetioError> {
+        let c = CString::new(name)
+            .map_err(|_| NetioError::Config(format!("device name {name:?} contains a NUL byte")))?;
+        // SAFETY: valid C strings; the EAL is initialised.
+        let r = unsafe { ffi::rte_eal_hotplug_remove(c"vdev".as_ptr(), c.as_ptr()) };
+        if r < 0 {
+            return Err(dpdk_error(
+                format!("rte_eal_hotplug_remove(vdev, {name})"),
+                r,
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// The outcome of the one `rte_eal_init` call: DPDK cannot be initialised twice in a process, nor retried
