@@ -11,9 +11,11 @@ use crate::{FrameBatch, NetioError, RxBurst, RxStats, TxBurst, TxStats};
 /// TX ring that the NIC is draining, few enough that a stuck link costs microseconds, not a stall.
 const TX_RETRIES: u32 = 8;
 
-/// Queue pair `queue_id` of a port. Frames are copied between the caller's batch and mbufs (a copy of a
-/// report-sized frame costs a few nanoseconds and keeps one batch type for every backend). Owned by one thread
-/// at a time; send it to the worker that polls it.
+/// Queue pair `queue_id` of a port. Through the burst traits, frames are copied between the caller's batch
+/// and mbufs (a copy of a report-sized frame costs a few nanoseconds and keeps one batch type for every
+/// backend); [`send_in_place`](Self::send_in_place) and [`recv_in_place`](Self::recv_in_place) skip the copy.
+/// Received frames carry no timestamp (0): the NIC's clock is not the engine's. Owned by one thread at a
+/// time; send it to the worker that polls it (and call [`register_thread`](super::register_thread) there).
 pub struct DpdkQueue {
     port: Arc<PortShared>,
     queue_id: u16,
