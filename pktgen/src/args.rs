@@ -1,0 +1,213 @@
+//! The command line, and what it turns into: workload parameters, report format and addresses.
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+
+use anyhow::{bail, Context, Result};
+use clap::{Parser, ValueEnum};
+use dta_pktgen::fattree::FatTree;
+use dta_pktgen::keys::KeyDist;
+use dta_pktgen::workload::{Kind, Params, SketchParams};
+use dta_protocol::dta::{HeaderForm, ReportFormat, SketchOp, DTA_UDP_PORT};
+use dta_protocol::udp::UdpEndpoints;
+
+/// Key distribution.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum Dist {
+    /// Every key equally likely.
+    Uniform,
+    /// Zipf with exponent --zipf-s.
+    Zipf,
+}
+
+/// Base header form.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum Form {
+    /// opcode, seqnum, flags (3 bytes).
+    Seq,
+    /// opcode, flags (2 bytes).
+    Compact,
+}
+
+/// Sketch merge operation.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum Merge {
+    /// Sum the columns.
+    Sum,
+    /// Take the maximum.
+    Max,
+}
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "dta-pktgen",
+    version,
+    about = "DTA report workloads to pcap or UDP"
+)]
+pub struct Cli {
+    /// Workload.
+    #[arg(long, value_enum)]
+    pub workload: Kind,
+    /// Frames to send (default 1000 unless --duration is given).
+    #[arg(long)]
+    pub count: Option<u64>,
+    /// Seconds to run.
+    #[arg(long)]
+    pub duration: Option<f64>,
+    /// Target frames per second (default: as fast as possible).
+    #[arg(long)]
+    pub rate: Option<f64>,
+    /// Seed of every random choice.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Distinct keys (lists, for Append).
+    #[arg(long, default_value_t = 1_000_000)]
+    pub keys: u32,
+    /// First key (list id).
+    #[arg(long, default_value_t = 0)]
+    pub key_base: u32,
+    /// Key distribution.
+    #[arg(long, value_enum, default_value_t = Dist::Uniform)]
+    pub dist: Dist,
+    /// Zipf exponent.
+    #[arg(long, default_value_t = 1.1)]
+    pub zipf_s: f64,
+    /// Key-Write / Key-Increment redundancy N.
+    #[arg(long, default_value_t = 2)]
+    pub redundancy: u8,
+    /// Key-Write data size D: 4 (a postcard value) or 28 (5 x 4-byte switch IDs, zero padded); 12 also works.
+    #[arg(long, default_value_t = 4)]
+    pub keywrite_data_len: usize,
+    /// Append entry size E.
+    #[arg(long, default_value_t = 4)]
+    pub append_entry_len: usize,
+    /// Base header form.
+    #[arg(long, value_enum, default_value_t = Form::Seq)]
+    pub header: Form,
+    /// Fat-tree parameter k (even).
+    #[arg(long, default_value_t = 8)]
+    pub k: u32,
+    /// Key-Increment addend.
+    #[arg(long, default_value_t = 1)]
+    pub counter: u64,
+    /// Sketch id.
+    #[arg(long, default_value_t = 0)]
+    pub sketch_id: u8,
+    /// Sketch merge.
+    #[arg(long, value_enum, default_value_t = Merge::Sum)]
+    pub sketch_op: Merge,
+    /// Sketch rows (counters per column).
+    #[arg(long, default_value_t = 4)]
+    pub sketch_rows: u8,
+    /// Sketch columns.
+    #[arg(long, default_value_t = 1024)]
+    pub sketch_columns: u16,
+    /// Sketch reporters interleaved.
+    #[arg(long, default_value_t = 1)]
+    pub sketch_reporters: u16,
+    /// Source MAC.
+    #[arg(long, default_value = "02:00:00:00:00:09")]
+    pub src_mac: String,
+    /// Destination MAC (the translator's port).
+    #[arg(long, default_value = "02:00:00:00:00:01")]
+    pub dst_mac: String,
+    /// Source IPv4 (the reporter).
+    #[arg(long, default_value = "10.0.0.9")]
+    pub src_ip: Ipv4Addr,
+    /// Destination IPv4 (the collector).
+    #[arg(long, default_value = "198.18.0.2")]
+    pub dst_ip: Ipv4Addr,
+    /// UDP source port.
+    #[arg(long, default_value_t = 40041)]
+    pub src_port: u16,
+    /// UDP destination port (the translator's).
+    #[arg(long, default_value_t = DTA_UDP_PORT)]
+    pub dst_port: u16,
+    /// Write frames to this pcap file.
+    #[arg(long, conflicts_with = "udp")]
+    pub pcap: Option<PathBuf>,
+    /// Send UDP payloads to this address.
+    #[arg(long)]
+    pub udp: Option<SocketAddr>,
+    /// Local address of the UDP socket.
+    #[arg(long, default_value = "0.0.0.0:0")]
+    pub udp_bind: SocketAddr,
+    /// Print a progress line on stderr every second.
+    #[arg(long)]
+    pub progress: bool,
+}
+
+/// Parses `aa:bb:cc:dd:ee:ff`.
+pub fn parse_mac(s: &str) -> Result<[u8; 6]> {
+    let parts: Vec<&str> = s.split(':').collect();
+    if parts.len() != 6 {
+        bail!("MAC {s}: need six colon-separated bytes");
+    }
+    let mut mac = [0u8; 6];
+    for (b, p) in mac.iter_mut().zip(parts) {
+        *b = u8::from_str_radix(p, 16).with_context(|| format!("MAC {s}"))?;
+    }
+    Ok(mac)
+}
+
+impl Cli {
+    /// The report format.
+    pub fn format(&self) -> Result<ReportFormat> {
+        let form = match self.header {
+            Form::Seq => HeaderForm::Seq,
+            Form::Compact => HeaderForm::Compact,
+        };
+        ReportFormat::new(form, self.keywrite_data_len, self.append_entry_len)
+            .context("report format")
+    }
+
+    /// The frames' addresses.
+    pub fn endpoints(&self) -> Result<UdpEndpoints> {
+        Ok(UdpEndpoints::new(
+            parse_mac(&self.src_mac)?,
+            parse_mac(&self.dst_mac)?,
+            self.src_ip.octets(),
+            self.dst_ip.octets(),
+            self.src_port,
+            self.dst_port,
+        ))
+    }
+
+    /// The workload parameters.
+    pub fn params(&self) -> Result<Params> {
+        let tree =
+            FatTree::new(self.k).with_context(|| format!("--k {}: need an even k >= 2", self.k))?;
+        if self.sketch_rows == 0 {
+            bail!("--sketch-rows must be at least 1");
+        }
+        let keys = match self.dist {
+            Dist::Uniform => KeyDist::uniform(self.key_base, self.keys),
+            Dist::Zipf => {
+                if !(self.zipf_s.is_finite() && self.zipf_s > 0.0) {
+                    bail!("--zipf-s must be a positive number");
+                }
+                KeyDist::zipf(self.key_base, self.keys, self.zipf_s)
+            }
+        };
+        Ok(Params {
+            kind: self.workload,
+            keys,
+            redundancy: self.redundancy,
+            keywrite_data_len: self.keywrite_data_len,
+            append_entry_len: self.append_entry_len,
+            tree,
+            counter: self.counter,
+            sketch: SketchParams {
+                id: self.sketch_id,
+                op: match self.sketch_op {
+                    Merge::Sum => SketchOp::Sum,
+                    Merge::Max => SketchOp::Max,
+                },
+                rows: self.sketch_rows,
+                columns: self.sketch_columns,
+                reporters: self.sketch_reporters,
+            },
+            seed: self.seed,
+        })
+    }
+}

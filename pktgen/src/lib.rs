@@ -1,0 +1,17 @@
+//! `dta-pktgen`: seeded DTA report workloads modelled on the DTA paper's experiments, as Ethernet frames.
+//!
+//! * [`rng`]: SplitMix64, chosen because it is five lines in any language: the TRex profiles in
+//!   `pktgen/trex/` reimplement it in Python to build the very same first frame.
+//! * [`keys`]: uniform and Zipf key (or list) distributions.
+//! * [`fattree`]: 5-hop paths through a k-ary fat tree, as switch IDs.
+//! * [`workload`]: the workloads (Key-Write path tracing, Key-Increment, Append, Postcarding, Sketch-Merge,
+//!   mix), each a deterministic sequence of reports.
+//! * [`frame`]: reports into Ethernet/IPv4/UDP frames.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod fattree;
+pub mod frame;
+pub mod keys;
+pub mod rng;
+pub mod workload;
