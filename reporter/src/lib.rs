@@ -6,9 +6,11 @@
 //! * [`retransmit`]: the bounded buffer of retransmittable reports that a DTA NACK replays.
 //! * [`sender`]: a [`Reporter`] over a std `UdpSocket` that ties the three together.
 //! * [`pace`]: a packets-per-second pacer shared by the CLI and `dta-pktgen`.
+//! * [`dart`]: DART mode, writing Key-Write data straight into a collector with the translator's requester.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod dart;
 pub mod error;
 pub mod pace;
 pub mod report;
