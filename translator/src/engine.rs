@@ -28,7 +28,7 @@ use crate::primitives::keywrite;
 use crate::primitives::postcard::{Postcard, PostcardCache};
 use crate::primitives::sketch::{Outcome, SketchMerger};
 use crate::requester::{QpError, Requester, RequesterParams};
-use crate::sequence::{nack_frame, SequenceTracker, Verdict};
+use crate::sequence::{nack_frame, SequenceTracker, Stream, Verdict};
 use crate::time::{earliest, Instant};
 
 /// What the engine did with a frame.
@@ -320,14 +320,18 @@ impl Engine {
         };
         let op = r.base.opcode;
         self.counters.reports_in[opcode_index(op)] += 1;
-        let src = udp.endpoints.src_ip;
+        let stream = Stream {
+            reporter: udp.endpoints.src_ip,
+            collector: udp.endpoints.dst_ip,
+            opcode: op,
+        };
         // Sequence tracking applies to retransmittable reports in the seq form (the compact form has no
         // seqnum to track).
         let tracked = match (
             r.base.seqnum,
             r.base.retransmit && self.cfg.sequence.enabled,
         ) {
-            (Some(seq), true) => match self.seq.check(now, src, op, seq) {
+            (Some(seq), true) => match self.seq.check(now, stream, seq) {
                 Some(Verdict::Accept) | None => Some(seq),
                 Some(Verdict::Gap { nack }) => {
                     if let Some(s) = nack {
@@ -346,7 +350,7 @@ impl Engine {
         if let Err(reason) = self.dispatch(now, &r, udp) {
             if reason == DropReason::QueueFull {
                 if let Some(seq) = tracked {
-                    let last = self.seq.rollback(src, op, seq);
+                    let last = self.seq.rollback(stream, seq);
                     self.send_nack(&udp.endpoints, op, last);
                 }
             }
@@ -530,6 +534,34 @@ impl Engine {
         self.events
             .retain(|e| !matches!(e, Event::QpError { collector, .. } if *collector == i));
         Ok(())
+    }
+
+    /// Replaces collector `i` after it restarted: its memory is new (regions at other addresses), so the
+    /// queued and unacknowledged work, which names the old addresses, cannot be sent again, and per-collector
+    /// state (Append heads, cached postcards, partial sketch merges) starts over as the new memory does.
+    /// [`reestablish`](Self::reestablish) is for a QP error on a collector that kept its memory. Returns the
+    /// work requests dropped (queued or in flight), for the caller to count.
+    pub fn replace_collector(
+        &mut self,
+        i: usize,
+        welcome: &Welcome,
+        start_psn: u32,
+        now: Instant,
+    ) -> Result<u64, ConfigError> {
+        if i >= self.collectors.len() {
+            return Err(ConfigError::Collector {
+                collector: i,
+                why: "no such collector".into(),
+            });
+        }
+        let mut fresh = Self::collector(&self.cfg, i, welcome, now)?;
+        fresh
+            .qp
+            .reestablish(Self::builder(&self.cfg, i, welcome)?, start_psn, now);
+        let old = std::mem::replace(&mut self.collectors[i], fresh);
+        self.events
+            .retain(|e| !matches!(e, Event::QpError { collector, .. } if *collector == i));
+        Ok((old.qp.window_occupancy() + old.qp.queue_depth()) as u64)
     }
 
     /// Offline mode: with no collector to answer, treat every frame sent so far as acknowledged, so the

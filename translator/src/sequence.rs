@@ -1,6 +1,8 @@
-//! Per-reporter sequence tracking of retransmittable reports, keyed by (source IP, opcode), and the DTA
-//! NACK frames that ask a reporter to resend. The reference keeps one global tracker, which makes two
-//! reporters NACK each other's gaps; here each reporter has its own.
+//! Per-reporter sequence tracking of retransmittable reports, and the DTA NACK frames that ask a reporter
+//! to resend. The reference keeps one global tracker, which makes two reporters NACK each other's gaps;
+//! here each stream has its own. A stream is (reporter IP, collector IP, opcode): reporters number their
+//! reports per collector and opcode (dta-reporter does), so one reporter feeding two collectors through
+//! this translator has two independent sequences per opcode.
 
 use std::collections::HashMap;
 
@@ -29,10 +31,21 @@ struct Track {
     last_nack: Option<(u8, Instant)>,
 }
 
+/// One reporter's sequence of one opcode towards one collector.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Stream {
+    /// The reporter's IPv4 address (the report's source).
+    pub reporter: [u8; 4],
+    /// The collector's IPv4 address (the report's destination).
+    pub collector: [u8; 4],
+    /// The report opcode.
+    pub opcode: Opcode,
+}
+
 /// The trackers of every reporter.
 #[derive(Debug, Default)]
 pub struct SequenceTracker {
-    tracks: HashMap<([u8; 4], u8), Track>,
+    tracks: HashMap<Stream, Track>,
     max: usize,
     holdoff_ns: u64,
 }
@@ -47,11 +60,11 @@ impl SequenceTracker {
         }
     }
 
-    /// Checks `seq` from `(ip, opcode)`. The first report of a reporter starts its sequence. `None` means
-    /// the table is full and the report is accepted untracked.
-    pub fn check(&mut self, now: Instant, ip: [u8; 4], op: Opcode, seq: u8) -> Option<Verdict> {
+    /// Checks `seq` on `stream`. The first report of a stream starts its sequence. `None` means the table
+    /// is full and the report is accepted untracked.
+    pub fn check(&mut self, now: Instant, stream: Stream, seq: u8) -> Option<Verdict> {
         let len = self.tracks.len();
-        let key = (ip, op.code());
+        let key = stream;
         let t = match self.tracks.get_mut(&key) {
             Some(t) => t,
             None if len >= self.max => return None,
@@ -90,9 +103,9 @@ impl SequenceTracker {
 
     /// Un-accepts `seq` (a report accepted in order but then refused for backpressure), so that the
     /// reporter's resend of it is in order. Returns the seqnum to NACK with.
-    pub fn rollback(&mut self, ip: [u8; 4], op: Opcode, seq: u8) -> u8 {
+    pub fn rollback(&mut self, stream: Stream, seq: u8) -> u8 {
         let last = seq.wrapping_sub(1);
-        if let Some(t) = self.tracks.get_mut(&(ip, op.code())) {
+        if let Some(t) = self.tracks.get_mut(&stream) {
             if t.expected == seq.wrapping_add(1) {
                 t.expected = seq;
             }
@@ -127,36 +140,52 @@ mod tests {
     use dta_protocol::udp::UdpFrame;
 
     const IP: [u8; 4] = [10, 0, 0, 1];
+    const COLLECTOR: [u8; 4] = [198, 18, 0, 2];
+
+    fn stream(opcode: Opcode) -> Stream {
+        Stream {
+            reporter: IP,
+            collector: COLLECTOR,
+            opcode,
+        }
+    }
 
     #[test]
     fn in_order_gap_duplicate_and_wrap() {
         let mut t = SequenceTracker::new(4, 100);
-        let kw = Opcode::KeyWrite;
-        assert_eq!(t.check(Instant(0), IP, kw, 254), Some(Verdict::Accept));
-        assert_eq!(t.check(Instant(0), IP, kw, 255), Some(Verdict::Accept));
-        assert_eq!(t.check(Instant(0), IP, kw, 0), Some(Verdict::Accept));
+        let kw = stream(Opcode::KeyWrite);
+        assert_eq!(t.check(Instant(0), kw, 254), Some(Verdict::Accept));
+        assert_eq!(t.check(Instant(0), kw, 255), Some(Verdict::Accept));
+        assert_eq!(t.check(Instant(0), kw, 0), Some(Verdict::Accept));
         assert_eq!(
-            t.check(Instant(0), IP, kw, 2),
+            t.check(Instant(0), kw, 2),
             Some(Verdict::Gap { nack: Some(0) })
         );
         // Within the hold-off the gap is not NACKed again; after it, it is.
         assert_eq!(
-            t.check(Instant(50), IP, kw, 3),
+            t.check(Instant(50), kw, 3),
             Some(Verdict::Gap { nack: None })
         );
         assert_eq!(
-            t.check(Instant(150), IP, kw, 3),
+            t.check(Instant(150), kw, 3),
             Some(Verdict::Gap { nack: Some(0) })
         );
-        assert_eq!(t.check(Instant(160), IP, kw, 255), Some(Verdict::Duplicate));
-        assert_eq!(t.check(Instant(160), IP, kw, 1), Some(Verdict::Accept));
+        assert_eq!(t.check(Instant(160), kw, 255), Some(Verdict::Duplicate));
+        assert_eq!(t.check(Instant(160), kw, 1), Some(Verdict::Accept));
         // Another opcode of the same reporter is a sequence of its own.
         assert_eq!(
-            t.check(Instant(0), IP, Opcode::Append, 9),
+            t.check(Instant(0), stream(Opcode::Append), 9),
             Some(Verdict::Accept)
         );
-        assert_eq!(t.rollback(IP, kw, 1), 0);
-        assert_eq!(t.check(Instant(170), IP, kw, 1), Some(Verdict::Accept));
+        // So is the same reporter's sequence towards another collector.
+        let other = Stream {
+            collector: [198, 18, 0, 3],
+            ..kw
+        };
+        assert_eq!(t.check(Instant(0), other, 7), Some(Verdict::Accept));
+        assert_eq!(t.check(Instant(0), other, 8), Some(Verdict::Accept));
+        assert_eq!(t.rollback(kw, 1), 0);
+        assert_eq!(t.check(Instant(170), kw, 1), Some(Verdict::Accept));
     }
 
     #[test]
