@@ -24,7 +24,7 @@ TMP="$(mktemp -d "${TMPDIR:-/tmp}/dta-p4-check.XXXXXX")"
 trap 'rm -rf "$TMP"' EXIT
 
 # program:path pairs, and the header forms (name:defines)
-PROGRAMS=("reporter:$P4DIR/reporter/dta_reporter.p4")
+PROGRAMS=("reporter:$P4DIR/reporter/dta_reporter.p4" "translator:$P4DIR/translator/dta_translator.p4")
 FORMS=("seq:" "compact:-DDTA_COMPACT")
 
 fail=0

@@ -67,6 +67,7 @@
 #error "APPEND_BATCH must be 1, 2, 4, 8 or 16"
 #endif
 #define APPEND_ENTRY_BYTES 4
+#define APPEND_HEADER_BYTES 64
 /* header write (total_entries_written) every 2^APPEND_HDR_EVERY_LOG2 batches (contract: at least every 32) */
 #ifndef APPEND_HDR_EVERY_LOG2
 #define APPEND_HDR_EVERY_LOG2 5

@@ -1,5 +1,8 @@
+import json
 import os
 import random
+import socket
+import threading
 import struct
 import zlib
 
@@ -10,26 +13,27 @@ from crc_ref import crc32_reflected
 
 CRC32 = 0x04C11DB7
 
-ANSWER = {
-    "version": 1,
-    "mac": "02:00:00:00:00:02",
-    "ip": "198.18.0.2",
-    "qpns": [0x11, 0x12],
-    "max_dest_rd_atomic": 16,
-    "regions": [
-        {"kind": "keywrite", "id": 0, "va": 0x7F0000001000, "rkey": 0x1234, "length": 256 * 8,
-         "geometry": {"slots": 256, "entry_size": 8, "n_max": 4}},
-        {"kind": "keyincrement", "id": 0, "va": 0x7F0000100000, "rkey": 0x2345, "length": 1024 * 8,
-         "geometry": {"slots": 1024, "n_max": 4}},
-        {"kind": "append", "id": 3, "va": 0x7F0000200000, "rkey": 0x3456, "length": 64 + 4 * 1000,
-         "geometry": {"entries": 1000, "entry_size": 4, "batch_size": 4}},
-        {"kind": "postcard", "id": 0, "va": 0x7F0000300000, "rkey": 0x4567, "length": 4096 * 32,
-         "geometry": {"chunks": 4096, "chunk_stride": 32, "hops": 5}},
-    ],
-}
-LOCAL = {"collector_idx": 1, "collector_port": 136, "mac": "02:00:00:00:00:01", "ip": "198.18.0.1",
-         "qpns": [0x101, 0x102], "psns": [0x100, 0xFFFFFF + 5], "udp_src_ports": [49152, 49153],
-         "postcard_copies": 2}
+# A Welcome exactly as dta-protocol's control.rs serialises it (CollectorMessage::Welcome, serde tag "type").
+WELCOME = json.loads("""
+{"type": "welcome", "version": 1, "mac": [2, 0, 0, 0, 0, 2], "ip": [198, 18, 0, 2],
+ "qps": [{"qpn": 17, "peer_qpn": 257}, {"qpn": 18, "peer_qpn": 258}],
+ "max_dest_rd_atomic": 16, "path_mtu": 1024,
+ "regions": [
+  {"id": 0, "va": 139637976731648, "rkey": 4660,
+   "geometry": {"kind": "key_write", "slots": 256, "entry_size": 8, "n_max": 4}},
+  {"id": 0, "va": 139637977772032, "rkey": 9029,
+   "geometry": {"kind": "key_increment", "slots": 1024, "n_max": 3}},
+  {"id": 3, "va": 139637978820608, "rkey": 13398,
+   "geometry": {"kind": "append", "entries": 1000, "entry_size": 4, "batch_size": 4}},
+  {"id": 0, "va": 139637979869184, "rkey": 17767,
+   "geometry": {"kind": "postcarding", "chunks": 4096, "hops": 5, "n_max": 2}},
+  {"id": 7, "va": 139637980917760, "rkey": 22136,
+   "geometry": {"kind": "sketch", "rows": 4, "columns": 1024}}]}
+""")
+HELLO = cp.hello_message("secret", [2, 0, 0, 0, 0, 1], [198, 18, 0, 1], [(0x101, 0x100), (0x102, 0xFFFFFF + 5)])
+SITE = {"collector_idx": 1, "collector_port": 136}
+SRC_MAC, DST_MAC = 0x020000000001, 0x020000000002
+SRC_IP, DST_IP = 0xC6120001, 0xC6120002
 
 
 def test_keywrite_vectors():
@@ -52,8 +56,7 @@ def test_icrc_matches_toolchain_vector():
     assert struct.pack("<I", cp.roce_icrc(ip_to_payload)) == frame[-4:]
 
 
-@pytest.mark.parametrize("kind", [cp.KIND_KEYWRITE, cp.KIND_KEYINC, cp.KIND_APPEND, cp.KIND_APPEND_HDR,
-                                  cp.KIND_POSTCARD])
+@pytest.mark.parametrize("kind", [cp.KIND_KEYWRITE, cp.KIND_KEYINC, cp.KIND_APPEND, cp.KIND_POSTCARD])
 def test_icrc_split_prefix_constant_plus_tail(kind):
     """What the P4 computes (K xor crc0(tail)) equals the iCRC of the whole frame."""
     rng = random.Random(kind)
@@ -90,67 +93,118 @@ def test_mcast_groups_rids():
         cp.mcast_group_id(0, 9)
 
 
+def k_le(kind, sport, dest_qp, build=cp.DEFAULT_BUILD):
+    return cp.bswap32(cp.icrc_prefix_constant(kind, "198.18.0.1", "198.18.0.2", sport, dest_qp, build))
+
+
+def region(action, kind, list_id, qp, va, rkey, mask=None, extra=None, build=cp.DEFAULT_BUILD):
+    data = {"qp_idx": qp, "dest_qp": 17 + qp}
+    if mask is not None:
+        data["mask"] = mask
+    data.update({"icrc_k_le": k_le(kind, 49152 + qp, 17 + qp, build), "udp_src_port": 49152 + qp,
+                 "src_mac": SRC_MAC, "dst_mac": DST_MAC, "src_ip": SRC_IP,
+                 "va": va, "rkey": rkey})
+    data.update(extra or {})
+    return {"key": {"ig_md.collector_idx": 1, "ig_md.kind": kind, "ig_md.list_id": list_id},
+            "action": action, "data": data}
+
+
+def test_hello_shape():
+    assert HELLO == {"type": "hello", "version": 1, "token": "secret", "mac": [2, 0, 0, 0, 0, 1],
+                     "ip": [198, 18, 0, 1], "gid": [0] * 10 + [255, 255, 198, 18, 0, 1],
+                     "qps": [{"qpn": 0x101, "start_psn": 0x100}, {"qpn": 0x102, "start_psn": 0xFFFFFF + 5}]}
+
+
 def test_compute_entries_exact():
-    e = cp.compute_entries(ANSWER, LOCAL)
-    assert e["tbl_collector"] == [{"key": {"hdr.ipv4.dst_addr": 0xC6120002}, "action": "collector",
+    e = cp.compute_entries(WELCOME, HELLO, SITE)
+    assert e["tbl_collector"] == [{"key": {"hdr.ipv4.dst_addr": DST_IP}, "action": "collector",
                                    "data": {"collector_idx": 1, "port": 136, "mcast_append_hdr": 18,
-                                            "mcast_postcard": 18}}]
+                                            "mcast_postcard": 17}}]
     assert e["tbl_copies"] == [{"key": {"ig_md.collector_idx": 1, "ig_md.redundancy": n}, "action": "copies",
-                                "data": {"grp": 16 + n}} for n in range(1, 5)]
-    assert e["tbl_list"] == [{"key": {"ig_md.collector_idx": 1, "hdr.dta_append.list_id": 3},
-                              "action": "set_list", "data": {"list_idx": 0, "last_head": 996}}]
+                                "data": {"grp": 16 + n}} for n in (1, 2, 3, 4)]
+    # Key-Increment first (QP 0), then Key-Write (QP 1), then Append (QP 0); postcarding is not compiled in
+    assert e["tbl_region"] == [
+        region("region_keyinc", cp.KIND_KEYINC, 0, 0, 139637977772032, 9029, mask=1023),
+        region("region_keywrite", cp.KIND_KEYWRITE, 0, 1, 139637976731648, 4660, mask=255),
+        region("region_append", cp.KIND_APPEND, 3, 0, 139637978820608, 13398,
+               extra={"list_idx": 0, "last_head": 4 * 996}),
+    ]
+    assert e["ignored"] == [{"id": 0, "kind": "postcarding"}, {"id": 7, "kind": "sketch"}]
     assert e["tbl_qpn"] == [
         {"key": {"hdr.bth.dest_qp": 0x101}, "action": "our_qp", "data": {"qp_idx": 0, "collector_port": 136}},
         {"key": {"hdr.bth.dest_qp": 0x102}, "action": "our_qp", "data": {"qp_idx": 1, "collector_port": 136}}]
     assert e["reg_psn"] == [{"index": 0, "value": 0x100}, {"index": 1, "value": 4}]
+    assert len(e["mcast_groups"]) == 8
 
-    regions = {(r["key"]["eg_md.region_kind"], r["key"]["hdr.bridge.list_idx"]): r["data"]
-               for r in e["tbl_region"]}
-    assert set(regions) == {(cp.KIND_KEYINC, 0), (cp.KIND_KEYWRITE, 0), (cp.KIND_APPEND, 0),
-                            (cp.KIND_APPEND_HDR, 0), (cp.KIND_POSTCARD, 0)}
-    # Key-Increment first, on QP 0; then Key-Write (QP 1), Append (QP 0), Postcarding (QP 1)
-    ki = regions[(cp.KIND_KEYINC, 0)]
-    assert (ki["qp_idx"], ki["dest_qp"], ki["rkey"], ki["base"], ki["slot_mask"]) == \
-        (0, 0x11, 0x2345, 0x7F0000100000, 1023)
-    kw = regions[(cp.KIND_KEYWRITE, 0)]
-    assert (kw["qp_idx"], kw["dest_qp"], kw["rkey"], kw["base"], kw["slot_mask"], kw["udp_src_port"]) == \
-        (1, 0x12, 0x1234, 0x7F0000001000, 255, 49153)
-    ap = regions[(cp.KIND_APPEND, 0)]
-    assert (ap["qp_idx"], ap["base"], ap["slot_mask"]) == (0, 0x7F0000200000 + 64, 0)
-    assert regions[(cp.KIND_APPEND_HDR, 0)]["base"] == 0x7F0000200000
-    pc = regions[(cp.KIND_POSTCARD, 0)]
-    assert (pc["qp_idx"], pc["base"], pc["slot_mask"]) == (1, 0x7F0000300000, 4095)
-    for data in regions.values():
-        assert data["src_mac"] == 0x020000000001 and data["dst_mac"] == 0x020000000002
-        assert data["src_ip"] == 0xC6120001 and data["dst_ip"] == 0xC6120002
-    assert kw["icrc_k"] == cp.icrc_prefix_constant(cp.KIND_KEYWRITE, "198.18.0.1", "198.18.0.2", 49153, 0x12)
+
+def test_compute_entries_with_postcarding_build():
+    build = dict(cp.DEFAULT_BUILD, postcarding=True)
+    e = cp.compute_entries(WELCOME, HELLO, dict(SITE, qp_base=4, udp_src_port_base=50000), build)
+    pc = [r for r in e["tbl_region"] if r["action"] == "region_postcard"]
+    assert len(pc) == 1
+    assert pc[0]["data"]["mask"] == 4095 and pc[0]["data"]["qp_idx"] == 4 + 1
+    assert pc[0]["data"]["udp_src_port"] == 50001
+    assert e["tbl_collector"][0]["data"]["mcast_postcard"] == 16 + 2      # n_max 2 chunk copies
+    assert e["reg_psn"][0]["index"] == 4
+    assert e["ignored"] == [{"id": 7, "kind": "sketch"}]
 
 
 def test_compute_entries_rejects_mismatches():
-    bad = dict(ANSWER, regions=[dict(ANSWER["regions"][0], geometry={"slots": 300, "entry_size": 8})])
+    def with_region(i, **geometry):
+        r = dict(WELCOME["regions"][i], geometry=dict(WELCOME["regions"][i]["geometry"], **geometry))
+        return dict(WELCOME, regions=[r])
+    for bad in (with_region(0, slots=300), with_region(0, entry_size=16), with_region(2, batch_size=8),
+                with_region(2, entry_size=8), dict(WELCOME, max_dest_rd_atomic=0), dict(WELCOME, version=2),
+                dict(WELCOME, qps=WELCOME["qps"][:1]),
+                dict(WELCOME, qps=[{"qpn": 17, "peer_qpn": 999}, WELCOME["qps"][1]]),
+                {"type": "refusal", "version": 1, "error": "bad token"}):
+        with pytest.raises(ValueError):
+            cp.compute_entries(bad, HELLO, SITE)
     with pytest.raises(ValueError):
-        cp.compute_entries(bad, LOCAL)
-    bad = dict(ANSWER, regions=[dict(ANSWER["regions"][0], geometry={"slots": 256, "entry_size": 16})])
-    with pytest.raises(ValueError):
-        cp.compute_entries(bad, LOCAL)
-    bad = dict(ANSWER, max_dest_rd_atomic=0)
-    with pytest.raises(ValueError):
-        cp.compute_entries(bad, LOCAL)
-    bad = dict(ANSWER, regions=[dict(ANSWER["regions"][2], geometry={"entries": 1001, "batch_size": 4})])
-    with pytest.raises(ValueError):
-        cp.compute_entries(bad, LOCAL)
+        cp.compute_entries(with_region(3, hops=4), HELLO, SITE, dict(cp.DEFAULT_BUILD, postcarding=True))
+
+
+def test_append_header_copy_shares_the_prefix_constant():
+    """The list-header write (copy 1) has the batch's frame length, so the batch's K serves it."""
+    frame = cp.frame_prefix(cp.KIND_APPEND, "198.18.0.1", "198.18.0.2", 49152, 17)
+    header_payload = (1234).to_bytes(8, "little") + bytes(4 * cp.DEFAULT_BUILD["append_batch"] - 8)
+    tail = bytes([0x80, 0, 0, 5]) + (139637978820608).to_bytes(8, "big") + (13398).to_bytes(4, "big") + \
+        (16).to_bytes(4, "big") + header_payload
+    k = cp.icrc_prefix_constant(cp.KIND_APPEND, "198.18.0.1", "198.18.0.2", 49152, 17)
+    assert k ^ crc32_reflected(tail, CRC32, init=0, xorout=0) == cp.roce_icrc(frame + tail)
+
+
+def test_request_welcome_over_tcp():
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(1)
+    got = {}
+
+    def serve():
+        conn, _ = srv.accept()
+        with conn:
+            got["hello"] = json.loads(conn.makefile().readline())
+            conn.sendall(json.dumps(WELCOME).encode() + b"\n")
+    t = threading.Thread(target=serve)
+    t.start()
+    try:
+        assert cp.request_welcome("127.0.0.1", srv.getsockname()[1], HELLO) == WELCOME
+    finally:
+        t.join()
+        srv.close()
+    assert got["hello"] == HELLO
 
 
 def test_append_wrap_has_no_double_write():
     """The head register's rule (TrAppendBatch.next_head): every slot is written once per lap."""
     entries, batch = 1000, 4
-    last_head = entries - batch
+    last_head = 4 * (entries - batch)          # the register counts bytes
     head, written = 0, []
     for _ in range(2 * entries // batch):
         written.append(head)
-        head = 0 if head >= last_head else head + batch
+        head = 0 if head >= last_head else head + 4 * batch
     lap = written[:entries // batch]
-    assert lap == list(range(0, entries, batch))
+    assert lap == list(range(0, 4 * entries, 4 * batch))
     assert written[entries // batch:] == lap
 
 

@@ -27,12 +27,17 @@
 #include "parser.p4"
 #include "../include/control/tr_forward.p4"
 #include "../include/control/tr_seq_nack.p4"
+#include "../include/control/tr_rdma_build.p4"
 #include "../include/control/tr_kv_copies.p4"
 #include "../include/control/tr_append_batch.p4"
+#ifdef TR_POSTCARDING
 #include "../include/control/tr_postcard_cache.p4"
+#endif
 #include "../include/control/tr_roce_response.p4"
 #include "../include/control/tr_rdma_craft.p4"
+#ifdef TR_POSTCARDING
 #include "../include/control/tr_postcard_encode.p4"
+#endif
 #include "../include/control/tr_icrc.p4"
 
 control TrIngress(inout tr_headers_t hdr, inout tr_ig_md_t ig_md,
@@ -42,9 +47,12 @@ control TrIngress(inout tr_headers_t hdr, inout tr_ig_md_t ig_md,
                   inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
     TrForward() forward;
     TrSeqNack() seq_nack;
+    TrRdmaBuild() rdma_build;
     TrKvCopies() kv_copies;
     TrAppendBatch() append_batch;
+#ifdef TR_POSTCARDING
     TrPostcardCache() postcard_cache;
+#endif
     TrRoceResponse() roce_response;
     Counter<bit<32>, bit<8>>(32, CounterType_t.PACKETS) events;
 
@@ -55,7 +63,6 @@ control TrIngress(inout tr_headers_t hdr, inout tr_ig_md_t ig_md,
         ig_md.collector_port = port;
         ig_md.mcast_append_hdr = mcast_append_hdr;
         ig_md.mcast_postcard = mcast_postcard;
-        hdr.bridge.collector_idx = collector_idx;
     }
     table tbl_collector {
         key = { hdr.ipv4.dst_addr: exact; }
@@ -67,28 +74,38 @@ control TrIngress(inout tr_headers_t hdr, inout tr_ig_md_t ig_md,
     apply {
         hdr.bridge.setValid();
         hdr.bridge.kind = KIND_FORWARD;
-        hdr.bridge.collector_idx = 0;
-        hdr.bridge.list_idx = 0;
         hdr.bridge.qp_idx = 0;
         hdr.bridge.key = 0;
-        hdr.bridge.slot = 0;
-        hdr.bridge.batches = 0;
+        hdr.bridge.mask = 0;
+        hdr.bridge.offset = 0;
+        hdr.bridge.total = 0;
+        hdr.bridge.total_hi = 0;
+        hdr.bridge.icrc_k_le = 0;
 
         if (hdr.dta_base.isValid()) {
             if (tbl_collector.apply().hit) {
                 seq_nack.apply(hdr, ig_md, ig_intr_md, ig_tm_md);
                 if (ig_md.handled == 0) {
-                    if (hdr.dta_keywrite.isValid() || hdr.dta_keyincrement.isValid()) {
-                        kv_copies.apply(hdr, ig_md, ig_tm_md);
-                    } else if (hdr.dta_append.isValid()) {
-                        append_batch.apply(hdr, ig_md, ig_tm_md);
-                    } else if (hdr.dta_postcard.isValid() || hdr.dta_postcard_pathlen.isValid()) {
-                        postcard_cache.apply(hdr, ig_md, ig_tm_md);
-                    } else {
+                    if (ig_md.kind == KIND_FORWARD) {
+                        /* Sketch-Merge (not in this program) or an unknown opcode */
                         ig_md.handled = 1;
                         ig_md.drop = 1;
                         ig_md.count_reason = CNT_UNSUPPORTED_OP;
+                    } else {
+                        rdma_build.apply(hdr, ig_md);
                     }
+                }
+                if (ig_md.handled == 0) {
+                    if (ig_md.kind == KIND_KEYWRITE || ig_md.kind == KIND_KEYINC) {
+                        kv_copies.apply(hdr, ig_md, ig_tm_md);
+                    } else if (ig_md.kind == KIND_APPEND) {
+                        append_batch.apply(hdr, ig_md, ig_tm_md);
+                    }
+#ifdef TR_POSTCARDING
+                    else {
+                        postcard_cache.apply(hdr, ig_md, ig_tm_md);
+                    }
+#endif
                 }
             }
         } else if (hdr.bth.isValid()) {
@@ -104,23 +121,37 @@ control TrIngress(inout tr_headers_t hdr, inout tr_ig_md_t ig_md,
     }
 }
 
+#ifdef TR_POSTCARDING
+/* The postcard cells are XORed with a hash output in place: that needs each cell whole in one 32-bit
+ * container (in 8/16-bit pieces the hash bits do not line up with the cell's). */
+@pa_container_size("egress", "hdr.pc_chunk.c0", 32)
+@pa_container_size("egress", "hdr.pc_chunk.c1", 32)
+@pa_container_size("egress", "hdr.pc_chunk.c2", 32)
+@pa_container_size("egress", "hdr.pc_chunk.c3", 32)
+@pa_container_size("egress", "hdr.pc_chunk.c4", 32)
+@pa_container_size("egress", "hdr.pc_chunk.c5", 32)
+@pa_container_size("egress", "hdr.pc_chunk.c6", 32)
+@pa_container_size("egress", "hdr.pc_chunk.c7", 32)
+#endif
 control TrEgress(inout tr_headers_t hdr, inout tr_eg_md_t eg_md,
                  in egress_intrinsic_metadata_t eg_intr_md,
                  in egress_intrinsic_metadata_from_parser_t eg_prsr_md,
                  inout egress_intrinsic_metadata_for_deparser_t eg_dprsr_md,
                  inout egress_intrinsic_metadata_for_output_port_t eg_oport_md) {
     TrRdmaCraft() craft;
+#ifdef TR_POSTCARDING
     TrPostcardEncode() postcard_encode;
+#endif
     TrIcrc() icrc;
     apply {
         if (hdr.bridge.kind != KIND_FORWARD) {
             craft.apply(hdr, eg_md, eg_intr_md, eg_dprsr_md);
-            if (hdr.bridge.kind != KIND_RESYNC) {
-#ifndef TR_NO_POSTCARD_ENCODE
-                if (hdr.pc_chunk.isValid()) {
-                    postcard_encode.apply(hdr, eg_md);
-                }
+#ifdef TR_POSTCARDING
+            if (hdr.bridge.kind == KIND_POSTCARD) {
+                postcard_encode.apply(hdr, eg_md);
+            }
 #endif
+            if (hdr.bridge.kind != KIND_RESYNC) {
                 icrc.apply(hdr, eg_md);
             }
         }

@@ -6,7 +6,7 @@ parser TrIngressParser(packet_in pkt, out tr_headers_t hdr, out tr_ig_md_t ig_md
                        out ingress_intrinsic_metadata_t ig_intr_md) {
     TofinoIngressParser() tofino_parser;
     state start {
-        ig_md = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+        ig_md = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
         tofino_parser.apply(pkt, ig_intr_md);
         transition parse_ethernet;
     }
@@ -50,35 +50,47 @@ parser TrIngressParser(packet_in pkt, out tr_headers_t hdr, out tr_ig_md_t ig_md
             DTA_OP_KEYWRITE: parse_keywrite;
             DTA_OP_APPEND: parse_append;
             DTA_OP_KEYINCREMENT: parse_keyincrement;
+#ifdef TR_POSTCARDING
             DTA_OP_POSTCARD: parse_postcard;
             DTA_OP_POSTCARD_PATHLEN: parse_postcard_pathlen;
-            default: accept;   /* Sketch-Merge and unknown opcodes: dropped and counted by the ingress */
+#endif
+            default: accept;   /* Sketch-Merge, Postcarding unless compiled in, unknown opcodes: dropped and counted */
         }
     }
     state parse_keywrite {
         pkt.extract(hdr.dta_keywrite);
         pkt.extract(hdr.dta_keywrite_data);
+        ig_md.kind = KIND_KEYWRITE;
         transition accept;
     }
     state parse_append {
         pkt.extract(hdr.dta_append);
         pkt.extract(hdr.dta_append_data);
+        ig_md.kind = KIND_APPEND;
+        ig_md.list_id = hdr.dta_append.list_id;
+        ig_md.append_data = hdr.dta_append_data.data;
         transition accept;
     }
     state parse_keyincrement {
         pkt.extract(hdr.dta_keyincrement);
+        ig_md.kind = KIND_KEYINC;
         transition accept;
     }
     state parse_postcard {
         pkt.extract(hdr.dta_postcard);
+        ig_md.kind = KIND_POSTCARD;
         transition accept;
     }
     state parse_postcard_pathlen {
         pkt.extract(hdr.dta_postcard_pathlen);
+        ig_md.kind = KIND_POSTCARD;
         transition accept;
     }
 }
 
+/* Emits, for a RoCE write: bridge, Ethernet, IPv4, UDP, BTH, RETH or AtomicETH, the payload (Key-Write
+ * checksum + data, Append batch or postcard chunk; the report's headers are invalid by then) and a
+ * placeholder iCRC that the egress fills. For a DTA NACK: Ethernet .. UDP, base header, NACK header. */
 control TrIngressDeparser(packet_out pkt, inout tr_headers_t hdr, in tr_ig_md_t ig_md,
                           in ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md) {
     Checksum() ipv4_checksum;
@@ -99,63 +111,81 @@ control TrIngressDeparser(packet_out pkt, inout tr_headers_t hdr, in tr_ig_md_t 
         pkt.emit(hdr.udp);
         pkt.emit(hdr.bth);
         pkt.emit(hdr.aeth);
+        pkt.emit(hdr.reth);
+        pkt.emit(hdr.atomic_eth);
         pkt.emit(hdr.dta_base);
         pkt.emit(hdr.dta_nack);
         pkt.emit(hdr.dta_keywrite);
-        pkt.emit(hdr.dta_keywrite_data);
         pkt.emit(hdr.dta_keyincrement);
         pkt.emit(hdr.dta_append);
         pkt.emit(hdr.dta_append_data);
-        pkt.emit(hdr.append_batch);
         pkt.emit(hdr.dta_postcard);
         pkt.emit(hdr.dta_postcard_pathlen);
+        pkt.emit(hdr.kw_checksum);
+        pkt.emit(hdr.dta_keywrite_data);
+        pkt.emit(hdr.append_batch);
         pkt.emit(hdr.pc_chunk);
+        pkt.emit(hdr.icrc);
     }
 }
 
-/* The ingress leaves, after UDP, only what the egress needs: the Key-Write data, the Key-Increment header,
- * the Append batch, the postcard chunk, or (for a resync) the BTH. Forwarded packets are not parsed. */
+/* The egress parses the frame the ingress built; which headers it has follows from the bridge's kind, so no
+ * header's validity changes in the egress. Forwarded packets are not parsed. */
 parser TrEgressParser(packet_in pkt, out tr_headers_t hdr, out tr_eg_md_t eg_md,
                       out egress_intrinsic_metadata_t eg_intr_md) {
     state start {
         pkt.extract(eg_intr_md);
-        eg_md = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+        eg_md = {0, 0, 0, 0};
         pkt.extract(hdr.bridge);
         transition select(hdr.bridge.kind) {
             KIND_FORWARD: accept;
-            default: parse_l2_l4;
+            default: parse_l2_bth;
         }
     }
-    state parse_l2_l4 {
+    state parse_l2_bth {
         pkt.extract(hdr.ethernet);
         pkt.extract(hdr.ipv4);
         pkt.extract(hdr.udp);
+        pkt.extract(hdr.bth);
         transition select(hdr.bridge.kind) {
             KIND_KEYWRITE: parse_kw;
             KIND_KEYINC: parse_ki;
             KIND_APPEND: parse_append;
+#ifdef TR_POSTCARDING
             KIND_POSTCARD: parse_postcard;
-            KIND_RESYNC: parse_bth;
-            default: accept;
+#endif
+            default: accept;   /* KIND_RESYNC: the NAK's BTH is all the egress needs */
         }
     }
-    state parse_kw { pkt.extract(hdr.dta_keywrite_data); transition accept; }
-    state parse_ki { pkt.extract(hdr.dta_keyincrement); transition accept; }
-    state parse_append { pkt.extract(hdr.append_batch); transition accept; }
-    state parse_postcard { pkt.extract(hdr.pc_chunk); transition accept; }
-    state parse_bth { pkt.extract(hdr.bth); transition accept; }
+    state parse_kw {
+        pkt.extract(hdr.reth);
+        pkt.extract(hdr.kw_checksum);
+        pkt.extract(hdr.dta_keywrite_data);
+        pkt.extract(hdr.icrc);
+        transition accept;
+    }
+    state parse_ki {
+        pkt.extract(hdr.atomic_eth);
+        pkt.extract(hdr.icrc);
+        transition accept;
+    }
+    state parse_append {
+        pkt.extract(hdr.reth);
+        pkt.extract(hdr.append_batch);
+        pkt.extract(hdr.icrc);
+        transition accept;
+    }
+    state parse_postcard {
+        pkt.extract(hdr.reth);
+        pkt.extract(hdr.pc_chunk);
+        pkt.extract(hdr.icrc);
+        transition accept;
+    }
 }
 
 control TrEgressDeparser(packet_out pkt, inout tr_headers_t hdr, in tr_eg_md_t eg_md,
                          in egress_intrinsic_metadata_for_deparser_t eg_dprsr_md) {
-    Checksum() ipv4_checksum;
     apply {
-        if (eg_md.csum_update == 1) {
-            hdr.ipv4.hdr_checksum = ipv4_checksum.update({
-                hdr.ipv4.version, hdr.ipv4.ihl, hdr.ipv4.dscp, hdr.ipv4.ecn, hdr.ipv4.total_len,
-                hdr.ipv4.identification, hdr.ipv4.flags, hdr.ipv4.frag_offset, hdr.ipv4.ttl,
-                hdr.ipv4.protocol, hdr.ipv4.src_addr, hdr.ipv4.dst_addr});
-        }
         pkt.emit(hdr.ethernet);
         pkt.emit(hdr.ipv4);
         pkt.emit(hdr.udp);
@@ -165,7 +195,6 @@ control TrEgressDeparser(packet_out pkt, inout tr_headers_t hdr, in tr_eg_md_t e
         pkt.emit(hdr.kw_checksum);
         pkt.emit(hdr.dta_keywrite_data);
         pkt.emit(hdr.append_batch);
-        pkt.emit(hdr.append_total);
         pkt.emit(hdr.pc_chunk);
         pkt.emit(hdr.icrc);
     }

@@ -9,14 +9,13 @@ const bit<8> KIND_APPEND     = 2;
 const bit<8> KIND_KEYINC     = 3;
 const bit<8> KIND_POSTCARD   = 4;
 const bit<8> KIND_RESYNC     = 8;
-const bit<8> KIND_APPEND_HDR = 9;   /* region kind only: the Append list's header (total_entries_written) */
 
 /* drop / event counter indices */
 const bit<8> CNT_BAD_REDUNDANCY = 1;
-const bit<8> CNT_UNKNOWN_LIST   = 2;
+const bit<8> CNT_NO_REGION      = 2;   /* no region for (collector, kind, list): e.g. an unknown Append list */
 const bit<8> CNT_UNSUPPORTED_OP = 3;
-const bit<8> CNT_SEQ_DUPLICATE  = 4;
-const bit<8> CNT_SEQ_GAP_NACKED = 5;
+@noWarn("unused") const bit<8> CNT_SEQ_DUPLICATE  = 4;   /* seq form only */
+@noWarn("unused") const bit<8> CNT_SEQ_GAP_NACKED = 5;   /* seq form only */
 const bit<8> CNT_ROCE_ACK       = 6;
 const bit<8> CNT_ROCE_NAK_SEQ   = 7;
 const bit<8> CNT_ROCE_NAK_OTHER = 8;
@@ -24,17 +23,20 @@ const bit<8> CNT_ROCE_RNR       = 9;
 const bit<8> CNT_ROCE_ATOMIC_ACK = 10;
 const bit<8> CNT_ROCE_CNP       = 11;
 const bit<8> CNT_APPEND_BUFFERED = 12;
-const bit<8> CNT_POSTCARD_CACHED = 13;
-const bit<8> CNT_NO_REGION      = 14;
+@noWarn("unused") const bit<8> CNT_POSTCARD_CACHED = 13;   /* with -DTR_POSTCARDING only */
 
+/* ingress -> egress, in front of every packet. The ingress builds the whole RoCE frame (every header valid
+ * in the egress comes from the egress parser); the egress adds only what differs per copy (egress_rid): the
+ * slot or chunk address, the PSN, AckReq, the postcard cells' encoding and the iCRC. */
 header tr_bridge_h {
     bit<8>  kind;
-    bit<8>  collector_idx;
-    bit<16> list_idx;
-    bit<16> qp_idx;
-    bit<32> key;      /* Key-Write / Key-Increment key, or the postcard chunk's flow key */
-    bit<32> slot;     /* Append: head (entry index) of this batch */
-    bit<32> batches;  /* Append: batches written to the list so far, this one included */
+    bit<8>  qp_idx;      /* QP index of the frame (PSN register); for KIND_RESYNC the QP to resync */
+    bit<32> key;         /* slot hash input: Key-Write / Key-Increment key, or the chunk's flow key */
+    bit<32> mask;        /* slot mask S - 1 (Append: unused) */
+    bit<32> offset;      /* Append: byte offset of this batch in the list's entries (head * 4) */
+    bit<32> total;       /* Append: total_entries_written after this batch, bits 31..0 */
+    bit<8>  total_hi;    /* and bits 39..32 (the batch counter is 32 bits, so the total stays below 2^36) */
+    bit<32> icrc_k_le;   /* iCRC prefix constant K of (QP, region kind), byte-swapped */
 }
 
 /* Key-Write entry prefix: crc32(key_le) as 4 little-endian bytes */
@@ -70,12 +72,8 @@ header append_batch_h {
 #endif
 }
 
-/* Append list header: total_entries_written, u64 little-endian */
-header append_total_h {
-    bit<64> total_le;
-}
-
-/* Postcarding chunk: 8 cells of 4 bytes (raw values from the ingress cache, encoded by the egress) */
+/* Postcarding chunk: 8 cells of 4 bytes (raw values from the ingress cache; the egress encodes cell i as
+ * hopsum_i(key) XOR g(v), a big-endian u32, as dta-protocol's PostcardGeometry::encode_chunk) */
 header pc_chunk_h {
     bit<32> c0;
     bit<32> c1;
@@ -105,7 +103,6 @@ struct tr_headers_t {
     dta_append_h           dta_append;
     dta_append_data_h      dta_append_data;
     append_batch_h         append_batch;
-    append_total_h         append_total;
     dta_postcard_h         dta_postcard;
     dta_postcard_pathlen_h dta_postcard_pathlen;
     pc_chunk_h             pc_chunk;
@@ -119,6 +116,8 @@ struct nak_digest_t {
 }
 
 struct tr_ig_md_t {
+    bit<8>     kind;          /* set by the parser from the report's opcode */
+    bit<32>    list_id;       /* Append list id (0 for the other kinds), set by the parser */
     bit<8>     collector_idx;
     PortId_t   collector_port;
     bit<16>    mcast_append_hdr;
@@ -136,6 +135,7 @@ struct tr_ig_md_t {
     bit<32>    last_head;
     bit<32>    append_count;
     bit<32>    append_data;
+    bit<32>    batches;
     /* postcard */
     bit<32>    pc_key;
     bit<8>     pc_hop;
@@ -147,24 +147,10 @@ struct tr_ig_md_t {
 }
 
 struct tr_eg_md_t {
-    bit<8>  region_kind;
-    bit<1>  csum_update;
-    bit<16> qp_idx;
-    bit<32> slot;
-    bit<32> slot_mask;
-    bit<64> base;
-    bit<64> offset;
-    bit<32> icrc_k;
-    bit<32> icrc_raw;
     bit<32> psn;
-    bit<32> pc_h0;
-    bit<32> pc_h1;
-    bit<32> pc_h2;
-    bit<32> pc_h3;
-    bit<32> pc_h4;
-    bit<32> pc_h5;
-    bit<32> pc_h6;
-    bit<32> pc_h7;
+    bit<32> off32;
+    bit<64> offset;
+    bit<32> icrc;
 }
 
 #endif

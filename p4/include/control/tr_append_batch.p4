@@ -1,29 +1,11 @@
-/* dta translator: Append batching. Per list: a count of buffered entries, APPEND_BATCH-1 entry registers,
- * a head (entry index of the next batch, wrapping to 0 when the next batch would pass the list's end, so no
+/* dta translator (ingress): Append batching. The list (index and last head) comes from tbl_region. Per list: a count of buffered entries, APPEND_BATCH-1 entry registers,
+ * a head (byte offset of the next batch in the entries, wrapping to 0 when the next batch would pass the list's end, so no
  * slot is written twice per lap) and a batch counter. A report that completes a batch carries the whole batch
- * to the egress (one RDMA WRITE at entries + head*4); others are buffered and consumed here. Every
- * 2^APPEND_HDR_EVERY_LOG2-th batch also goes to the multicast group with RIDs 0 and 1, and copy 1 writes
- * total_entries_written to the list header. */
+ * to the egress (one RDMA WRITE at region + 64 + head*4); others are buffered and consumed here. Every
+ * 2^APPEND_HDR_EVERY_LOG2-th batch also goes to the multicast group with RIDs 0 and 1, and the egress turns
+ * copy 1 into the list header write (total_entries_written, same frame length). */
 control TrAppendBatch(inout tr_headers_t hdr, inout tr_ig_md_t ig_md,
                       inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
-    bit<32> batches;
-
-    action set_list(bit<16> list_idx, bit<32> last_head) {
-        ig_md.list_idx = list_idx;
-        ig_md.last_head = last_head;
-    }
-    action unknown_list() {
-        ig_md.handled = 1;
-        ig_md.count_reason = CNT_UNKNOWN_LIST;
-        ig_md.drop = 1;
-    }
-    table tbl_list {
-        key = { ig_md.collector_idx: exact; hdr.dta_append.list_id: exact; }
-        actions = { set_list; unknown_list; }
-        default_action = unknown_list();
-        size = MAX_LISTS;
-    }
-
     Register<bit<32>, bit<16>>(MAX_LISTS, 0) reg_count;
     RegisterAction<bit<32>, bit<16>, bit<32>>(reg_count) count_entry = {
         void apply(inout bit<32> count, out bit<32> old) {
@@ -43,7 +25,7 @@ control TrAppendBatch(inout tr_headers_t hdr, inout tr_ig_md_t ig_md,
             if (head >= ig_md.last_head) {
                 head = 0;
             } else {
-                head = head + APPEND_BATCH;
+                head = head + APPEND_BATCH * APPEND_ENTRY_BYTES;
             }
         }
     };
@@ -194,8 +176,7 @@ control TrAppendBatch(inout tr_headers_t hdr, inout tr_ig_md_t ig_md,
 
     apply {
         hdr.dta_base.setInvalid();
-        if (tbl_list.apply().hit) {
-            ig_md.append_data = hdr.dta_append_data.data;
+        {
             ig_md.append_count = count_entry.execute(ig_md.list_idx);
             ig_md.handled = 1;
             if (ig_md.append_count == APPEND_BATCH - 1) {
@@ -258,11 +239,13 @@ control TrAppendBatch(inout tr_headers_t hdr, inout tr_ig_md_t ig_md,
                 hdr.append_batch.e15 = ig_md.append_data;
 #endif
                 hdr.bridge.kind = KIND_APPEND;
-                hdr.bridge.list_idx = ig_md.list_idx;
-                hdr.bridge.slot = next_head.execute(ig_md.list_idx);
-                batches = count_batch.execute(ig_md.list_idx);
-                hdr.bridge.batches = batches;
-                if (batches[APPEND_HDR_EVERY_LOG2 - 1:0] == 0) {
+                hdr.bridge.offset = next_head.execute(ig_md.list_idx);
+                ig_md.batches = count_batch.execute(ig_md.list_idx);
+                hdr.bridge.total = ig_md.batches << APPEND_BATCH_LOG2;
+#if APPEND_BATCH_LOG2 > 0
+                hdr.bridge.total_hi = (bit<8>)(ig_md.batches >> (32 - APPEND_BATCH_LOG2));
+#endif
+                if (ig_md.batches[APPEND_HDR_EVERY_LOG2 - 1:0] == 0) {
                     ig_tm_md.mcast_grp_a = ig_md.mcast_append_hdr;
                 } else {
                     ig_tm_md.ucast_egress_port = ig_md.collector_port;

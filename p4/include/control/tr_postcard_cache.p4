@@ -117,7 +117,7 @@ control TrPostcardCache(inout tr_headers_t hdr, inout tr_ig_md_t ig_md,
     apply {
         if (hdr.dta_postcard.isValid()) {
             from_postcard();
-        } else {
+        } else if (hdr.dta_postcard_pathlen.isValid()) {
             from_postcard_pathlen();
         }
         idx = cache_hash.get({ig_md.pc_key[7:0], ig_md.pc_key[15:8], ig_md.pc_key[23:16], ig_md.pc_key[31:24]});

@@ -1,9 +1,9 @@
-/* dta translator: Postcarding cell encoding (DESIGN.md section 3). Cell i of the chunk of flow x holding
- * value v is hopsum_i(x) XOR g(v): hopsum_i is CRC-32 (reflected, init and xorout 0xFFFFFFFF) with hop i's
- * polynomial over key_le, g(v) is CRC-32C over v's 4 big-endian bytes. Cells are written as little-endian
- * u32 (like the Key-Write checksum); cells after hop B stay zero (padding to the 32-byte stride).
- * Both hashes are byte-swapped as they leave the hash unit and XORed afterwards: swap(a ^ b) = swap(a) ^
- * swap(b), and Tofino cannot byte-swap the result of an XOR within one container. */
+/* dta translator (egress): Postcarding cell encoding (DESIGN.md section 3). Cell i of the chunk of flow x
+ * holding value v is hopsum_i(x) XOR g(v): hopsum_i is CRC-32 (reflected, init and xorout 0xFFFFFFFF) with
+ * hop i's polynomial over key_le, g(v) is CRC-32C over v's 4 big-endian bytes. Cells are big-endian u32 (as
+ * dta-protocol's PostcardGeometry::encode_chunk writes them and the reference collector reads them with
+ * ntohl); cells after hop B stay zero (padding to the 32-byte stride). The cell is first replaced by g(v),
+ * then XORed with hopsum_i straight from the hash unit. */
 control TrPostcardEncode(inout tr_headers_t hdr, inout tr_eg_md_t eg_md) {
     CRCPolynomial<bit<32>>(CRC32C_POLY, true, false, false, 32w0xFFFFFFFF, 32w0xFFFFFFFF) crc32c_poly;
 #if POSTCARD_HOPS >= 1
@@ -12,14 +12,11 @@ control TrPostcardEncode(inout tr_headers_t hdr, inout tr_eg_md_t eg_md) {
     Hash<bit<32>>(HashAlgorithm_t.CUSTOM, crc32c_poly) g1;
     action hop1_h() {
         bit<32> h = hopsum1.get({hdr.bridge.key[7:0], hdr.bridge.key[15:8], hdr.bridge.key[23:16], hdr.bridge.key[31:24]});
-        eg_md.pc_h0 = h[7:0] ++ h[15:8] ++ h[23:16] ++ h[31:24];
+        hdr.pc_chunk.c0 = hdr.pc_chunk.c0 ^ h;
     }
     action hop1_g() {
         bit<32> gv = g1.get({hdr.pc_chunk.c0});
-        hdr.pc_chunk.c0 = gv[7:0] ++ gv[15:8] ++ gv[23:16] ++ gv[31:24];
-    }
-    action hop1_x() {
-        hdr.pc_chunk.c0 = hdr.pc_chunk.c0 ^ eg_md.pc_h0;
+        hdr.pc_chunk.c0 = gv;
     }
 #endif
 #if POSTCARD_HOPS >= 2
@@ -28,14 +25,11 @@ control TrPostcardEncode(inout tr_headers_t hdr, inout tr_eg_md_t eg_md) {
     Hash<bit<32>>(HashAlgorithm_t.CUSTOM, crc32c_poly) g2;
     action hop2_h() {
         bit<32> h = hopsum2.get({hdr.bridge.key[7:0], hdr.bridge.key[15:8], hdr.bridge.key[23:16], hdr.bridge.key[31:24]});
-        eg_md.pc_h1 = h[7:0] ++ h[15:8] ++ h[23:16] ++ h[31:24];
+        hdr.pc_chunk.c1 = hdr.pc_chunk.c1 ^ h;
     }
     action hop2_g() {
         bit<32> gv = g2.get({hdr.pc_chunk.c1});
-        hdr.pc_chunk.c1 = gv[7:0] ++ gv[15:8] ++ gv[23:16] ++ gv[31:24];
-    }
-    action hop2_x() {
-        hdr.pc_chunk.c1 = hdr.pc_chunk.c1 ^ eg_md.pc_h1;
+        hdr.pc_chunk.c1 = gv;
     }
 #endif
 #if POSTCARD_HOPS >= 3
@@ -44,14 +38,11 @@ control TrPostcardEncode(inout tr_headers_t hdr, inout tr_eg_md_t eg_md) {
     Hash<bit<32>>(HashAlgorithm_t.CUSTOM, crc32c_poly) g3;
     action hop3_h() {
         bit<32> h = hopsum3.get({hdr.bridge.key[7:0], hdr.bridge.key[15:8], hdr.bridge.key[23:16], hdr.bridge.key[31:24]});
-        eg_md.pc_h2 = h[7:0] ++ h[15:8] ++ h[23:16] ++ h[31:24];
+        hdr.pc_chunk.c2 = hdr.pc_chunk.c2 ^ h;
     }
     action hop3_g() {
         bit<32> gv = g3.get({hdr.pc_chunk.c2});
-        hdr.pc_chunk.c2 = gv[7:0] ++ gv[15:8] ++ gv[23:16] ++ gv[31:24];
-    }
-    action hop3_x() {
-        hdr.pc_chunk.c2 = hdr.pc_chunk.c2 ^ eg_md.pc_h2;
+        hdr.pc_chunk.c2 = gv;
     }
 #endif
 #if POSTCARD_HOPS >= 4
@@ -60,14 +51,11 @@ control TrPostcardEncode(inout tr_headers_t hdr, inout tr_eg_md_t eg_md) {
     Hash<bit<32>>(HashAlgorithm_t.CUSTOM, crc32c_poly) g4;
     action hop4_h() {
         bit<32> h = hopsum4.get({hdr.bridge.key[7:0], hdr.bridge.key[15:8], hdr.bridge.key[23:16], hdr.bridge.key[31:24]});
-        eg_md.pc_h3 = h[7:0] ++ h[15:8] ++ h[23:16] ++ h[31:24];
+        hdr.pc_chunk.c3 = hdr.pc_chunk.c3 ^ h;
     }
     action hop4_g() {
         bit<32> gv = g4.get({hdr.pc_chunk.c3});
-        hdr.pc_chunk.c3 = gv[7:0] ++ gv[15:8] ++ gv[23:16] ++ gv[31:24];
-    }
-    action hop4_x() {
-        hdr.pc_chunk.c3 = hdr.pc_chunk.c3 ^ eg_md.pc_h3;
+        hdr.pc_chunk.c3 = gv;
     }
 #endif
 #if POSTCARD_HOPS >= 5
@@ -76,14 +64,11 @@ control TrPostcardEncode(inout tr_headers_t hdr, inout tr_eg_md_t eg_md) {
     Hash<bit<32>>(HashAlgorithm_t.CUSTOM, crc32c_poly) g5;
     action hop5_h() {
         bit<32> h = hopsum5.get({hdr.bridge.key[7:0], hdr.bridge.key[15:8], hdr.bridge.key[23:16], hdr.bridge.key[31:24]});
-        eg_md.pc_h4 = h[7:0] ++ h[15:8] ++ h[23:16] ++ h[31:24];
+        hdr.pc_chunk.c4 = hdr.pc_chunk.c4 ^ h;
     }
     action hop5_g() {
         bit<32> gv = g5.get({hdr.pc_chunk.c4});
-        hdr.pc_chunk.c4 = gv[7:0] ++ gv[15:8] ++ gv[23:16] ++ gv[31:24];
-    }
-    action hop5_x() {
-        hdr.pc_chunk.c4 = hdr.pc_chunk.c4 ^ eg_md.pc_h4;
+        hdr.pc_chunk.c4 = gv;
     }
 #endif
 #if POSTCARD_HOPS >= 6
@@ -92,14 +77,11 @@ control TrPostcardEncode(inout tr_headers_t hdr, inout tr_eg_md_t eg_md) {
     Hash<bit<32>>(HashAlgorithm_t.CUSTOM, crc32c_poly) g6;
     action hop6_h() {
         bit<32> h = hopsum6.get({hdr.bridge.key[7:0], hdr.bridge.key[15:8], hdr.bridge.key[23:16], hdr.bridge.key[31:24]});
-        eg_md.pc_h5 = h[7:0] ++ h[15:8] ++ h[23:16] ++ h[31:24];
+        hdr.pc_chunk.c5 = hdr.pc_chunk.c5 ^ h;
     }
     action hop6_g() {
         bit<32> gv = g6.get({hdr.pc_chunk.c5});
-        hdr.pc_chunk.c5 = gv[7:0] ++ gv[15:8] ++ gv[23:16] ++ gv[31:24];
-    }
-    action hop6_x() {
-        hdr.pc_chunk.c5 = hdr.pc_chunk.c5 ^ eg_md.pc_h5;
+        hdr.pc_chunk.c5 = gv;
     }
 #endif
 #if POSTCARD_HOPS >= 7
@@ -108,14 +90,11 @@ control TrPostcardEncode(inout tr_headers_t hdr, inout tr_eg_md_t eg_md) {
     Hash<bit<32>>(HashAlgorithm_t.CUSTOM, crc32c_poly) g7;
     action hop7_h() {
         bit<32> h = hopsum7.get({hdr.bridge.key[7:0], hdr.bridge.key[15:8], hdr.bridge.key[23:16], hdr.bridge.key[31:24]});
-        eg_md.pc_h6 = h[7:0] ++ h[15:8] ++ h[23:16] ++ h[31:24];
+        hdr.pc_chunk.c6 = hdr.pc_chunk.c6 ^ h;
     }
     action hop7_g() {
         bit<32> gv = g7.get({hdr.pc_chunk.c6});
-        hdr.pc_chunk.c6 = gv[7:0] ++ gv[15:8] ++ gv[23:16] ++ gv[31:24];
-    }
-    action hop7_x() {
-        hdr.pc_chunk.c6 = hdr.pc_chunk.c6 ^ eg_md.pc_h6;
+        hdr.pc_chunk.c6 = gv;
     }
 #endif
 #if POSTCARD_HOPS >= 8
@@ -124,56 +103,45 @@ control TrPostcardEncode(inout tr_headers_t hdr, inout tr_eg_md_t eg_md) {
     Hash<bit<32>>(HashAlgorithm_t.CUSTOM, crc32c_poly) g8;
     action hop8_h() {
         bit<32> h = hopsum8.get({hdr.bridge.key[7:0], hdr.bridge.key[15:8], hdr.bridge.key[23:16], hdr.bridge.key[31:24]});
-        eg_md.pc_h7 = h[7:0] ++ h[15:8] ++ h[23:16] ++ h[31:24];
+        hdr.pc_chunk.c7 = hdr.pc_chunk.c7 ^ h;
     }
     action hop8_g() {
         bit<32> gv = g8.get({hdr.pc_chunk.c7});
-        hdr.pc_chunk.c7 = gv[7:0] ++ gv[15:8] ++ gv[23:16] ++ gv[31:24];
-    }
-    action hop8_x() {
-        hdr.pc_chunk.c7 = hdr.pc_chunk.c7 ^ eg_md.pc_h7;
+        hdr.pc_chunk.c7 = gv;
     }
 #endif
     apply {
 #if POSTCARD_HOPS >= 1
-        hop1_h();
         hop1_g();
-        hop1_x();
+        hop1_h();
 #endif
 #if POSTCARD_HOPS >= 2
-        hop2_h();
         hop2_g();
-        hop2_x();
+        hop2_h();
 #endif
 #if POSTCARD_HOPS >= 3
-        hop3_h();
         hop3_g();
-        hop3_x();
+        hop3_h();
 #endif
 #if POSTCARD_HOPS >= 4
-        hop4_h();
         hop4_g();
-        hop4_x();
+        hop4_h();
 #endif
 #if POSTCARD_HOPS >= 5
-        hop5_h();
         hop5_g();
-        hop5_x();
+        hop5_h();
 #endif
 #if POSTCARD_HOPS >= 6
-        hop6_h();
         hop6_g();
-        hop6_x();
+        hop6_h();
 #endif
 #if POSTCARD_HOPS >= 7
-        hop7_h();
         hop7_g();
-        hop7_x();
+        hop7_h();
 #endif
 #if POSTCARD_HOPS >= 8
-        hop8_h();
         hop8_g();
-        hop8_x();
+        hop8_h();
 #endif
     }
 }

@@ -11,7 +11,7 @@
  * Responses for QPs that are not ours are forwarded. */
 control TrRoceResponse(inout tr_headers_t hdr, inout tr_ig_md_t ig_md,
                        inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
-    action our_qp(bit<16> qp_idx, PortId_t collector_port) {
+    action our_qp(bit<8> qp_idx, PortId_t collector_port) {
         hdr.bridge.qp_idx = qp_idx;
         ig_md.collector_port = collector_port;
     }

@@ -57,6 +57,24 @@ control TrSeqNack(inout tr_headers_t hdr, inout tr_ig_md_t ig_md,
         ig_md.handled = 1;
         ig_md.count_reason = CNT_SEQ_GAP_NACKED;
     }
+    action seq_in_order() { }
+    action seq_duplicate() {
+        ig_md.handled = 1;
+        ig_md.count_reason = CNT_SEQ_DUPLICATE;
+        ig_md.drop = 1;
+    }
+    /* behind = last - seqnum (mod 256): 0 in order; 1..127 already written; otherwise a gap. A table, not an
+     * if: bf-p4c would fold the subtraction into the condition, which a gateway cannot evaluate. */
+    table tbl_seq_class {
+        key = { ig_md.seq_behind: ternary; }
+        actions = { seq_in_order; seq_duplicate; craft_nack; }
+        const entries = {
+            0 : seq_in_order();
+            0x00 &&& 0x80 : seq_duplicate();
+        }
+        default_action = craft_nack();
+        size = 2;
+    }
 #endif
 
     apply {
@@ -65,16 +83,7 @@ control TrSeqNack(inout tr_headers_t hdr, inout tr_ig_md_t ig_md,
             tbl_reporter.apply();
             ig_md.seq_last = track.execute(seq_index);
             ig_md.seq_behind = ig_md.seq_last - hdr.dta_base.seqnum;
-            if (ig_md.seq_last == hdr.dta_base.seqnum) {
-                /* in order: go on */
-            } else if (ig_md.seq_behind[7:7] == 0) {
-                /* seqnum <= last (mod 256, within half the space): already written */
-                ig_md.handled = 1;
-                ig_md.count_reason = CNT_SEQ_DUPLICATE;
-                ig_md.drop = 1;
-            } else {
-                craft_nack();
-            }
+            tbl_seq_class.apply();
         }
 #endif
     }

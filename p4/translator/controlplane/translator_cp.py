@@ -1,22 +1,36 @@
 """Control plane for the dta P4 translator (p4/translator/dta_translator.p4).
 
-The table-entry computation is plain functions over plain data (`compute_entries`), tested without a switch
-(p4/tests). `load(bfrt, entries)` writes them through Tofino's bfrt_python; `main()` runs inside
-`bfshell -b translator_cp.py` (or `bfrt_python`) and asks the collector's control channel (DESIGN.md section
-6, see channel.py) for the region metadata. bfrt is only imported inside the switch's Python.
+The table-entry computation is a plain function of the collector's Welcome (`compute_entries`), tested
+without a switch (p4/tests). `load(bfrt, entries)` writes them through Tofino's bfrt_python; `main()` runs
+inside `bfshell -b translator_cp.py` and talks to the collector's control channel (DESIGN.md section 6) with
+`request_welcome`. bfrt is only imported inside the switch's Python.
 
-Region kinds (must match translator/types.p4): KEYWRITE 1, APPEND 2 (entries), KEYINC 3, POSTCARD 4,
-APPEND_HDR 9 (the list header).
+Control channel (dta-protocol's protocol/src/control.rs), one JSON object per line over TCP:
+  hello   {"type": "hello", "version": 1, "token": "...", "mac": [6 ints], "ip": [4 ints], "gid": [16 ints],
+           "qps": [{"qpn": .., "start_psn": ..}]}
+  welcome {"type": "welcome", "version": 1, "mac": [..], "ip": [..], "qps": [{"qpn": .., "peer_qpn": ..}],
+           "max_dest_rd_atomic": .., "path_mtu": .., "regions": [{"id": .., "va": .., "rkey": ..,
+           "geometry": {"kind": "key_write", "slots": .., "entry_size": .., "n_max": ..}}, ...]}
+  geometry kinds: key_write {slots, entry_size, n_max}, key_increment {slots, n_max},
+                  postcarding {chunks, hops, n_max}, append {entries, entry_size, batch_size},
+                  sketch {rows, columns}
+  refusal {"type": "refusal", "version": 1, "error": "..."}
+
+Region kinds (must match translator/types.p4): KEYWRITE 1, APPEND 2, KEYINC 3, POSTCARD 4.
 """
 import ipaddress
+import json
+import socket
 import struct
 import zlib
+
+CONTROL_VERSION = 1
+CONTROL_PORT = 40050
 
 KIND_KEYWRITE = 1
 KIND_APPEND = 2
 KIND_KEYINC = 3
 KIND_POSTCARD = 4
-KIND_APPEND_HDR = 9
 
 N_MAX = 8
 APPEND_HEADER_BYTES = 64
@@ -24,13 +38,15 @@ POSTCARD_CHUNK_BYTES = 32
 BTH_OP_WRITE_ONLY = 0x0A
 BTH_OP_FETCH_ADD = 0x14
 ROCEV2_PORT = 4791
+MAX_QPS = 256
+MAX_LISTS = 1024
 
-# compile-time configuration of the P4 program (defaults of include/define.p4)
-DEFAULT_BUILD = {"kw_data_bytes": 4, "append_batch": 4, "postcard_hops": 5}
+# compile-time configuration of the P4 program (defaults of include/define.p4; postcarding = -DTR_POSTCARDING)
+DEFAULT_BUILD = {"kw_data_bytes": 4, "append_batch": 4, "postcard_hops": 5, "postcarding": False}
 
-# the region kinds the collector announces, as named on the control channel
-CHANNEL_KINDS = {"keywrite": KIND_KEYWRITE, "keyincrement": KIND_KEYINC, "append": KIND_APPEND,
-                 "postcard": KIND_POSTCARD}
+# geometry kinds on the control channel -> region kinds of the P4 program
+CHANNEL_KINDS = {"key_write": KIND_KEYWRITE, "key_increment": KIND_KEYINC, "append": KIND_APPEND,
+                 "postcarding": KIND_POSTCARD}
 
 
 # ---------------------------------------------------------------- hashing helpers (same math as the P4)
@@ -43,16 +59,26 @@ def slot(key, n, slots):
     return zlib.crc32(key_le(key) + bytes([n])) & (slots - 1)
 
 
-def mac_bytes(mac):
-    return bytes(int(b, 16) for b in mac.split(":"))
-
-
 def mac_int(mac):
-    return int.from_bytes(mac_bytes(mac), "big")
+    """[6 ints] (the control channel's form) -> 48-bit integer."""
+    if len(mac) != 6:
+        raise ValueError(f"MAC {mac} is not 6 bytes")
+    return int.from_bytes(bytes(mac), "big")
 
 
 def ip_int(ip):
-    return int(ipaddress.IPv4Address(ip))
+    """[4 ints] -> 32-bit integer."""
+    if len(ip) != 4:
+        raise ValueError(f"IPv4 address {ip} is not 4 bytes")
+    return int.from_bytes(bytes(ip), "big")
+
+
+def ip_str(ip):
+    return str(ipaddress.IPv4Address(bytes(ip)))
+
+
+def bswap32(x):
+    return int.from_bytes(x.to_bytes(4, "big"), "little")
 
 
 # ---------------------------------------------------------------- frames and the iCRC
@@ -64,8 +90,6 @@ def tail_len(kind, build=DEFAULT_BUILD):
         return 4 + 28
     if kind == KIND_APPEND:
         return 4 + 16 + 4 * build["append_batch"]
-    if kind == KIND_APPEND_HDR:
-        return 4 + 16 + 8
     if kind == KIND_POSTCARD:
         return 4 + 16 + POSTCARD_CHUNK_BYTES
     raise ValueError(f"unknown region kind {kind}")
@@ -143,108 +167,159 @@ def _pow2(x, what):
     return x
 
 
-def compute_entries(answer, local, build=DEFAULT_BUILD):
+def compute_entries(welcome, hello, site, build=DEFAULT_BUILD):
     """All table entries, multicast groups and register values for one collector.
 
-    answer: the collector's control-channel answer (DESIGN.md section 6), a dict:
-        {"mac", "ip", "qpns": [...], "max_dest_rd_atomic", "regions": [{"kind", "id", "va", "rkey", "length",
-         "geometry": {"slots" | "entries" | "chunks", "entry_size", "n_max", "batch_size", "chunk_stride",
-                      "copies"}}]}
-    local: this translator's side: {"collector_idx", "collector_port", "mac", "ip", "qpns": [virtual QPNs],
-        "psns": [starting PSNs], "udp_src_ports": [...], "postcard_copies" (optional, default 1)}
-    Region i uses QP i mod len(qpns) (Key-Increment regions first get a QP of their own when there are
-    enough). Raises ValueError when the answer does not fit the compiled program.
+    welcome: the collector's Welcome (control.rs), as decoded from JSON.
+    hello: the Hello this translator sent (its MAC, IP and QPs with their starting PSNs).
+    site: this switch's side: {"collector_idx", "collector_port", and optionally "qp_base" (first QP index of
+        this collector in the PSN register, default 0), "list_base" (first Append list index, default 0),
+        "udp_src_port_base" (UDP source port of QP i is base + i, default 49152, as the Rust translator)}.
+    Region i (Key-Increment regions first) uses the collector's QP i mod #QPs. Sketch regions, and
+    Postcarding regions when the program is built without -DTR_POSTCARDING, are listed under "ignored":
+    their reports are dropped and counted by the switch. Raises ValueError when the Welcome does not fit
+    the compiled program.
     """
-    cidx = local["collector_idx"]
-    port = local["collector_port"]
-    if len(answer["qpns"]) != len(local["qpns"]):
+    if welcome.get("type", "welcome") != "welcome":
+        raise ValueError(f"not a welcome: {welcome.get('error', welcome.get('type'))}")
+    if welcome["version"] != CONTROL_VERSION:
+        raise ValueError(f"control protocol version {welcome['version']}, expected {CONTROL_VERSION}")
+    cidx = site["collector_idx"]
+    port = site["collector_port"]
+    qp_base = site.get("qp_base", 0)
+    list_base = site.get("list_base", 0)
+    sport_base = site.get("udp_src_port_base", 49152)
+    qps, my_qps = welcome["qps"], hello["qps"]
+    if len(qps) != len(my_qps) or not qps:
         raise ValueError("collector and translator disagree on the number of QPs")
-    nqp = len(answer["qpns"])
-    regions = sorted(answer["regions"], key=lambda r: (CHANNEL_KINDS[r["kind"]] != KIND_KEYINC,
-                                                      CHANNEL_KINDS[r["kind"]], r.get("id", 0)))
-    if answer.get("max_dest_rd_atomic", 0) <= 0 and any(r["kind"] == "keyincrement" for r in regions):
+    for theirs, mine in zip(qps, my_qps):
+        if theirs["peer_qpn"] != mine["qpn"]:
+            raise ValueError(f"collector QP {theirs['qpn']} is connected to {theirs['peer_qpn']}, "
+                             f"not to our QP {mine['qpn']}")
+    nqp = len(qps)
+    if qp_base + nqp > MAX_QPS:
+        raise ValueError(f"QP indices {qp_base}..{qp_base + nqp - 1} exceed MAX_QPS {MAX_QPS}")
+
+    served, ignored = [], []
+    for r in welcome["regions"]:
+        kind = CHANNEL_KINDS.get(r["geometry"]["kind"])
+        if kind is None or (kind == KIND_POSTCARD and not build.get("postcarding")):
+            ignored.append({"id": r["id"], "kind": r["geometry"]["kind"]})
+        else:
+            served.append((kind, r))
+    served.sort(key=lambda kr: (kr[0] != KIND_KEYINC, kr[0], kr[1]["id"]))
+    if welcome["max_dest_rd_atomic"] <= 0 and any(k == KIND_KEYINC for k, _ in served):
         raise ValueError("collector QPs accept no atomics (max_dest_rd_atomic = 0) but a Key-Increment "
-                         "region is configured")
+                         "region is announced")
+    largest = max([4 + build["kw_data_bytes"], 4 * build["append_batch"], POSTCARD_CHUNK_BYTES])
+    if welcome["path_mtu"] < largest:
+        raise ValueError(f"path MTU {welcome['path_mtu']} below the program's {largest}-byte writes")
 
-    out = {"tbl_collector": [], "tbl_copies": [], "tbl_list": [], "tbl_qpn": [], "tbl_region": [],
-           "reg_psn": [], "mcast_groups": mcast_groups(cidx, port)}
-    postcard_copies = local.get("postcard_copies", 1)
-    out["tbl_collector"].append({
-        "key": {"hdr.ipv4.dst_addr": ip_int(answer["ip"])},
-        "action": "collector",
-        "data": {"collector_idx": cidx, "port": port,
-                 "mcast_append_hdr": mcast_group_id(cidx, 2),
-                 "mcast_postcard": mcast_group_id(cidx, postcard_copies)}})
-    n_max = max([r["geometry"].get("n_max", N_MAX) for r in regions
-                 if r["kind"] in ("keywrite", "keyincrement")] or [N_MAX])
-    if n_max > N_MAX:
-        raise ValueError(f"n_max {n_max} above {N_MAX}")
-    for n in range(1, n_max + 1):
-        out["tbl_copies"].append({"key": {"ig_md.collector_idx": cidx, "ig_md.redundancy": n},
-                                  "action": "copies", "data": {"grp": mcast_group_id(cidx, n)}})
-    for q in range(nqp):
-        out["tbl_qpn"].append({"key": {"hdr.bth.dest_qp": local["qpns"][q]}, "action": "our_qp",
-                               "data": {"qp_idx": q, "collector_port": port}})
-        out["reg_psn"].append({"index": q, "value": local["psns"][q] & 0xFFFFFF})
+    src_ip, dst_ip = ip_str(hello["ip"]), ip_str(welcome["ip"])
+    n_max = {KIND_KEYWRITE: 0, KIND_KEYINC: 0, KIND_POSTCARD: 1}
+    out = {"tbl_collector": [], "tbl_copies": [], "tbl_region": [], "tbl_qpn": [], "reg_psn": [],
+           "mcast_groups": mcast_groups(cidx, port), "ignored": ignored}
 
-    def region_entry(kind, list_idx, qp, rkey, base, mask):
-        dest_qp = answer["qpns"][qp]
-        sport = local["udp_src_ports"][qp]
-        return {"key": {"hdr.bridge.collector_idx": cidx, "eg_md.region_kind": kind,
-                        "hdr.bridge.list_idx": list_idx},
-                "action": "set_region",
-                "data": {"qp_idx": qp, "dest_qp": dest_qp, "rkey": rkey, "base": base, "slot_mask": mask,
-                         "icrc_k": icrc_prefix_constant(kind, local["ip"], answer["ip"], sport, dest_qp, build),
-                         "udp_src_port": sport, "src_mac": mac_int(local["mac"]),
-                         "dst_mac": mac_int(answer["mac"]), "src_ip": ip_int(local["ip"]),
-                         "dst_ip": ip_int(answer["ip"])}}
+    def region_entry(action, kind, list_id, qp, r, mask=None, extra=None):
+        dest_qp = qps[qp]["qpn"]
+        sport = sport_base + qp
+        data = {"qp_idx": qp_base + qp, "dest_qp": dest_qp}
+        if mask is not None:
+            data["mask"] = mask
+        data.update({"icrc_k_le": bswap32(icrc_prefix_constant(kind, src_ip, dst_ip, sport, dest_qp, build)),
+                     "udp_src_port": sport, "src_mac": mac_int(hello["mac"]), "dst_mac": mac_int(welcome["mac"]),
+                     "src_ip": ip_int(hello["ip"]), "va": r["va"], "rkey": r["rkey"]})
+        data.update(extra or {})
+        return {"key": {"ig_md.collector_idx": cidx, "ig_md.kind": kind, "ig_md.list_id": list_id},
+                "action": action, "data": data}
 
-    list_idx = 0
-    for i, r in enumerate(regions):
-        kind = CHANNEL_KINDS[r["kind"]]
+    list_idx = list_base
+    for i, (kind, r) in enumerate(served):
         g = r["geometry"]
         qp = i % nqp
         if kind == KIND_KEYWRITE:
             if g["entry_size"] != 4 + build["kw_data_bytes"]:
                 raise ValueError(f"Key-Write entry size {g['entry_size']} but the program writes "
-                                 f"{4 + build['kw_data_bytes']}")
-            slots = _pow2(g["slots"], "slot count")
-            if slots * g["entry_size"] > r["length"]:
-                raise ValueError("Key-Write region shorter than its slots")
-            out["tbl_region"].append(region_entry(kind, 0, qp, r["rkey"], r["va"], slots - 1))
+                                 f"{4 + build['kw_data_bytes']} (KW_DATA_BYTES)")
+            slots = _pow2(g["slots"], "Key-Write slot count")
+            if slots * g["entry_size"] > 1 << 32:
+                raise ValueError("Key-Write region above 4 GiB")
+            n_max[kind] = max(n_max[kind], g["n_max"])
+            out["tbl_region"].append(region_entry("region_keywrite", kind, 0, qp, r, slots - 1))
         elif kind == KIND_KEYINC:
-            slots = _pow2(g["slots"], "slot count")
+            slots = _pow2(g["slots"], "Key-Increment slot count")
             if r["va"] % 8:
                 raise ValueError("Key-Increment region not 8-byte aligned")
-            if slots * 8 > r["length"]:
-                raise ValueError("Key-Increment region shorter than its slots")
-            out["tbl_region"].append(region_entry(kind, 0, qp, r["rkey"], r["va"], slots - 1))
+            if slots * 8 > 1 << 32:
+                raise ValueError("Key-Increment region above 4 GiB")
+            n_max[kind] = max(n_max[kind], g["n_max"])
+            out["tbl_region"].append(region_entry("region_keyinc", kind, 0, qp, r, slots - 1))
         elif kind == KIND_POSTCARD:
             chunks = _pow2(g["chunks"], "chunk count")
-            if g.get("chunk_stride", POSTCARD_CHUNK_BYTES) != POSTCARD_CHUNK_BYTES:
-                raise ValueError("chunk stride must be 32")
-            if g.get("hops", build["postcard_hops"]) != build["postcard_hops"]:
-                raise ValueError("path length B differs from the compiled POSTCARD_HOPS")
-            out["tbl_region"].append(region_entry(kind, 0, qp, r["rkey"], r["va"], chunks - 1))
-        elif kind == KIND_APPEND:
-            entries, batch = g["entries"], build["append_batch"]
-            if g.get("entry_size", 4) != 4:
-                raise ValueError("the P4 translator supports 4-byte Append entries only")
-            if g.get("batch_size", batch) != batch or entries % batch:
-                raise ValueError(f"Append list {r['id']}: {entries} entries, batch {g.get('batch_size')}, "
-                                 f"program batch {batch}")
-            if APPEND_HEADER_BYTES + 4 * entries > r["length"]:
-                raise ValueError("Append region shorter than header + entries")
-            out["tbl_list"].append({"key": {"ig_md.collector_idx": cidx, "hdr.dta_append.list_id": r["id"]},
-                                    "action": "set_list",
-                                    "data": {"list_idx": list_idx, "last_head": entries - batch}})
-            out["tbl_region"].append(region_entry(KIND_APPEND, list_idx, qp, r["rkey"],
-                                                  r["va"] + APPEND_HEADER_BYTES, 0))
-            out["tbl_region"].append(region_entry(KIND_APPEND_HDR, list_idx, qp, r["rkey"], r["va"], 0))
-            list_idx += 1
+            if g["hops"] != build["postcard_hops"]:
+                raise ValueError(f"path length {g['hops']} differs from the compiled POSTCARD_HOPS "
+                                 f"{build['postcard_hops']}")
+            if chunks * POSTCARD_CHUNK_BYTES > 1 << 32:
+                raise ValueError("Postcarding region above 4 GiB")
+            n_max[kind] = max(n_max[kind], g["n_max"])
+            out["tbl_region"].append(region_entry("region_postcard", kind, 0, qp, r, chunks - 1))
         else:
-            raise ValueError(f"unsupported region kind {r['kind']}")
+            entries, batch = g["entries"], build["append_batch"]
+            if g["entry_size"] != 4:
+                raise ValueError(f"Append list {r['id']}: entry size {g['entry_size']}; the P4 translator "
+                                 "writes 4-byte entries only")
+            if g["batch_size"] != batch:
+                raise ValueError(f"Append list {r['id']}: batch size {g['batch_size']}, program batch {batch}")
+            if APPEND_HEADER_BYTES + 4 * entries > 1 << 32:
+                raise ValueError(f"Append list {r['id']}: above 4 GiB")
+            if list_idx >= MAX_LISTS:
+                raise ValueError(f"more than MAX_LISTS {MAX_LISTS} Append lists")
+            out["tbl_region"].append(region_entry(
+                "region_append", kind, r["id"], qp, r,
+                extra={"list_idx": list_idx, "last_head": 4 * (entries - batch)}))
+            list_idx += 1
+
+    out["tbl_collector"].append({
+        "key": {"hdr.ipv4.dst_addr": ip_int(welcome["ip"])},
+        "action": "collector",
+        "data": {"collector_idx": cidx, "port": port,
+                 "mcast_append_hdr": mcast_group_id(cidx, 2),
+                 "mcast_postcard": mcast_group_id(cidx, n_max[KIND_POSTCARD])}})
+    for n in range(1, max(n_max[KIND_KEYWRITE], n_max[KIND_KEYINC]) + 1):
+        out["tbl_copies"].append({"key": {"ig_md.collector_idx": cidx, "ig_md.redundancy": n},
+                                  "action": "copies", "data": {"grp": mcast_group_id(cidx, n)}})
+    for q in range(nqp):
+        out["tbl_qpn"].append({"key": {"hdr.bth.dest_qp": my_qps[q]["qpn"]}, "action": "our_qp",
+                               "data": {"qp_idx": qp_base + q, "collector_port": port}})
+        out["reg_psn"].append({"index": qp_base + q, "value": my_qps[q]["start_psn"] & 0xFFFFFF})
     return out
+
+
+# ---------------------------------------------------------------- the control channel
+def hello_message(token, mac, ip, qps):
+    """The Hello of control.rs. mac: [6 ints], ip: [4 ints], qps: [(qpn, start_psn)]. The GID is the
+    IPv4-mapped IPv6 address, as RoCEv2 uses it."""
+    gid = [0] * 10 + [0xFF, 0xFF] + list(ip)
+    return {"type": "hello", "version": CONTROL_VERSION, "token": token, "mac": list(mac), "ip": list(ip),
+            "gid": gid, "qps": [{"qpn": q, "start_psn": p} for q, p in qps]}
+
+
+def request_welcome(host, port, hello, timeout=10.0):
+    """Send the Hello as one JSON line and return the collector's Welcome; raise on a refusal."""
+    with socket.create_connection((host, port), timeout=timeout) as sock:
+        sock.sendall(json.dumps(hello).encode() + b"\n")
+        buf = b""
+        while not buf.endswith(b"\n"):
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            buf += chunk
+    msg = json.loads(buf.decode())
+    if msg.get("type") == "refusal":
+        raise ValueError(f"collector refused: {msg.get('error')}")
+    if msg.get("type") != "welcome":
+        raise ValueError(f"unexpected control message {msg.get('type')!r}")
+    return msg
 
 
 # ---------------------------------------------------------------- writing to the switch
@@ -255,9 +330,8 @@ def load(bfrt, entries, pipe="pipe"):  # pragma: no cover - needs a switch
     tables = {
         "tbl_collector": ing.tbl_collector,
         "tbl_copies": ing.kv_copies.tbl_copies,
-        "tbl_list": ing.append_batch.tbl_list,
         "tbl_qpn": ing.roce_response.tbl_qpn,
-        "tbl_region": eg.craft.tbl_region,
+        "tbl_region": ing.rdma_build.tbl_region,
     }
     for name, table in tables.items():
         for e in entries[name]:
@@ -278,17 +352,18 @@ def load(bfrt, entries, pipe="pipe"):  # pragma: no cover - needs a switch
 
 
 def main():  # pragma: no cover - needs a switch
-    import json
+    """bfshell -b: reads the JSON site file named by DTA_TRANSLATOR_CONFIG (default translator_p4.json):
+    {"collector": "host:port", "token", "mac": [..], "ip": [..], "qps": [[qpn, start_psn], ...],
+     "collector_idx", "collector_port", "build": {...}}."""
     import os
-    import sys
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import channel
     cfg_path = os.environ.get("DTA_TRANSLATOR_CONFIG", "translator_p4.json")
     with open(cfg_path) as f:
-        local = json.load(f)
-    answer = channel.request_regions(local["collector_control"], local["token"], local)
-    entries = compute_entries(answer, local, local.get("build", DEFAULT_BUILD))
-    import bfrt_python_globals  # noqa: F401  (only inside bfshell; see README)
+        site = json.load(f)
+    host, _, cport = site["collector"].rpartition(":")
+    hello = hello_message(site["token"], site["mac"], site["ip"], site["qps"])
+    welcome = request_welcome(host, int(cport or CONTROL_PORT), hello)
+    entries = compute_entries(welcome, hello, site, site.get("build", DEFAULT_BUILD))
+    load(bfrt, entries)  # noqa: F821  (bfrt is defined by bfshell -b)
 
 
 if __name__ == "__main__":  # pragma: no cover
@@ -296,3 +371,4 @@ if __name__ == "__main__":  # pragma: no cover
         bfrt  # noqa: F821  (defined by bfshell -b)
     except NameError:
         raise SystemExit("run inside bfshell: bfshell -b p4/translator/controlplane/translator_cp.py")
+    main()
