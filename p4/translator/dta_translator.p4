@@ -8,14 +8,15 @@
  *   Key-Increment  N copies, RDMA FETCH_ADD on the Key-Increment region's u64 at base + 8*slot.
  *   Append         per-list batches of APPEND_BATCH entries, head with a correct wrap, list header
  *                  (total_entries_written) every 2^APPEND_HDR_EVERY_LOG2 batches.
- *   Postcarding    cache per flow, chunk written on path completion (B hops or path_len) and on eviction to
- *                  the evicted flow's chunks, cells hopsum_i(key) XOR g(v).
+ *   Postcarding    only with -DTR_POSTCARDING, which does not fit 12 stages (p4/README.md): cache per flow,
+ *                  chunk written on path completion (B hops or path_len) and on eviction to the evicted
+ *                  flow's chunks, cells hopsum_i(key) XOR g(v) as big-endian u32.
  *   (Sketch-Merge: not in this program, see p4/README.md.)
  * Sequence tracking per reporter with DTA NACKs (seq form), PSN per QP in registers, AckReq cadence,
  * resync on a PSN-sequence NAK, iCRC over the whole frame. Other traffic is forwarded.
  *
- * Compile: tofino-compile [-DDTA_COMPACT] [-DKW_DATA_BYTES=4|12|28] [-DAPPEND_BATCH=1..16]
- *          [-DPOSTCARD_HOPS=1..8] dta_translator.p4
+ * The ingress builds the whole frame; the egress fills in the per-copy slot address, PSN, AckReq and iCRC.
+ * Compile: tofino-compile [-DDTA_COMPACT] [-DKW_DATA_BYTES=4|12|28] [-DAPPEND_BATCH=1..16] dta_translator.p4
  */
 #include <core.p4>
 #include <tna.p4>
