@@ -12,7 +12,7 @@
 use dta_protocol::control::Welcome;
 use dta_protocol::dta::KeyWriteRepr;
 use dta_protocol::layout::{Geometry, Region};
-use dta_protocol::roce::{BthOpcode, Extension, FrameRepr, ROCEV2_UDP_PORT};
+use dta_protocol::roce::{FrameRepr, ROCEV2_UDP_PORT};
 use dta_protocol::udp::UdpEndpoints;
 use dta_translator::config::{RateConfig, RequesterConfig};
 use dta_translator::frames::FrameBuilder;
@@ -114,20 +114,10 @@ impl Dart {
         if f.endpoints.src_ip != self.collector_ip || f.bth.dest_qp != self.local_qpn {
             return;
         }
-        match (f.bth.opcode, f.ext) {
-            (BthOpcode::Acknowledge, Extension::Aeth(a)) => {
-                self.qp
-                    .on_response(now, f.bth.psn, a.kind, None, &mut self.counters)
-            }
-            (BthOpcode::AtomicAcknowledge, Extension::AtomicAck(a, o)) => self.qp.on_response(
-                now,
-                f.bth.psn,
-                a.kind,
-                Some(o.orig_remote_data),
-                &mut self.counters,
-            ),
-            _ => {}
-        }
+        // ACK / ATOMIC ACK dispatch is the translator requester's own; nothing else concerns this QP.
+        let _ = self
+            .qp
+            .on_response_frame(now, self.local_qpn, &f, &mut self.counters);
     }
 
     /// When [`handle_timeout`](Self::handle_timeout) next has work.

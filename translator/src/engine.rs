@@ -13,7 +13,7 @@ use dta_protocol::control::Welcome;
 use dta_protocol::dta::{Body, Opcode, ReportFormat, ReportRepr};
 use dta_protocol::hash::key_checksum;
 use dta_protocol::layout::Region;
-use dta_protocol::roce::{BthOpcode, Extension, FrameRepr, ROCEV2_UDP_PORT};
+use dta_protocol::roce::{FrameRepr, ROCEV2_UDP_PORT};
 use dta_protocol::udp::{UdpEndpoints, UdpFrame};
 use dta_protocol::Error as WireError;
 
@@ -27,7 +27,7 @@ use crate::primitives::keyincrement::Coalescer;
 use crate::primitives::keywrite;
 use crate::primitives::postcard::{Postcard, PostcardCache};
 use crate::primitives::sketch::{Outcome, SketchMerger};
-use crate::requester::{QpError, Requester, RequesterParams};
+use crate::requester::{QpError, Requester, RequesterParams, Response};
 use crate::sequence::{nack_frame, SequenceTracker, Stream, Verdict};
 use crate::time::{earliest, Instant};
 
@@ -261,18 +261,11 @@ impl Engine {
             return;
         };
         let col = &mut self.collectors[i];
-        let ours = (self.cfg.local.qpn_base + i as u32) & 0xFF_FFFF;
-        match (f.bth.opcode, f.ext) {
-            (BthOpcode::Cnp, _) => c.cnps += 1,
-            _ if f.bth.dest_qp != ours => c.stale_responses += 1,
-            (BthOpcode::Acknowledge, Extension::Aeth(a)) => {
-                col.qp.on_response(now, f.bth.psn, a.kind, None, c)
-            }
-            (BthOpcode::AtomicAcknowledge, Extension::AtomicAck(a, o)) => {
-                col.qp
-                    .on_response(now, f.bth.psn, a.kind, Some(o.orig_remote_data), c)
-            }
-            _ => c.stale_responses += 1,
+        let ours = self.cfg.local.qpn_base + i as u32;
+        match col.qp.on_response_frame(now, ours, &f, c) {
+            Response::Handled => {}
+            Response::Cnp => c.cnps += 1,
+            Response::NotOurs => c.stale_responses += 1,
         }
         if let Some(error) = col.qp.error() {
             if !self.events.iter().any(|e| {

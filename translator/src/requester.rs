@@ -9,7 +9,9 @@
 use std::collections::VecDeque;
 
 use dta_protocol::dta::Opcode;
-use dta_protocol::roce::{aeth::rnr_timer_ns, AckKind, NakCode};
+use dta_protocol::roce::{
+    aeth::rnr_timer_ns, AckKind, BthOpcode, Extension, FrameRepr, NakCode, PSN_MASK,
+};
 
 use crate::config::{RateConfig, RequesterConfig};
 use crate::counters::{opcode_index, Counters};
@@ -34,6 +36,17 @@ pub enum QpError {
     Nak(NakCode),
     /// Timeouts or RNR NAKs in a row beyond the retry limit.
     RetriesExhausted,
+}
+
+/// What [`Requester::on_response_frame`] made of a frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Response {
+    /// An ACKNOWLEDGE or ATOMIC ACKNOWLEDGE for this QP, handled.
+    Handled,
+    /// A congestion notification.
+    Cnp,
+    /// Not a response to this QP (another QPN, or a request opcode).
+    NotOurs,
 }
 
 /// Requester parameters: the configuration plus what the collector advertised.
@@ -275,6 +288,31 @@ impl Requester {
         self.retries = 0;
         self.backoff = 0;
         self.rto_at = (!self.window.is_empty()).then(|| now + self.rto());
+    }
+
+    /// Handles a parsed RoCE frame that arrived for this QP's local QPN `local_qpn`: ACKNOWLEDGE and ATOMIC
+    /// ACKNOWLEDGE go to [`on_response`](Self::on_response); a CNP or anything else is reported back
+    /// untouched, so the caller can count it. Shared by the translator engine and DART reporters.
+    pub fn on_response_frame(
+        &mut self,
+        now: Instant,
+        local_qpn: u32,
+        f: &FrameRepr,
+        c: &mut Counters,
+    ) -> Response {
+        match (f.bth.opcode, f.ext) {
+            (BthOpcode::Cnp, _) => Response::Cnp,
+            _ if f.bth.dest_qp != local_qpn & PSN_MASK => Response::NotOurs,
+            (BthOpcode::Acknowledge, Extension::Aeth(a)) => {
+                self.on_response(now, f.bth.psn, a.kind, None, c);
+                Response::Handled
+            }
+            (BthOpcode::AtomicAcknowledge, Extension::AtomicAck(a, o)) => {
+                self.on_response(now, f.bth.psn, a.kind, Some(o.orig_remote_data), c);
+                Response::Handled
+            }
+            _ => Response::NotOurs,
+        }
     }
 
     /// Handles a response (ACKNOWLEDGE or ATOMIC ACKNOWLEDGE) with `psn` and AETH `kind`.
