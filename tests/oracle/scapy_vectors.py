@@ -207,6 +207,8 @@ def reflected_crc(poly, data, init=0xFFFFFFFF, xorout=0xFFFFFFFF):
     return c ^ xorout
 
 
+# Placement: copy n uses its own polynomial (copy 0 is zlib's CRC-32), DESIGN.md section 3 as amended.
+PLACEMENT_POLYS = [0x04C11DB7, 0xA833982B, 0xD419CC15, 0xBA0DC66B, 0xB39E201D, 0x725243AB, 0xD8046B21, 0x63A4CD11]
 HOP_POLYS = [0x1e12a700, 0x65b96595, 0x49cf878b, 0x36518f0d, 0x7a40a908, 0x1edc6f41, 0x741b8cd7, 0x814141ab]
 
 
@@ -218,7 +220,7 @@ def hash_case(rng):
     return {
         "key": key, "slots": slots, "value": value,
         "checksum": zlib.crc32(key_le),
-        "slot_indices": [zlib.crc32(key_le + bytes([n])) & (slots - 1) for n in range(8)],
+        "slot_indices": [reflected_crc(PLACEMENT_POLYS[n], key_le + bytes([n])) & (slots - 1) for n in range(8)],
         "hop_checksums": [reflected_crc(p, key_le) for p in HOP_POLYS],
         "g": reflected_crc(0x1EDC6F41, value.to_bytes(4, "big")),
     }
@@ -229,6 +231,7 @@ def main():
     count = int(sys.argv[2]) if len(sys.argv) > 2 else 1000
     rng = random.Random(int(sys.argv[3]) if len(sys.argv) > 3 else 2023)
     assert reflected_crc(0x04C11DB7, b"123456789") == zlib.crc32(b"123456789")
+    assert reflected_crc(PLACEMENT_POLYS[0], b"\0" * 5) == zlib.crc32(b"\0" * 5)
     # scapy's own CNP test vector (a ConnectX-4 Lx CNP) must still give 82 fd 00 2a with this scapy.
     cnp = bytes.fromhex(
         "e41d2dab2bc27cfe90643b32080045c2003c718c4000401191610a0011010a001201000012b700280000"

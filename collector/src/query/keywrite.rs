@@ -111,8 +111,9 @@ pub fn key_write(
 mod tests {
     use super::*;
 
-    // DESIGN.md section 3: key 1 has checksum 0x99f8b879 and slots 173, 59, 129, 23 for S = 256.
-    const KEY1_SLOTS: [usize; 4] = [173, 59, 129, 23];
+    // Key 1 has checksum 0x99f8b879 (DESIGN.md section 3) and slots 173, 100, 212, 95 for S = 256 with
+    // the per-copy placement polynomials (dta-protocol hash.rs).
+    const KEY1_SLOTS: [usize; 4] = [173, 100, 212, 95];
     const KEY1_SUM_LE: [u8; 4] = [0x79, 0xb8, 0xf8, 0x99];
 
     fn put(mem: &mut [u8], slot: usize, sum: [u8; 4], data: [u8; 4]) {
@@ -139,7 +140,7 @@ mod tests {
                 slots_read: 4
             }
         );
-        // With N = 2 only slots 173 and 59 are read.
+        // With N = 2 only slots 173 and 100 are read.
         let a = key_write(&mem, &geometry(), 1, 2, 2).unwrap();
         assert!(matches!(a, KeyWriteAnswer::Found { votes: 2, .. }));
         assert!(key_write(&mem, &geometry(), 1, 5, 1).is_err());
@@ -149,10 +150,10 @@ mod tests {
     fn overwritten_slots_and_plurality() {
         let mut mem = vec![0u8; 2048];
         put(&mut mem, 173, KEY1_SUM_LE, [1, 1, 1, 1]);
-        put(&mut mem, 59, KEY1_SUM_LE, [2, 2, 2, 2]);
-        put(&mut mem, 129, KEY1_SUM_LE, [1, 1, 1, 1]);
-        // Slot 23 now belongs to key 0 (checksum 0x2144df1c): ignored.
-        put(&mut mem, 23, [0x1c, 0xdf, 0x44, 0x21], [9, 9, 9, 9]);
+        put(&mut mem, 100, KEY1_SUM_LE, [2, 2, 2, 2]);
+        put(&mut mem, 212, KEY1_SUM_LE, [1, 1, 1, 1]);
+        // Slot 95 now holds key 0's entry (checksum 0x2144df1c): ignored.
+        put(&mut mem, 95, [0x1c, 0xdf, 0x44, 0x21], [9, 9, 9, 9]);
         let a = key_write(&mem, &geometry(), 1, 4, 1).unwrap();
         assert_eq!(
             a,
@@ -185,7 +186,7 @@ mod tests {
     fn ties_conflict_and_nothing_is_empty() {
         let mut mem = vec![0u8; 2048];
         put(&mut mem, 173, KEY1_SUM_LE, [1, 0, 0, 0]);
-        put(&mut mem, 59, KEY1_SUM_LE, [2, 0, 0, 0]);
+        put(&mut mem, 100, KEY1_SUM_LE, [2, 0, 0, 0]);
         let a = key_write(&mem, &geometry(), 1, 4, 1).unwrap();
         assert!(matches!(a, KeyWriteAnswer::Conflict { ref candidates } if candidates.len() == 2));
         assert_eq!(
@@ -194,7 +195,7 @@ mod tests {
         );
         // One matching slot below a threshold of 2 is empty, not a conflict.
         let mut mem = vec![0u8; 2048];
-        put(&mut mem, 129, KEY1_SUM_LE, [7, 0, 0, 0]);
+        put(&mut mem, 212, KEY1_SUM_LE, [7, 0, 0, 0]);
         assert_eq!(
             key_write(&mem, &geometry(), 1, 4, 2).unwrap(),
             KeyWriteAnswer::Empty { matching: 1 }
