@@ -8,7 +8,7 @@ FUZZ_SMOKE_SECONDS ?= 20
 FUZZ_SECONDS ?= 300
 FUZZ_TARGETS := dta_parse roce_parse
 
-.PHONY: setup build test unit fuzz-smoke fuzz lint fmt p4 bench-protocol clean
+.PHONY: setup build test unit fuzz-smoke fuzz lint fmt p4 bench-protocol figures clean
 
 ## Install every system package and tool (Debian 12), idempotently.
 setup:
@@ -62,6 +62,11 @@ p4:
 ## Criterion micro-benchmarks of the protocol crate (iCRC naive and with the per-QP prefix).
 bench-protocol:
 	$(CARGO) bench -p dta-protocol --bench icrc
+
+## The paper's figures 12 and 13 and the measured-vs-analytical tables, from the real engine (dta-sim):
+## PNG and CSV into figures/.
+figures: setup
+	$(CARGO) run --release -p dta-sim -- figures --out figures/
 
 clean:
 	$(CARGO) clean
