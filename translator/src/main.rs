@@ -1,5 +1,8 @@
-//! `dta-translator`: the translator's command line. `offline` translates a capture of DTA reports into a
-//! capture of the RoCEv2 frames the engine would send, with static region metadata and no collector.
+//! `dta-translator`: the translator's command line. `run` is the live translator (ports, workers, control
+//! channel, metrics; see the `run` module). `offline` translates a capture of DTA reports into a capture of
+//! the RoCEv2 frames the engine would send, with static region metadata and no collector.
+
+mod run;
 
 use std::fs::File;
 use std::io::{BufReader, BufWriter};
@@ -26,6 +29,28 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
+    /// Run the translator on one port, or two for a bump in the wire, until SIGINT/SIGTERM.
+    Run {
+        /// Translator configuration (TOML): engine sections plus [io], [workers], [[collectors]], [metrics].
+        #[arg(long)]
+        config: PathBuf,
+        /// Packet I/O backend (overrides [io] kind).
+        #[arg(long, value_enum)]
+        io: Option<run::settings::IoKind>,
+        /// A port: interface (af_packet) or DPDK device/devargs; give twice for a bump in the wire
+        /// (overrides [io] ports).
+        #[arg(long = "interface")]
+        interfaces: Vec<String>,
+        /// DPDK EAL arguments as one string, e.g. "-l 0 --no-huge --no-pci" (overrides [io] eal_args).
+        #[arg(long, allow_hyphen_values = true)]
+        eal: Option<String>,
+        /// Worker threads (overrides [workers] count).
+        #[arg(long)]
+        workers: Option<usize>,
+        /// Prometheus endpoint address (overrides [metrics] bind).
+        #[arg(long)]
+        metrics: Option<std::net::SocketAddr>,
+    },
     /// Translate a pcap of DTA reports into a pcap of RoCEv2 frames (no collector, no ACKs).
     Offline {
         /// Translator configuration (TOML); defaults when absent.
@@ -50,6 +75,23 @@ fn read(path: &Path) -> Result<String> {
 fn main() -> Result<()> {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
     match Cli::parse().cmd {
+        Cmd::Run {
+            config,
+            io,
+            interfaces,
+            eal,
+            workers,
+            metrics,
+        } => {
+            let o = run::Overrides {
+                io,
+                interfaces,
+                eal,
+                workers,
+                metrics,
+            };
+            run::run(run::load(&config, o)?)
+        }
         Cmd::Offline {
             config,
             regions,

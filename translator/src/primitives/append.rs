@@ -25,6 +25,9 @@ struct List {
     count: u32,
     batches_since_head: u32,
     first_at: Instant,
+    /// Last entry added: a list idle since then with batches written after its last head word gets the
+    /// head word on its own, or a stream that ends on a full batch would leave readers short forever.
+    last_at: Instant,
 }
 
 impl List {
@@ -81,7 +84,9 @@ impl AppendLists {
             count: 0,
             batches_since_head: 0,
             first_at: now,
+            last_at: now,
         });
+        l.last_at = now;
         if l.count == 0 {
             l.first_at = now;
         }
@@ -99,6 +104,11 @@ impl AppendLists {
             if l.count > 0 && (all || l.first_at + self.idle_ns <= now) {
                 c.append_idle_flushes += 1;
                 flush(l, true, self.head_every, qp, c);
+            } else if l.count == 0
+                && l.batches_since_head > 0
+                && (all || l.last_at + self.idle_ns <= now)
+            {
+                write_head(l, qp, c);
             }
         }
     }
@@ -107,8 +117,15 @@ impl AppendLists {
     pub fn poll_timeout(&self) -> Option<Instant> {
         self.lists
             .values()
-            .filter(|l| l.count > 0)
-            .map(|l| l.first_at + self.idle_ns)
+            .filter_map(|l| {
+                if l.count > 0 {
+                    Some(l.first_at + self.idle_ns)
+                } else if l.batches_since_head > 0 {
+                    Some(l.last_at + self.idle_ns)
+                } else {
+                    None
+                }
+            })
             .min()
     }
 }
@@ -121,9 +138,13 @@ fn flush(l: &mut List, idle: bool, head_every: u32, qp: &mut Requester, c: &mut 
     l.count = 0;
     l.batches_since_head += 1;
     if idle || l.batches_since_head >= head_every {
-        l.batches_since_head = 0;
-        c.append_head_writes += 1;
-        let head = AppendGeometry::encode_head(l.head).to_vec();
-        super::write(qp, Opcode::Append, l.region.va, l.region.rkey, head);
+        write_head(l, qp, c);
     }
+}
+
+fn write_head(l: &mut List, qp: &mut Requester, c: &mut Counters) {
+    l.batches_since_head = 0;
+    c.append_head_writes += 1;
+    let head = AppendGeometry::encode_head(l.head).to_vec();
+    super::write(qp, Opcode::Append, l.region.va, l.region.rkey, head);
 }

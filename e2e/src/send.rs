@@ -1,0 +1,129 @@
+//! Sending reports from the reporter namespace over UDP, with flow control on the translator's own
+//! metrics: the sender stays at most `window` reports ahead of what the engines have taken in and waits
+//! while the QP queues are long. Without it a debug-build translator on a 2-core machine would see its
+//! socket buffer overflow, and the exact checks would measure the machine, not the system.
+
+use std::net::{SocketAddr, UdpSocket};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+
+use crate::http;
+use crate::netns::enter_and_run;
+
+/// The translator's metrics, read from inside its namespace.
+#[derive(Debug, Clone)]
+pub struct Metrics {
+    /// Translator namespace.
+    pub ns: String,
+    /// Metrics address.
+    pub addr: SocketAddr,
+}
+
+impl Metrics {
+    /// The Prometheus text.
+    pub fn scrape(&self) -> Result<String> {
+        let addr = self.addr;
+        enter_and_run(&self.ns, move || http::get(addr, "/metrics"))?
+    }
+
+    /// One metric summed over samples with `label`.
+    pub fn value(&self, name: &str, label: &str) -> Result<u64> {
+        Ok(http::metric(&self.scrape()?, name, label))
+    }
+
+    /// Waits until the engines took in `reports` reports and have nothing queued or in flight, twice in a
+    /// row 100 ms apart (idle flushes of Append, Postcarding and sketches happen within a millisecond).
+    pub fn wait_settled(&self, reports: u64, timeout: Duration) -> Result<String> {
+        let deadline = Instant::now() + timeout;
+        let mut calm = 0;
+        loop {
+            let text = self.scrape()?;
+            let taken = http::metric(&text, "dta_translator_reports_total", "");
+            let busy = http::metric(&text, "dta_translator_qp_window", "")
+                + http::metric(&text, "dta_translator_qp_queue", "");
+            calm = if taken >= reports && busy == 0 {
+                calm + 1
+            } else {
+                0
+            };
+            if calm >= 2 {
+                return Ok(text);
+            }
+            if Instant::now() > deadline {
+                let detail: Vec<&str> = text
+                    .lines()
+                    .filter(|l| !l.starts_with('#') && (l.contains("drops") || l.contains("port_")))
+                    .collect();
+                bail!(
+                    "translator did not settle in {timeout:?}: {taken}/{reports} reports taken, {busy} writes queued or in flight; {}",
+                    detail.join("; ")
+                );
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+/// A UDP socket in the reporter namespace aimed at the collector's report port.
+pub struct Sender {
+    socket: UdpSocket,
+    /// Reports sent so far.
+    pub sent: u64,
+}
+
+impl Sender {
+    /// Binds in namespace `ns` and connects to `to`.
+    pub fn open(ns: &str, from: SocketAddr, to: SocketAddr) -> Result<Self> {
+        let socket = enter_and_run(ns, move || -> Result<UdpSocket> {
+            let s = UdpSocket::bind(from).with_context(|| format!("binding {from}"))?;
+            s.connect(to)?;
+            Ok(s)
+        })??;
+        Ok(Sender { socket, sent: 0 })
+    }
+
+    /// Sends every payload; `base` is the translator's report count before this batch.
+    pub fn send_all(
+        &mut self,
+        reports: &[Vec<u8>],
+        metrics: &Metrics,
+        base: u64,
+        window: u64,
+        timeout: Duration,
+    ) -> Result<()> {
+        let deadline = Instant::now() + timeout;
+        let mut i = 0usize;
+        let mut sent_here = 0u64;
+        while i < reports.len() {
+            let taken = metrics
+                .value("dta_translator_reports_total", "")?
+                .saturating_sub(base);
+            let queued = metrics.value("dta_translator_qp_queue", "")?;
+            if sent_here.saturating_sub(taken) >= window || queued > 16384 {
+                if Instant::now() > deadline {
+                    bail!("sending stalled: {sent_here} sent, {taken} taken by the translator, {queued} queued");
+                }
+                std::thread::sleep(Duration::from_millis(2));
+                continue;
+            }
+            let room = (window - sent_here.saturating_sub(taken)).min(1024) as usize;
+            for r in &reports[i..(i + room).min(reports.len())] {
+                // ENOBUFS on a full socket buffer: give the interface a moment and retry the same report.
+                loop {
+                    match self.socket.send(r) {
+                        Ok(_) => break,
+                        Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => {
+                            std::thread::sleep(Duration::from_micros(100))
+                        }
+                        Err(e) => return Err(e).context("sending a report"),
+                    }
+                }
+                i += 1;
+                sent_here += 1;
+                self.sent += 1;
+            }
+        }
+        Ok(())
+    }
+}

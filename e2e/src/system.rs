@@ -1,0 +1,342 @@
+//! A whole system for one test: the namespaces, the collector (software responder on `c0`) and the
+//! translator (bump in the wire on `ta`/`tb`), with configuration files in a scratch directory and a
+//! watchdog that tears everything down and fails the process if the test overruns its time.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+
+use crate::bins::bin;
+use crate::procs::Proc;
+use crate::send::{Metrics, Sender};
+use crate::topo::{self, Topology};
+use crate::workload::{self, Workload};
+
+/// Packet I/O of the translator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Io {
+    /// AF_PACKET sockets on the veths.
+    AfPacket,
+    /// DPDK `net_af_packet` vdevs on the veths, without hugepages.
+    Dpdk,
+}
+
+/// Options of a run.
+#[derive(Debug, Clone, Copy)]
+pub struct Options {
+    /// Translator I/O.
+    pub io: Io,
+    /// Collector fault injection: drop and reorder probabilities.
+    pub faults: Option<(f64, f64)>,
+    /// The watchdog's limit for the whole test.
+    pub limit: Duration,
+}
+
+const TOKEN: &str = "e2e-token";
+const CONTROL_PORT: u16 = 40050;
+const HTTP_PORT: u16 = 40060;
+const METRICS_PORT: u16 = 9100;
+
+/// What one workload took.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// Name.
+    pub name: &'static str,
+    /// Reports sent.
+    pub reports: u64,
+    /// Seconds from the first report to a settled translator.
+    pub seconds: f64,
+    /// Answers checked.
+    pub checked: u64,
+}
+
+/// The running system. Field order is drop order: processes stop before their namespaces go.
+pub struct System {
+    /// The translator.
+    pub translator: Proc,
+    /// The collector (None while stopped).
+    pub collector: Option<Proc>,
+    /// The namespaces.
+    pub topo: Topology,
+    /// Translator metrics.
+    pub metrics: Metrics,
+    /// Collector HTTP API (reachable from the collector namespace).
+    pub http: SocketAddr,
+    sender: Sender,
+    dir: PathBuf,
+    pids: Arc<Mutex<Vec<u32>>>,
+    disarm: Arc<AtomicBool>,
+}
+
+fn collector_config(faults: Option<(f64, f64)>) -> String {
+    let (drop, reorder) = faults.unwrap_or((0.0, 0.0));
+    format!(
+        r#"[collector]
+mac = "{mac}"
+ip = "{ip}"
+interface = "c0"
+max_dest_rd_atomic = 16
+path_mtu = 1024
+
+[control]
+bind = "{mgmt}:{CONTROL_PORT}"
+token = "{TOKEN}"
+
+[http]
+bind = "{mgmt}:{HTTP_PORT}"
+
+[faults]
+drop = {drop}
+reorder = {reorder}
+corrupt = 0.0
+seed = 7
+{regions}"#,
+        mac = topo::COLLECTOR_MAC,
+        ip = topo::COLLECTOR_IP,
+        mgmt = topo::COLLECTOR_MGMT,
+        regions = workload::collector_regions(),
+    )
+}
+
+fn translator_config(io: Io) -> String {
+    let io_section = match io {
+        Io::AfPacket => "[io]\nkind = \"af_packet\"\nports = [\"ta\", \"tb\"]\n".to_string(),
+        Io::Dpdk => "[io]\nkind = \"dpdk\"\nports = [\"net_af_packet0,iface=ta\", \"net_af_packet1,iface=tb\"]\neal_args = [\"-l\", \"0\", \"--no-huge\", \"--no-shconf\", \"-m\", \"256\", \"--no-pci\", \"--log-level=warning\", \"--no-telemetry\"]\n".to_string(),
+    };
+    format!(
+        r#"{io_section}
+[workers]
+count = 1
+
+[[collectors]]
+control = "{cm}:{CONTROL_PORT}"
+token = "{TOKEN}"
+
+[metrics]
+bind = "{tm}:{METRICS_PORT}"
+
+[local]
+ip = [198, 18, 0, 1]
+{engine}"#,
+        cm = topo::COLLECTOR_MGMT,
+        tm = topo::TRANSLATOR_MGMT,
+        engine = workload::translator_engine_sections(),
+    )
+}
+
+impl System {
+    /// Builds the network and starts both daemons; `Ok(None)` means skip (printed).
+    pub fn start(tag: &str, opts: Options) -> Result<Option<System>> {
+        // Short and unique per test process: namespace names show up in `ip netns list`.
+        let prefix = format!("dta{}{tag}", std::process::id());
+        let Some(topo) = topo::topology_or_skip(&prefix)? else {
+            return Ok(None);
+        };
+        let dir = std::env::temp_dir().join(format!("dta-e2e-{prefix}"));
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        std::fs::write(dir.join("collector.toml"), collector_config(opts.faults))?;
+        std::fs::write(dir.join("translator.toml"), translator_config(opts.io))?;
+
+        let pids = Arc::new(Mutex::new(Vec::new()));
+        let disarm = Arc::new(AtomicBool::new(false));
+        watchdog(opts.limit, &prefix, pids.clone(), disarm.clone());
+
+        let collector = start_collector(&topo, &dir, &pids)?;
+        let cfg = dir.join("translator.toml");
+        let mut translator = Proc::spawn(
+            "translator",
+            topo.translator.name(),
+            &bin("dta-translator")?,
+            &["run", "--config", cfg.to_str().context("path")?],
+            &dir.join("translator.log"),
+        )?;
+        pids.lock()
+            .map_err(|_| anyhow::anyhow!("poisoned"))?
+            .push(translator.pid());
+        translator.wait_line("translator running", Duration::from_secs(60))?;
+        let metrics = Metrics {
+            ns: topo.translator.name().to_string(),
+            addr: format!("{}:{METRICS_PORT}", topo::TRANSLATOR_MGMT).parse()?,
+        };
+        // Resolve the collector's MAC through the bump before sending: the reporter's kernel queues only a
+        // handful of datagrams while ARP is unresolved and drops the rest.
+        resolve_collector(&topo)
+            .context("ARP from the reporter to the collector through the translator")?;
+        let sender = Sender::open(
+            topo.reporter.name(),
+            format!("{}:40041", topo::REPORTER_IP).parse()?,
+            format!("{}:40040", topo::COLLECTOR_IP).parse()?,
+        )?;
+        Ok(Some(System {
+            translator,
+            collector: Some(collector),
+            http: format!("{}:{HTTP_PORT}", topo::COLLECTOR_MGMT).parse()?,
+            topo,
+            metrics,
+            sender,
+            dir,
+            pids,
+            disarm,
+        }))
+    }
+
+    /// Kills the collector as a crash would.
+    pub fn kill_collector(&mut self) {
+        if let Some(mut c) = self.collector.take() {
+            c.kill();
+        }
+    }
+
+    /// Starts the collector again (new process, new memory).
+    pub fn restart_collector(&mut self) -> Result<()> {
+        self.kill_collector();
+        self.collector = Some(start_collector(&self.topo, &self.dir, &self.pids)?);
+        Ok(())
+    }
+
+    /// Reports the translator has taken in so far.
+    pub fn reports_taken(&self) -> Result<u64> {
+        self.metrics.value("dta_translator_reports_total", "")
+    }
+
+    /// Sends reports without waiting for the translator to settle.
+    pub fn send(&mut self, reports: &[Vec<u8>], timeout: Duration) -> Result<()> {
+        let base = self.reports_taken()?;
+        self.sender
+            .send_all(reports, &self.metrics, base, 4096, timeout)
+    }
+
+    /// Sends a workload, waits for the translator to settle, checks every answer.
+    pub fn run(&mut self, w: &Workload) -> Result<Outcome> {
+        let base = self.reports_taken()?;
+        let start = Instant::now();
+        let n = w.reports.len() as u64;
+        self.sender
+            .send_all(
+                &w.reports,
+                &self.metrics,
+                base,
+                4096,
+                Duration::from_secs(240),
+            )
+            .with_context(|| format!("sending {}", w.name))?;
+        self.metrics
+            .wait_settled(base + n, Duration::from_secs(60))
+            .with_context(|| format!("settling after {}", w.name))?;
+        let seconds = start.elapsed().as_secs_f64();
+        let checked = self.verify(w)?;
+        Ok(Outcome {
+            name: w.name,
+            reports: n,
+            seconds,
+            checked,
+        })
+    }
+
+    /// Runs a workload's check from inside the collector namespace.
+    pub fn verify(&self, w: &Workload) -> Result<u64> {
+        let http = self.http;
+        let v = &w.verify;
+        crate::netns::enter_and_run(self.topo.collector.name(), move || v(http))?
+            .with_context(|| format!("checking {}", w.name))
+    }
+
+    /// Collector metrics text (from its HTTP API).
+    pub fn collector_metrics(&self) -> Result<String> {
+        let http = self.http;
+        crate::netns::enter_and_run(self.topo.collector.name(), move || {
+            crate::http::get(http, "/metrics")
+        })?
+    }
+
+    /// Stops the translator with SIGTERM and returns its final summary.
+    pub fn stop_translator(&mut self) -> Result<String> {
+        self.translator.terminate(Duration::from_secs(20))
+    }
+}
+
+impl Drop for System {
+    fn drop(&mut self) {
+        self.disarm.store(true, Ordering::Relaxed);
+    }
+}
+
+fn start_collector(topo: &Topology, dir: &std::path::Path, pids: &Mutex<Vec<u32>>) -> Result<Proc> {
+    let cfg = dir.join("collector.toml");
+    let mut p = Proc::spawn(
+        "collector",
+        topo.collector.name(),
+        &bin("dta-collector")?,
+        &[
+            "serve",
+            "--backend",
+            "soft",
+            "--config",
+            cfg.to_str().context("path")?,
+        ],
+        &dir.join("collector.log"),
+    )?;
+    if let Ok(mut v) = pids.lock() {
+        v.push(p.pid());
+    }
+    p.wait_line("control listening", Duration::from_secs(30))?;
+    Ok(p)
+}
+
+/// Sends one datagram to the discard port (the translator forwards it like any foreign frame) and waits
+/// until the reporter's kernel has learnt the collector's MAC.
+fn resolve_collector(topo: &Topology) -> Result<()> {
+    let to: SocketAddr = format!("{}:9", topo::COLLECTOR_IP).parse()?;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        topo.reporter.run_in(move || -> Result<()> {
+            let s = std::net::UdpSocket::bind("0.0.0.0:0")?;
+            s.send_to(b"arp", to)?;
+            Ok(())
+        })??;
+        std::thread::sleep(Duration::from_millis(100));
+        let out = std::process::Command::new("ip")
+            .args([
+                "-n",
+                topo.reporter.name(),
+                "neigh",
+                "show",
+                topo::COLLECTOR_IP,
+            ])
+            .output()?;
+        if String::from_utf8_lossy(&out.stdout).contains(topo::COLLECTOR_MAC) {
+            return Ok(());
+        }
+    }
+    anyhow::bail!("the collector's MAC was not learnt within 10 s")
+}
+
+/// After `limit`, kills the daemons, removes the namespaces and exits with failure: a hung test must not
+/// hang `make test`, nor leave namespaces behind.
+fn watchdog(limit: Duration, prefix: &str, pids: Arc<Mutex<Vec<u32>>>, disarm: Arc<AtomicBool>) {
+    let prefix = prefix.to_string();
+    std::thread::spawn(move || {
+        let end = Instant::now() + limit;
+        while Instant::now() < end {
+            if disarm.load(Ordering::Relaxed) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        eprintln!("WATCHDOG: test {prefix} exceeded {limit:?}; cleaning up and failing");
+        if let Ok(v) = pids.lock() {
+            for &pid in v.iter() {
+                // SAFETY: kill(2) on PIDs of our own children.
+                unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+            }
+        }
+        for s in ["r", "t", "c"] {
+            let _ = crate::netns::ip(&["netns", "del", &format!("{prefix}{s}")]);
+        }
+        std::process::exit(1);
+    });
+}

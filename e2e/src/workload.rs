@@ -1,0 +1,428 @@
+//! The five workloads, each with a model of exactly what the collector's memory must answer afterwards.
+//! The models replay the writes in send order with the collector's own layout functions (one worker, one
+//! QP per collector, and an in-order responder make the memory a deterministic function of the reports),
+//! so a check is "every query answers what the model says", plus "the model finds every key" so a layout
+//! that loses keys to collisions fails loudly instead of weakening the test.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+
+use anyhow::{bail, ensure, Context, Result};
+use dta_protocol::dta::{
+    AppendRepr, Body, HeaderForm, KeyIncrementRepr, KeyWriteRepr, PostcardRepr, ReportFormat,
+    ReportRepr, SketchOp, SketchRepr,
+};
+use dta_protocol::hash::{key_checksum, placement_hash};
+use dta_protocol::layout::{KeyIncrementGeometry, KeyWriteGeometry, PostcardGeometry};
+
+use crate::http::get_json;
+
+/// Key-Write region: 2^20 slots of 8 bytes, reports with N = 4.
+pub const KW_SLOTS: u64 = 1 << 20;
+/// Key-Write redundancy used by the reports.
+pub const KW_N: u8 = 4;
+/// Key-Increment region: 2^18 counters, N = 2.
+pub const KI_SLOTS: u64 = 1 << 18;
+/// Key-Increment redundancy.
+pub const KI_N: u8 = 2;
+/// Postcarding: 2^18 chunks, 5 hops, 4 copies.
+pub const PC_CHUNKS: u64 = 1 << 18;
+/// Postcarding copies (translator `postcard.redundancy` and region `n_max`).
+pub const PC_N: u8 = 4;
+/// Hops per path.
+pub const PC_HOPS: u8 = 5;
+/// Switch ids are 1..=64.
+pub const PC_UNIVERSE: u32 = 64;
+/// The Append list.
+pub const APPEND_LIST: u32 = 3;
+/// Its capacity (holds every entry of a run, so all can be read back in order).
+pub const APPEND_ENTRIES: u64 = 1 << 17;
+/// The sketch.
+pub const SKETCH_ID: u8 = 1;
+/// Sketch rows.
+pub const SKETCH_ROWS: u32 = 4;
+/// Sketch columns.
+pub const SKETCH_COLUMNS: u32 = 1024;
+/// Reporters merged per column (translator `sketch.reporters`).
+pub const SKETCH_REPORTERS: u16 = 4;
+
+/// The collector's regions for these workloads, as its TOML.
+pub fn collector_regions() -> String {
+    format!(
+        r#"
+[postcarding]
+ranges = [[1, {PC_UNIVERSE}]]
+
+[[region]]
+kind = "key_write"
+slots = {KW_SLOTS}
+entry_size = 8
+n_max = {KW_N}
+
+[[region]]
+kind = "key_increment"
+slots = {KI_SLOTS}
+n_max = {KI_N}
+
+[[region]]
+kind = "postcarding"
+chunks = {PC_CHUNKS}
+hops = {PC_HOPS}
+n_max = {PC_N}
+
+[[region]]
+kind = "append"
+id = {APPEND_LIST}
+entries = {APPEND_ENTRIES}
+entry_size = 4
+batch_size = 16
+
+[[region]]
+kind = "sketch"
+id = {SKETCH_ID}
+merge = "sum"
+rows = {SKETCH_ROWS}
+columns = {SKETCH_COLUMNS}
+"#
+    )
+}
+
+/// The translator's engine sections these workloads rely on.
+pub fn translator_engine_sections() -> String {
+    format!(
+        r#"
+[requester]
+queue_capacity = 65536
+
+[key_increment]
+coalesce_us = 200
+
+# A flow's five postcards arrive back to back; a long idle timeout keeps a slow (debug) translator from
+# writing a flow in two halves, which the query would rightly reject.
+[postcard]
+hops = {PC_HOPS}
+redundancy = {PC_N}
+idle_timeout_us = 2000000
+
+[sketch]
+reporters = {SKETCH_REPORTERS}
+"#
+    )
+}
+
+fn format() -> ReportFormat {
+    ReportFormat {
+        form: HeaderForm::Seq,
+        keywrite_data_len: 4,
+        append_entry_len: 4,
+    }
+}
+
+fn emit(body: Body<'_>, seq: u32) -> Vec<u8> {
+    let fmt = format();
+    let r = ReportRepr::new(body, HeaderForm::Seq, seq as u8);
+    let mut buf = vec![0u8; r.buffer_len(&fmt)];
+    let n = r
+        .emit(&mut buf, &fmt)
+        .expect("a report the harness built is valid");
+    buf.truncate(n);
+    buf
+}
+
+/// A small deterministic mix for values (splitmix64's finaliser).
+fn mix(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
+}
+
+/// Queries the collector and compares; returns how many answers were checked.
+pub type Verify = Box<dyn Fn(SocketAddr) -> Result<u64> + Send + Sync>;
+
+/// Reports to send and the check to run afterwards.
+pub struct Workload {
+    /// Name for tables and errors.
+    pub name: &'static str,
+    /// UDP payloads in send order.
+    pub reports: Vec<Vec<u8>>,
+    /// The check.
+    pub verify: Verify,
+}
+
+/// Key-Write: `keys` keys, each updated `rounds` times; the last value must be found for every key.
+pub fn key_write(keys: u32, rounds: u32, salt: u64) -> Result<Workload> {
+    let g = KeyWriteGeometry::new(KW_SLOTS, 8, KW_N).context("Key-Write geometry")?;
+    let mut reports = Vec::with_capacity((keys * rounds) as usize);
+    let mut mem: HashMap<u64, (u32, [u8; 4])> = HashMap::new();
+    let mut last = vec![[0u8; 4]; keys as usize];
+    for round in 0..rounds {
+        for key in 0..keys {
+            let data = (mix(salt ^ (u64::from(round) << 32) ^ u64::from(key)) as u32).to_be_bytes();
+            let body = Body::KeyWrite(KeyWriteRepr {
+                redundancy: KW_N,
+                key,
+                data: &data,
+            });
+            reports.push(emit(body, key));
+            for n in 0..KW_N {
+                mem.insert(g.slot(key, n), (key_checksum(key), data));
+            }
+            last[key as usize] = data;
+        }
+    }
+    // The model must find every key: otherwise the layout, not the system, would lose data.
+    for key in 0..keys {
+        let found = (0..KW_N)
+            .filter_map(|n| mem.get(&g.slot(key, n)))
+            .any(|&(c, d)| c == key_checksum(key) && d == last[key as usize]);
+        ensure!(
+            found,
+            "Key-Write layout loses key {key} to collisions; enlarge the region"
+        );
+    }
+    let verify: Verify = Box::new(move |http| {
+        for key in 0..keys {
+            let a = get_json(http, &format!("/query/keywrite?key={key}&n={KW_N}"))?;
+            let want = hex(&last[key as usize]);
+            if a["outcome"] != "found" || a["data"] != want.as_str() {
+                bail!("Key-Write key {key}: expected found {want}, collector says {a}");
+            }
+        }
+        Ok(u64::from(keys))
+    });
+    Ok(Workload {
+        name: "key-write",
+        reports,
+        verify,
+    })
+}
+
+/// Key-Increment: `reports` increments over `keys` keys; every key's estimate must be its exact sum.
+pub fn key_increment(keys: u32, reports_n: u32, salt: u64) -> Result<Workload> {
+    let g = KeyIncrementGeometry::new(KI_SLOTS, KI_N).context("Key-Increment geometry")?;
+    let mut reports = Vec::with_capacity(reports_n as usize);
+    let mut sums = vec![0u64; keys as usize];
+    let mut counters: HashMap<u64, u64> = HashMap::new();
+    for i in 0..reports_n {
+        let key = i % keys;
+        let counter = 1 + mix(salt ^ u64::from(i)) % 13;
+        reports.push(emit(
+            Body::KeyIncrement(KeyIncrementRepr {
+                redundancy: KI_N,
+                key,
+                counter,
+            }),
+            i,
+        ));
+        sums[key as usize] += counter;
+        // One FETCH_ADD per copy, even when two copies share a counter.
+        for n in 0..KI_N {
+            *counters.entry(g.offset(key, n)).or_default() += counter;
+        }
+    }
+    for key in 0..keys {
+        let est = (0..KI_N).map(|n| counters[&g.offset(key, n)]).min();
+        ensure!(
+            est == Some(sums[key as usize]),
+            "Key-Increment layout overestimates key {key}; enlarge the region"
+        );
+    }
+    let verify: Verify = Box::new(move |http| {
+        for key in 0..keys {
+            let a = get_json(http, &format!("/query/keyincrement?key={key}&n={KI_N}"))?;
+            if a["estimate"].as_u64() != Some(sums[key as usize]) {
+                bail!(
+                    "Key-Increment key {key}: expected {}, collector says {a}",
+                    sums[key as usize]
+                );
+            }
+        }
+        Ok(u64::from(keys))
+    });
+    Ok(Workload {
+        name: "key-increment",
+        reports,
+        verify,
+    })
+}
+
+/// Append: `n` entries (their index, big-endian) to one list; all must be read back in order.
+pub fn append(n: u32) -> Result<Workload> {
+    ensure!(
+        u64::from(n) <= APPEND_ENTRIES,
+        "more entries than the list holds"
+    );
+    let reports = (0..n)
+        .map(|i| {
+            let data = i.to_be_bytes();
+            emit(
+                Body::Append(AppendRepr {
+                    list_id: APPEND_LIST,
+                    data: &data,
+                }),
+                i,
+            )
+        })
+        .collect();
+    let verify: Verify = Box::new(move |http| {
+        let mut tail = 0u64;
+        while tail < u64::from(n) {
+            let a = get_json(
+                http,
+                &format!("/query/append?list={APPEND_LIST}&tail={tail}&max=65536"),
+            )?;
+            if a["head"].as_u64() != Some(u64::from(n)) || a["overrun"].as_u64() != Some(0) {
+                bail!(
+                    "Append: expected head {n} and no overrun, collector says head {} overrun {}",
+                    a["head"],
+                    a["overrun"]
+                );
+            }
+            let entries = a["entries"].as_array().context("entries")?;
+            ensure!(!entries.is_empty(), "Append: no entries from {tail}");
+            for (k, e) in entries.iter().enumerate() {
+                let want = format!("{:08x}", tail + k as u64);
+                if e.as_str() != Some(want.as_str()) {
+                    bail!(
+                        "Append entry {}: expected {want}, collector says {e}",
+                        tail + k as u64
+                    );
+                }
+            }
+            tail += entries.len() as u64;
+        }
+        Ok(u64::from(n))
+    });
+    Ok(Workload {
+        name: "append",
+        reports,
+        verify,
+    })
+}
+
+/// Postcarding: `flows` flows of 5 hops, reported `rounds` times with changing paths; every flow's last
+/// path must come back.
+pub fn postcard(flows: u32, rounds: u32, salt: u64) -> Result<Workload> {
+    let g = PostcardGeometry::new(PC_CHUNKS, PC_HOPS, PC_N).context("Postcarding geometry")?;
+    let mut reports = Vec::with_capacity((flows * rounds * u32::from(PC_HOPS)) as usize);
+    let mut chunks: HashMap<u64, u32> = HashMap::new();
+    let mut last: Vec<Vec<u32>> = vec![Vec::new(); flows as usize];
+    let mut seq = 0u32;
+    for round in 0..rounds {
+        for f in 0..flows {
+            let key = f + 1;
+            let path: Vec<u32> = (0..PC_HOPS)
+                .map(|h| {
+                    1 + (mix(salt ^ (u64::from(round) << 40) ^ (u64::from(f) << 8) ^ u64::from(h))
+                        % u64::from(PC_UNIVERSE)) as u32
+                })
+                .collect();
+            for (h, &v) in path.iter().enumerate() {
+                reports.push(emit(
+                    Body::Postcard(PostcardRepr {
+                        key,
+                        hop: h as u8 + 1,
+                        data: v,
+                    }),
+                    seq,
+                ));
+                seq += 1;
+            }
+            for n in 0..PC_N {
+                chunks.insert(g.offset(key, n), key);
+            }
+            last[f as usize] = path;
+        }
+    }
+    for f in 0..flows {
+        let key = f + 1;
+        ensure!(
+            (0..PC_N).any(|n| chunks[&g.offset(key, n)] == key),
+            "Postcarding layout loses flow {key}; enlarge the region"
+        );
+    }
+    let verify: Verify = Box::new(move |http| {
+        for f in 0..flows {
+            let a = get_json(http, &format!("/query/postcard?key={}&n={PC_N}", f + 1))?;
+            let want = serde_json::json!(last[f as usize]);
+            if a["outcome"] != "found" || a["path"] != want {
+                bail!(
+                    "Postcarding flow {}: expected {want}, collector says {a}",
+                    f + 1
+                );
+            }
+        }
+        Ok(u64::from(flows))
+    });
+    Ok(Workload {
+        name: "postcarding",
+        reports,
+        verify,
+    })
+}
+
+/// Sketch-Merge: 4 reporters send `epochs` whole sketches column by column; the collector must hold the
+/// last epoch's merged counters, checked through count-min estimates of `probe_keys` keys.
+pub fn sketch(epochs: u32, probe_keys: u32, salt: u64) -> Result<Workload> {
+    let (rows, cols) = (SKETCH_ROWS as usize, SKETCH_COLUMNS as usize);
+    let value = |e: u32, r: u16, c: usize, row: usize| -> u32 {
+        (mix(salt ^ (u64::from(e) << 48) ^ (u64::from(r) << 32) ^ ((c as u64) << 8) ^ row as u64)
+            % 1000) as u32
+    };
+    let mut reports = Vec::with_capacity(epochs as usize * cols * usize::from(SKETCH_REPORTERS));
+    let mut seq = 0u32;
+    for e in 0..epochs {
+        for c in 0..cols {
+            for r in 0..SKETCH_REPORTERS {
+                let counters: Vec<u8> = (0..rows)
+                    .flat_map(|row| value(e, r, c, row).to_be_bytes())
+                    .collect();
+                reports.push(emit(
+                    Body::SketchMerge(SketchRepr {
+                        sketch_id: SKETCH_ID,
+                        op: SketchOp::Sum,
+                        reporter_id: r,
+                        column: c as u16,
+                        counters: &counters,
+                    }),
+                    seq,
+                ));
+                seq += 1;
+            }
+        }
+    }
+    let last = epochs.checked_sub(1).context("at least one epoch")?;
+    let merged: Vec<u32> = (0..cols * rows)
+        .map(|i| {
+            (0..SKETCH_REPORTERS)
+                .map(|r| value(last, r, i / rows, i % rows))
+                .sum()
+        })
+        .collect();
+    let verify: Verify = Box::new(move |http| {
+        for key in 0..probe_keys {
+            let want = (0..rows)
+                .map(|row| {
+                    let c = (placement_hash(key, row as u8) % SKETCH_COLUMNS) as usize;
+                    merged[c * rows + row]
+                })
+                .min()
+                .unwrap_or(0);
+            let a = get_json(http, &format!("/query/sketch?id={SKETCH_ID}&key={key}"))?;
+            if a["estimate"].as_u64() != Some(u64::from(want)) {
+                bail!("sketch key {key}: expected count-min {want}, collector says {a}");
+            }
+        }
+        Ok(u64::from(probe_keys))
+    });
+    Ok(Workload {
+        name: "sketch-merge",
+        reports,
+        verify,
+    })
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}

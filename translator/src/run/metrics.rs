@@ -1,0 +1,468 @@
+//! Prometheus text metrics of the running translator, summed over workers, and the counter summary printed
+//! at shutdown. Workers and the I/O thread publish snapshots; this module only reads them.
+
+use std::fmt::Write as _;
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use anyhow::{anyhow, Result};
+use dta_translator::{Counters, DropReason};
+
+use super::control::ControlCounters;
+use super::io_loop::{IoCounters, PortStats};
+use super::worker::Snapshot;
+
+/// Everything the exporter reads.
+#[derive(Clone)]
+pub struct Sources {
+    /// One snapshot per worker.
+    pub workers: Arc<Mutex<Vec<Snapshot>>>,
+    /// The I/O thread.
+    pub io: Arc<IoCounters>,
+    /// Ports.
+    pub ports: Arc<Mutex<PortStats>>,
+    /// One per collector.
+    pub control: Vec<Arc<ControlCounters>>,
+}
+
+const PRIMITIVES: [&str; 6] = [
+    "key_write",
+    "append",
+    "key_increment",
+    "postcard",
+    "sketch_merge",
+    "postcard_path_len",
+];
+
+/// Engine counters summed over workers, and the restart counts.
+pub struct Totals {
+    /// Summed counters.
+    pub c: Counters,
+    /// Writes lost to collector restarts.
+    pub lost_on_restart: u64,
+    /// QP re-establishments applied by workers.
+    pub reestablished: u64,
+    /// Collector restarts workers started over from.
+    pub restarts: u64,
+}
+
+impl Sources {
+    /// Sums the workers' counters.
+    pub fn totals(&self) -> Totals {
+        let mut t = Totals {
+            c: Counters::default(),
+            lost_on_restart: 0,
+            reestablished: 0,
+            restarts: 0,
+        };
+        let snaps = self.workers.lock().map(|s| s.clone()).unwrap_or_default();
+        for s in &snaps {
+            add(&mut t.c, &s.counters);
+            t.lost_on_restart += s.lost_on_restart;
+            t.reestablished += s.reestablished;
+            t.restarts += s.restarts;
+        }
+        t
+    }
+
+    /// The Prometheus text.
+    pub fn render(&self) -> String {
+        let t = self.totals();
+        let c = &t.c;
+        let mut o = String::new();
+        let mut metric = |name: &str, help: &str, kind: &str, samples: &[(String, u64)]| {
+            let _ = writeln!(
+                o,
+                "# HELP dta_translator_{name} {help}\n# TYPE dta_translator_{name} {kind}"
+            );
+            for (labels, v) in samples {
+                let _ = writeln!(o, "dta_translator_{name}{labels} {v}");
+            }
+        };
+        let one = |v: u64| vec![(String::new(), v)];
+        let per_primitive = |a: &[u64; 6]| -> Vec<(String, u64)> {
+            PRIMITIVES
+                .iter()
+                .zip(a)
+                .map(|(p, v)| (format!("{{primitive=\"{p}\"}}"), *v))
+                .collect()
+        };
+        metric(
+            "frames_in_total",
+            "Frames handed to the engines.",
+            "counter",
+            &one(c.frames_in),
+        );
+        metric(
+            "reports_total",
+            "Well-formed reports by primitive.",
+            "counter",
+            &per_primitive(&c.reports_in),
+        );
+        metric(
+            "rdma_ops_total",
+            "RDMA operations first sent, by primitive.",
+            "counter",
+            &per_primitive(&c.ops_out),
+        );
+        let drops: Vec<(String, u64)> = DropReason::ALL
+            .iter()
+            .map(|r| (format!("{{reason=\"{}\"}}", r.label()), c.dropped(*r)))
+            .collect();
+        metric(
+            "report_drops_total",
+            "Reports dropped, by reason.",
+            "counter",
+            &drops,
+        );
+        for (name, help, v) in [
+            (
+                "roce_frames_out_total",
+                "RoCE frames sent, retransmissions included.",
+                c.roce_frames_out,
+            ),
+            (
+                "roce_bytes_out_total",
+                "RoCE bytes sent, retransmissions included.",
+                c.roce_bytes_out,
+            ),
+            (
+                "retransmitted_frames_total",
+                "RoCE frames sent again.",
+                c.retransmitted_frames,
+            ),
+            (
+                "retransmit_timeouts_total",
+                "Retransmit timeouts.",
+                c.retransmit_timeouts,
+            ),
+            ("acks_total", "ACKs received.", c.acks),
+            (
+                "atomic_acks_total",
+                "ATOMIC ACKNOWLEDGEs received.",
+                c.atomic_acks,
+            ),
+            (
+                "naks_psn_sequence_total",
+                "PSN sequence error NAKs.",
+                c.nak_psn_sequence,
+            ),
+            ("naks_rnr_total", "RNR NAKs.", c.nak_rnr),
+            (
+                "naks_remote_total",
+                "Invalid request, remote access and remote operational NAKs.",
+                c.nak_invalid_request + c.nak_remote_access + c.nak_remote_operational,
+            ),
+            (
+                "stale_responses_total",
+                "Responses matching nothing in flight.",
+                c.stale_responses,
+            ),
+            ("cnps_total", "Congestion notification packets.", c.cnps),
+            ("qp_errors_total", "QPs that went into error.", c.qp_errors),
+            (
+                "rate_limited_total",
+                "Times a frame waited for rate-limiter tokens.",
+                c.rate_limited,
+            ),
+            (
+                "dta_nacks_total",
+                "DTA NACKs sent to reporters.",
+                c.dta_nacks_sent,
+            ),
+            (
+                "append_head_writes_total",
+                "Append head-word writes.",
+                c.append_head_writes,
+            ),
+            (
+                "increments_coalesced_total",
+                "Increments folded into earlier ones.",
+                c.increments_coalesced,
+            ),
+            (
+                "postcard_evictions_total",
+                "Postcard chunks written on eviction.",
+                c.postcard_evictions,
+            ),
+            (
+                "postcard_timeouts_total",
+                "Postcard chunks written on idle.",
+                c.postcard_timeouts,
+            ),
+            (
+                "qp_reestablished_total",
+                "QPs resumed after an error (per worker).",
+                t.reestablished,
+            ),
+            (
+                "collector_restarts_seen_total",
+                "Collector restarts the workers started over from (per worker).",
+                t.restarts,
+            ),
+            (
+                "writes_lost_on_restart_total",
+                "Queued or unacknowledged writes lost because their collector restarted.",
+                t.lost_on_restart,
+            ),
+            (
+                "forwarded_total",
+                "Frames forwarded untouched between the ports.",
+                self.io.forwarded.load(Ordering::Relaxed),
+            ),
+            (
+                "not_forwarded_total",
+                "Foreign frames dropped in single-port mode.",
+                self.io.not_forwarded.load(Ordering::Relaxed),
+            ),
+            (
+                "arp_replies_total",
+                "ARP requests for our address answered.",
+                self.io.arp_replies.load(Ordering::Relaxed),
+            ),
+            (
+                "worker_backlog_drops_total",
+                "Frames dropped because their worker fell behind.",
+                self.io.worker_backlog_drops.load(Ordering::Relaxed),
+            ),
+        ] {
+            metric(name, help, "counter", &one(v));
+        }
+        let snaps = self.workers.lock().map(|s| s.clone()).unwrap_or_default();
+        let mut window = Vec::new();
+        let mut queue = Vec::new();
+        for (k, s) in snaps.iter().enumerate() {
+            for (i, q) in s.qps.iter().enumerate() {
+                let l = format!("{{worker=\"{k}\",collector=\"{i}\"}}");
+                window.push((l.clone(), q.window as u64));
+                queue.push((l, q.queue as u64));
+            }
+        }
+        metric("qp_window", "Frames in flight per QP.", "gauge", &window);
+        metric("qp_queue", "Work requests waiting per QP.", "gauge", &queue);
+        let ctl = |f: fn(&ControlCounters) -> u64| -> Vec<(String, u64)> {
+            self.control
+                .iter()
+                .enumerate()
+                .map(|(i, c)| (format!("{{collector=\"{i}\"}}"), f(c)))
+                .collect()
+        };
+        metric(
+            "control_welcomes_total",
+            "Welcomes from each collector.",
+            "counter",
+            &ctl(|c| c.welcomes.load(Ordering::Relaxed)),
+        );
+        metric(
+            "control_failures_total",
+            "Failed control connections or handshakes.",
+            "counter",
+            &ctl(|c| c.failures.load(Ordering::Relaxed)),
+        );
+        metric(
+            "collector_restarts_total",
+            "Collector restarts detected (new memory).",
+            "counter",
+            &ctl(|c| c.restarts.load(Ordering::Relaxed)),
+        );
+        metric(
+            "control_reestablished_total",
+            "QP sets re-created after errors.",
+            "counter",
+            &ctl(|c| c.reestablished.load(Ordering::Relaxed)),
+        );
+        let ports = self.ports.lock().map(|p| p.clone()).unwrap_or_default();
+        let per_port = |f: &dyn Fn(&(String, dta_netio::RxStats, dta_netio::TxStats)) -> u64| -> Vec<(String, u64)> {
+            ports.iter().map(|p| (format!("{{port=\"{}\"}}", p.0), f(p))).collect()
+        };
+        metric(
+            "port_rx_frames_total",
+            "Frames received per port.",
+            "counter",
+            &per_port(&|p| p.1.frames),
+        );
+        metric(
+            "port_rx_dropped_total",
+            "Frames received but dropped (oversize) per port.",
+            "counter",
+            &per_port(&|p| p.1.dropped),
+        );
+        metric(
+            "port_tx_frames_total",
+            "Frames sent per port.",
+            "counter",
+            &per_port(&|p| p.2.frames),
+        );
+        metric(
+            "port_tx_dropped_total",
+            "Frames the port refused (queue full) per port.",
+            "counter",
+            &per_port(&|p| p.2.dropped),
+        );
+        o
+    }
+
+    /// The lines printed at shutdown.
+    pub fn summary(&self) -> String {
+        let t = self.totals();
+        let c = &t.c;
+        let mut s = String::new();
+        let _ = writeln!(s, "dta-translator summary");
+        let _ = writeln!(
+            s,
+            "  reports in            {}",
+            c.reports_in.iter().sum::<u64>()
+        );
+        for (p, (n, ops)) in PRIMITIVES.iter().zip(c.reports_in.iter().zip(&c.ops_out)) {
+            if *n > 0 || *ops > 0 {
+                let _ = writeln!(s, "    {p:<20} {n} reports, {ops} RDMA ops");
+            }
+        }
+        let _ = writeln!(s, "  RoCE frames out       {}", c.roce_frames_out);
+        let _ = writeln!(s, "  retransmitted frames  {}", c.retransmitted_frames);
+        let _ = writeln!(s, "  ACKs / atomic ACKs    {} / {}", c.acks, c.atomic_acks);
+        let _ = writeln!(s, "  DTA NACKs sent        {}", c.dta_nacks_sent);
+        let _ = writeln!(s, "  reports dropped       {}", c.drops.iter().sum::<u64>());
+        for r in DropReason::ALL {
+            if c.dropped(r) > 0 {
+                let _ = writeln!(s, "    {:<20} {}", r.label(), c.dropped(r));
+            }
+        }
+        let _ = writeln!(s, "  QP errors             {}", c.qp_errors);
+        let _ = writeln!(
+            s,
+            "  collector restarts    {}",
+            self.control
+                .iter()
+                .map(|c| c.restarts.load(Ordering::Relaxed))
+                .sum::<u64>()
+        );
+        let _ = writeln!(s, "  writes lost (restart) {}", t.lost_on_restart);
+        let _ = writeln!(
+            s,
+            "  frames forwarded      {}",
+            self.io.forwarded.load(Ordering::Relaxed)
+        );
+        let _ = writeln!(
+            s,
+            "  worker backlog drops  {}",
+            self.io.worker_backlog_drops.load(Ordering::Relaxed)
+        );
+        s
+    }
+}
+
+fn add(a: &mut Counters, b: &Counters) {
+    a.frames_in += b.frames_in;
+    a.not_for_us += b.not_for_us;
+    for i in 0..6 {
+        a.reports_in[i] += b.reports_in[i];
+        a.ops_out[i] += b.ops_out[i];
+    }
+    for (x, y) in a.drops.iter_mut().zip(&b.drops) {
+        *x += y;
+    }
+    a.append_head_writes += b.append_head_writes;
+    a.increments_coalesced += b.increments_coalesced;
+    a.postcard_evictions += b.postcard_evictions;
+    a.postcard_timeouts += b.postcard_timeouts;
+    a.append_idle_flushes += b.append_idle_flushes;
+    a.dta_nacks_sent += b.dta_nacks_sent;
+    a.retransmitted_frames += b.retransmitted_frames;
+    a.retransmit_timeouts += b.retransmit_timeouts;
+    a.nak_psn_sequence += b.nak_psn_sequence;
+    a.nak_rnr += b.nak_rnr;
+    a.nak_invalid_request += b.nak_invalid_request;
+    a.nak_remote_access += b.nak_remote_access;
+    a.nak_remote_operational += b.nak_remote_operational;
+    a.acks += b.acks;
+    a.atomic_acks += b.atomic_acks;
+    a.stale_responses += b.stale_responses;
+    a.cnps += b.cnps;
+    a.qp_errors += b.qp_errors;
+    a.rate_limited += b.rate_limited;
+    a.roce_frames_out += b.roce_frames_out;
+    a.roce_bytes_out += b.roce_bytes_out;
+}
+
+/// The metrics HTTP server; stops when dropped.
+pub struct MetricsServer {
+    server: Arc<tiny_http::Server>,
+    thread: Option<JoinHandle<()>>,
+    /// The bound address.
+    pub addr: SocketAddr,
+}
+
+impl MetricsServer {
+    /// Serves `GET /metrics` on `addr`.
+    pub fn start(addr: SocketAddr, sources: Sources) -> Result<Self> {
+        let server = tiny_http::Server::http(addr)
+            .map_err(|e| anyhow!("binding the metrics endpoint on {addr}: {e}"))?;
+        let addr = server
+            .server_addr()
+            .to_ip()
+            .ok_or_else(|| anyhow!("metrics endpoint has no IP address"))?;
+        let server = Arc::new(server);
+        let s = server.clone();
+        let thread = std::thread::Builder::new()
+            .name("dta-metrics".into())
+            .spawn(move || {
+                for req in s.incoming_requests() {
+                    let (code, body) = match req.url() {
+                        "/metrics" => (200, sources.render()),
+                        other => (404, format!("no such endpoint {other}; try /metrics\n")),
+                    };
+                    let resp = tiny_http::Response::from_string(body).with_status_code(code);
+                    let _ = req.respond(resp);
+                }
+            })?;
+        Ok(MetricsServer {
+            server,
+            thread: Some(thread),
+            addr,
+        })
+    }
+}
+
+impl Drop for MetricsServer {
+    fn drop(&mut self) {
+        self.server.unblock();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sums_workers_and_renders_labels() {
+        let mut a = Snapshot::default();
+        a.counters.reports_in[0] = 3;
+        a.counters.drops[0] = 1;
+        a.lost_on_restart = 2;
+        let mut b = Snapshot::default();
+        b.counters.reports_in[0] = 4;
+        b.counters.roce_frames_out = 9;
+        let src = Sources {
+            workers: Arc::new(Mutex::new(vec![a, b])),
+            io: Arc::new(IoCounters::default()),
+            ports: Arc::new(Mutex::new(Vec::new())),
+            control: vec![Arc::new(ControlCounters::default())],
+        };
+        let text = src.render();
+        assert!(
+            text.contains("dta_translator_reports_total{primitive=\"key_write\"} 7\n"),
+            "{text}"
+        );
+        assert!(text.contains("dta_translator_report_drops_total{reason=\"malformed\"} 1\n"));
+        assert!(text.contains("dta_translator_roce_frames_out_total 9\n"));
+        assert!(text.contains("dta_translator_writes_lost_on_restart_total 2\n"));
+        assert!(text.contains("dta_translator_collector_restarts_total{collector=\"0\"} 0\n"));
+        assert!(src.summary().contains("reports in            7"));
+    }
+}

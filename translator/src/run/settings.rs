@@ -1,0 +1,251 @@
+//! The daemon's configuration: the engine's TOML (the sections `offline` reads) plus four daemon sections,
+//! `[io]`, `[workers]`, `[[collectors]]` and `[metrics]`. They share one file so a deployment has one
+//! place to look; the engine's own parser stays strict (unknown fields are errors) because the daemon
+//! sections are taken out before the rest reaches it.
+
+use std::net::SocketAddr;
+
+use anyhow::{bail, Context, Result};
+use dta_translator::Config;
+use serde::Deserialize;
+
+/// Which packet I/O backend drives the ports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum IoKind {
+    /// A raw socket per interface (no DPDK needed).
+    #[default]
+    AfPacket,
+    /// DPDK ports (PCI devices or vdevs) through dta-netio.
+    Dpdk,
+}
+
+/// `[io]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct IoSection {
+    /// Backend.
+    pub kind: IoKind,
+    /// One port, or two for a bump in the wire. AF_PACKET: interface names. DPDK: a device name the EAL
+    /// knows (PCI address, vdev on the EAL command line) or vdev devargs such as
+    /// `net_af_packet0,iface=eth1`, hot-plugged at start.
+    pub ports: Vec<String>,
+    /// Index of the port facing the collectors (RoCE frames leave there); default: the last port.
+    pub collector_port: Option<usize>,
+    /// EAL arguments, passed through verbatim (DPDK only).
+    pub eal_args: Vec<String>,
+    /// Most frames per receive burst.
+    pub burst: usize,
+}
+
+impl Default for IoSection {
+    fn default() -> Self {
+        IoSection {
+            kind: IoKind::AfPacket,
+            ports: Vec::new(),
+            collector_port: None,
+            eal_args: Vec::new(),
+            burst: 64,
+        }
+    }
+}
+
+/// `[workers]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WorkersSection {
+    /// Worker threads, each with its own engine and one QP per collector.
+    pub count: usize,
+}
+
+impl Default for WorkersSection {
+    fn default() -> Self {
+        WorkersSection { count: 1 }
+    }
+}
+
+/// One `[[collectors]]`: where its control server listens and the shared token.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CollectorSection {
+    /// Control server address.
+    pub control: SocketAddr,
+    /// Shared token.
+    pub token: String,
+}
+
+/// `[metrics]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MetricsSection {
+    /// Prometheus HTTP address.
+    pub bind: SocketAddr,
+}
+
+/// The daemon's sections.
+#[derive(Debug, Clone, Default)]
+pub struct Daemon {
+    /// Ports.
+    pub io: IoSection,
+    /// Workers.
+    pub workers: WorkersSection,
+    /// Collectors, in routing order.
+    pub collectors: Vec<CollectorSection>,
+    /// Metrics endpoint, if any.
+    pub metrics: Option<MetricsSection>,
+}
+
+/// Everything `run` needs.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The engine's configuration (shared by every worker; per-worker QPNs are derived from it).
+    pub engine: Config,
+    /// The daemon's sections.
+    pub daemon: Daemon,
+}
+
+fn take<T: for<'de> Deserialize<'de>>(table: &mut toml::Table, key: &str) -> Result<Option<T>> {
+    match table.remove(key) {
+        None => Ok(None),
+        Some(v) => Ok(Some(v.try_into().with_context(|| {
+            format!("section [{key}] of the translator configuration")
+        })?)),
+    }
+}
+
+impl Settings {
+    /// Parses a whole file.
+    pub fn from_toml(text: &str) -> Result<Self> {
+        let mut table: toml::Table = text.parse().context("translator configuration TOML")?;
+        let daemon = Daemon {
+            io: take(&mut table, "io")?.unwrap_or_default(),
+            workers: take(&mut table, "workers")?.unwrap_or_default(),
+            collectors: take(&mut table, "collectors")?.unwrap_or_default(),
+            metrics: take(&mut table, "metrics")?,
+        };
+        let engine = Config::from_toml(&toml::to_string(&table)?)?;
+        Ok(Settings { engine, daemon })
+    }
+
+    /// Checks what the daemon relies on (after command-line overrides).
+    pub fn validate(&self) -> Result<()> {
+        let d = &self.daemon;
+        match d.io.ports.len() {
+            1 | 2 => {}
+            0 => bail!("no port: give [io] ports or --interface"),
+            n => bail!("{n} ports: the translator drives one port, or two for a bump in the wire"),
+        }
+        if let Some(p) = d.io.collector_port {
+            if p >= d.io.ports.len() {
+                bail!(
+                    "[io] collector_port {p} is not a port index (0..{})",
+                    d.io.ports.len()
+                );
+            }
+        }
+        if d.io.burst == 0 || d.io.burst > 1024 {
+            bail!("[io] burst {} is not in 1..=1024", d.io.burst);
+        }
+        if d.workers.count == 0 || d.workers.count > 64 {
+            bail!("[workers] count {} is not in 1..=64", d.workers.count);
+        }
+        if d.collectors.is_empty() {
+            bail!("no collector: add a [[collectors]] section with its control address and token");
+        }
+        if let Some(c) = d.collectors.iter().find(|c| c.token.is_empty()) {
+            bail!("collector {}: empty token", c.control);
+        }
+        // Worker k, collector i uses QPN qpn_base + k·collectors + i: all of them must fit in 24 bits.
+        let qps = (d.workers.count * d.collectors.len()) as u64;
+        if u64::from(self.engine.local.qpn_base) + qps > 0xFF_FFFF {
+            bail!("[local] qpn_base leaves no room for {qps} QPs in 24 bits");
+        }
+        if u64::from(self.engine.local.udp_src_port_base) + qps > 0xFFFF {
+            bail!("[local] udp_src_port_base leaves no room for {qps} QPs");
+        }
+        Ok(())
+    }
+
+    /// The collector-facing port index.
+    pub fn collector_port(&self) -> usize {
+        self.daemon
+            .io
+            .collector_port
+            .unwrap_or(self.daemon.io.ports.len().saturating_sub(1))
+    }
+
+    /// The engine configuration of worker `k`: its own QPNs and UDP source ports, so that responses can
+    /// be steered back to the worker that owns the QP.
+    pub fn worker_config(&self, k: usize) -> Config {
+        let mut c = self.engine.clone();
+        let step = (k * self.daemon.collectors.len()) as u32;
+        c.local.qpn_base += step;
+        c.local.udp_src_port_base = c.local.udp_src_port_base.wrapping_add(step as u16);
+        c
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FILE: &str = r#"
+[io]
+kind = "dpdk"
+ports = ["net_af_packet0,iface=ta", "net_af_packet1,iface=tb"]
+eal_args = ["-l", "0", "--no-huge"]
+
+[workers]
+count = 2
+
+[[collectors]]
+control = "198.19.0.2:40050"
+token = "t"
+
+[metrics]
+bind = "127.0.0.1:9100"
+
+[requester]
+window = 64
+
+[local]
+qpn_base = 0x200
+"#;
+
+    #[test]
+    fn splits_daemon_and_engine_sections() {
+        let s = Settings::from_toml(FILE).unwrap();
+        s.validate().unwrap();
+        assert_eq!(s.daemon.io.kind, IoKind::Dpdk);
+        assert_eq!(s.daemon.io.ports.len(), 2);
+        assert_eq!(s.collector_port(), 1);
+        assert_eq!(s.daemon.workers.count, 2);
+        assert_eq!(s.daemon.collectors[0].token, "t");
+        assert_eq!(s.engine.requester.window, 64);
+        assert_eq!(s.worker_config(0).local.qpn_base, 0x200);
+        assert_eq!(s.worker_config(1).local.qpn_base, 0x201);
+        assert_eq!(
+            s.worker_config(1).local.udp_src_port_base,
+            s.engine.local.udp_src_port_base + 1
+        );
+    }
+
+    #[test]
+    fn refuses_with_reasons() {
+        let e = Settings::from_toml("[io]\nkind = \"xdp\"\n").unwrap_err();
+        assert!(format!("{e:#}").contains("[io]"), "{e:#}");
+        let e = Settings::from_toml("[requester]\nwindwo = 1\n").unwrap_err();
+        assert!(format!("{e:#}").contains("windwo"), "{e:#}");
+        let s = Settings::from_toml("[io]\nports = [\"a\"]\n").unwrap();
+        assert!(s
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("no collector"));
+        let s = Settings::from_toml(
+            "[io]\nports = [\"a\", \"b\", \"c\"]\n[[collectors]]\ncontrol = \"127.0.0.1:1\"\ntoken = \"t\"\n",
+        )
+        .unwrap();
+        assert!(s.validate().unwrap_err().to_string().contains("3 ports"));
+    }
+}

@@ -1,0 +1,208 @@
+//! Which worker a received frame belongs to. Each worker's engine owns state that must see every report
+//! that touches it: an Append list's head, a postcard flow's cache line, a sketch's merge, a reporter's
+//! sequence numbers, and each QP's PSNs. So the I/O thread reads just enough of a frame to pick the owner:
+//!
+//! * Append: the list id; Postcarding: the flow key; Sketch-Merge: the sketch id.
+//! * Key-Write / Key-Increment: the reporter (source IP) when the report is retransmittable, so one engine
+//!   tracks its sequence numbers; otherwise the key, which spreads load.
+//! * RoCE responses: the worker whose QPN range holds the BTH destination QP.
+//!
+//! Frames that are neither (and RoCE not addressed to us) are forwarded untouched. A report too short to
+//! read goes to worker 0, whose engine counts it as malformed.
+
+use dta_protocol::dta::HeaderForm;
+use dta_protocol::hash::key_checksum;
+use dta_protocol::roce::ROCEV2_UDP_PORT;
+use dta_protocol::udp::UdpFrame;
+
+/// Where a frame goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    /// To this worker's engine.
+    Worker(usize),
+    /// An ARP request (the ARP module decides whether it is for us); not for the engines.
+    Arp,
+    /// Not DTA, not our RoCE: forward untouched.
+    Forward,
+}
+
+/// What steering needs to know, fixed at start.
+#[derive(Debug, Clone, Copy)]
+pub struct Steering {
+    /// Workers.
+    pub workers: usize,
+    /// Collectors (QPNs per worker).
+    pub collectors: usize,
+    /// QPN of worker 0, collector 0.
+    pub qpn_base: u32,
+    /// The translator's IPv4 address (RoCE responses are addressed to it).
+    pub local_ip: [u8; 4],
+    /// UDP port of reports.
+    pub report_port: u16,
+    /// Report base header form.
+    pub form: HeaderForm,
+}
+
+const ETHERTYPE_ARP: u16 = 0x0806;
+/// Byte 12..16 of the BTH hold the destination QP in its low 24 bits.
+const BTH_DEST_QP: std::ops::Range<usize> = 5..8;
+
+impl Steering {
+    /// Steers one frame.
+    pub fn target(&self, frame: &[u8]) -> Target {
+        if frame.len() >= 14 && u16::from_be_bytes([frame[12], frame[13]]) == ETHERTYPE_ARP {
+            return Target::Arp;
+        }
+        let Ok(udp) = UdpFrame::parse(frame) else {
+            return Target::Forward;
+        };
+        let ep = &udp.endpoints;
+        if ep.dst_port == self.report_port {
+            return Target::Worker(self.report_worker(ep.src_ip, udp.payload));
+        }
+        if ep.dst_port == ROCEV2_UDP_PORT && ep.dst_ip == self.local_ip {
+            let p = udp.payload;
+            if p.len() < BTH_DEST_QP.end {
+                return Target::Forward;
+            }
+            let qpn = u32::from_be_bytes([0, p[5], p[6], p[7]]);
+            let per = self.collectors as u32;
+            return match qpn.checked_sub(self.qpn_base).map(|d| (d / per) as usize) {
+                Some(k) if k < self.workers => Target::Worker(k),
+                _ => Target::Forward,
+            };
+        }
+        Target::Forward
+    }
+
+    fn report_worker(&self, src_ip: [u8; 4], p: &[u8]) -> usize {
+        if self.workers == 1 {
+            return 0;
+        }
+        let (flags_at, sub) = match self.form {
+            HeaderForm::Seq => (2, 3),
+            HeaderForm::Compact => (1, 2),
+        };
+        let u32_at = |at: usize| -> Option<u32> {
+            p.get(at..at + 4)
+                .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+        };
+        let retransmit = p.get(flags_at).is_some_and(|f| f & 0x40 != 0);
+        let owner = match p.first() {
+            // Key-Write and Key-Increment: redundancy (1 byte), then the key.
+            Some(0x01 | 0x03) if retransmit => Some(u32::from_be_bytes(src_ip)),
+            Some(0x01 | 0x03) => u32_at(sub + 1),
+            // Append: list id; Postcarding (both forms): flow key.
+            Some(0x02 | 0x04 | 0x06) => u32_at(sub),
+            // Sketch-Merge: sketch id.
+            Some(0x05) => p.get(sub).map(|&id| u32::from(id)),
+            _ => None,
+        };
+        owner.map_or(0, |o| key_checksum(o) as usize % self.workers)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dta_protocol::udp::UdpEndpoints;
+
+    fn steering(workers: usize) -> Steering {
+        Steering {
+            workers,
+            collectors: 2,
+            qpn_base: 0x100,
+            local_ip: [198, 18, 0, 1],
+            report_port: 40040,
+            form: HeaderForm::Seq,
+        }
+    }
+
+    fn udp(src_ip: [u8; 4], dst_ip: [u8; 4], dst_port: u16, payload: &[u8]) -> Vec<u8> {
+        let ep = UdpEndpoints::new(
+            [2, 0, 0, 0, 0, 9],
+            [2, 0, 0, 0, 0, 1],
+            src_ip,
+            dst_ip,
+            1234,
+            dst_port,
+        );
+        let mut buf = vec![0u8; 42 + payload.len()];
+        let n = ep.emit_frame(&mut buf, payload).unwrap();
+        buf.truncate(n);
+        buf
+    }
+
+    fn report(src: u8, payload: &[u8]) -> Vec<u8> {
+        udp([198, 18, 0, src], [198, 18, 0, 2], 40040, payload)
+    }
+
+    #[test]
+    fn reports_go_to_the_owner_of_their_state() {
+        let s = steering(4);
+        let list = |id: u32, src: u8| {
+            let mut p = vec![0x02, 0, 0];
+            p.extend_from_slice(&id.to_be_bytes());
+            p.extend_from_slice(&[1, 2, 3, 4]);
+            s.target(&report(src, &p))
+        };
+        // The same list from two reporters lands on one worker; its index is crc32(list) mod 4.
+        assert_eq!(list(7, 10), list(7, 11));
+        assert_eq!(list(7, 10), Target::Worker(key_checksum(7) as usize % 4));
+        // Key-Write: by key unless retransmittable, then by reporter.
+        let kw = |key: u32, flags: u8, src: u8| {
+            let mut p = vec![0x01, 5, flags, 1];
+            p.extend_from_slice(&key.to_be_bytes());
+            p.extend_from_slice(&[0; 4]);
+            s.target(&report(src, &p))
+        };
+        assert_eq!(
+            kw(123, 0, 10),
+            Target::Worker(key_checksum(123) as usize % 4)
+        );
+        let by_src = key_checksum(u32::from_be_bytes([198, 18, 0, 10])) as usize % 4;
+        for key in 0..32 {
+            assert_eq!(kw(key, 0x40, 10), Target::Worker(by_src));
+        }
+        // Sketch: by sketch id.
+        let sk = s.target(&report(
+            10,
+            &[0x05, 0, 0, 9, 0, 0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 1],
+        ));
+        assert_eq!(sk, Target::Worker(key_checksum(9) as usize % 4));
+        // Too short to read: worker 0 counts it.
+        assert_eq!(s.target(&report(10, &[0x02])), Target::Worker(0));
+    }
+
+    #[test]
+    fn roce_responses_go_to_the_qp_owner_and_other_frames_are_forwarded() {
+        let s = steering(3);
+        let ack = |qpn: u32, dst: [u8; 4]| {
+            let mut bth = [0u8; 16];
+            bth[0] = 0x11;
+            bth[5..8].copy_from_slice(&qpn.to_be_bytes()[1..]);
+            s.target(&udp([198, 18, 0, 2], dst, 4791, &bth))
+        };
+        let me = [198, 18, 0, 1];
+        // Worker k owns QPNs 0x100 + 2k and 0x100 + 2k + 1 (two collectors).
+        assert_eq!(ack(0x100, me), Target::Worker(0));
+        assert_eq!(ack(0x101, me), Target::Worker(0));
+        assert_eq!(ack(0x104, me), Target::Worker(2));
+        assert_eq!(ack(0x106, me), Target::Forward, "beyond the last worker");
+        assert_eq!(ack(0xff, me), Target::Forward, "below the base");
+        assert_eq!(
+            ack(0x100, [198, 18, 0, 77]),
+            Target::Forward,
+            "RoCE for another host"
+        );
+        assert_eq!(
+            s.target(&udp(me, [198, 18, 0, 2], 53, b"dns")),
+            Target::Forward
+        );
+        let mut arp = vec![0xff; 6];
+        arp.extend_from_slice(&[2, 0, 0, 0, 0, 9, 0x08, 0x06]);
+        arp.resize(42, 0);
+        assert_eq!(s.target(&arp), Target::Arp);
+        assert_eq!(s.target(&[0u8; 10]), Target::Forward);
+    }
+}

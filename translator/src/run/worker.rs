@@ -1,0 +1,223 @@
+//! A worker thread: one engine (one QP per collector), fed batches of frames by the I/O thread, handing
+//! its output frames back in batches. It never touches a port, so the same code serves AF_PACKET and DPDK.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender, SyncSender};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use dta_netio::FrameBatch;
+use dta_protocol::control::Welcome;
+use dta_translator::{Counters, Engine, Event, QpStats};
+
+use super::clock::Clock;
+
+/// What a worker is told.
+pub enum ToWorker {
+    /// Frames to handle; the batch goes back to the I/O thread's pool afterwards.
+    Frames(FrameBatch),
+    /// The collector's QP was re-created (after a QP error) and its memory is unchanged: resume, sending
+    /// the unacknowledged work again from `start_psn`.
+    Reestablish {
+        /// Collector index.
+        collector: usize,
+        /// This worker's view of the welcome (its one QP).
+        welcome: Welcome,
+        /// First PSN of the new QP.
+        start_psn: u32,
+    },
+    /// The collector restarted with new memory: start over on it and count what was lost.
+    Replace {
+        /// Collector index.
+        collector: usize,
+        /// This worker's view of the welcome.
+        welcome: Welcome,
+        /// First PSN of the new QP.
+        start_psn: u32,
+    },
+}
+
+/// What a worker publishes for metrics.
+#[derive(Debug, Clone, Default)]
+pub struct Snapshot {
+    /// Engine counters.
+    pub counters: Counters,
+    /// Gauges of each collector's QP.
+    pub qps: Vec<QpStats>,
+    /// Work requests dropped because their collector restarted with new memory.
+    pub lost_on_restart: u64,
+    /// Collector restarts this worker started over from.
+    pub restarts: u64,
+    /// QPs re-established after an error.
+    pub reestablished: u64,
+}
+
+/// A worker's channels and shared state.
+pub struct WorkerIo {
+    /// Index.
+    pub index: usize,
+    /// Input.
+    pub rx: Receiver<ToWorker>,
+    /// Used input batches back to the I/O thread.
+    pub recycle: Sender<FrameBatch>,
+    /// Output batches to the I/O thread (worker index, frames).
+    pub out: SyncSender<(usize, FrameBatch)>,
+    /// Empty output batches from the I/O thread.
+    pub out_pool: Receiver<FrameBatch>,
+    /// Per collector: ask its control client to re-establish the QPs.
+    pub qp_errors: Vec<Sender<()>>,
+    /// Where snapshots go.
+    pub snapshots: Arc<Mutex<Vec<Snapshot>>>,
+    /// Set when the daemon stops.
+    pub stop: Arc<AtomicBool>,
+}
+
+/// Longest sleep without input: bounds how late a timer fires after a burst of control messages.
+const MAX_IDLE: Duration = Duration::from_millis(5);
+const PUBLISH_EVERY_NS: u64 = 100_000_000;
+/// How long shutdown waits for the collector to acknowledge what was sent.
+const DRAIN_NS: u64 = 2_000_000_000;
+
+/// Runs until `stop`, then flushes everything batched and waits (bounded) for it to be acknowledged.
+pub fn run(mut engine: Engine, io: WorkerIo, clock: Clock) {
+    let mut snap = Snapshot::default();
+    let mut last_publish = 0u64;
+    let mut scratch = Vec::with_capacity(2048);
+    let mut stopping_since: Option<u64> = None;
+    let mut spare = None;
+    loop {
+        let now = clock.now();
+        let wait = engine
+            .poll_timeout()
+            .map(|t| Duration::from_nanos(t.saturating_since(now)))
+            .unwrap_or(MAX_IDLE)
+            .min(MAX_IDLE);
+        match io.rx.recv_timeout(wait) {
+            Ok(msg) => handle(&mut engine, &io, msg, &clock, &mut snap),
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => break,
+        }
+        // Take everything else that is waiting before transmitting, so output batches fill up.
+        while let Ok(msg) = io.rx.try_recv() {
+            handle(&mut engine, &io, msg, &clock, &mut snap);
+        }
+        let now = clock.now();
+        engine.handle_timeout(now);
+        while let Some(Event::QpError { collector, error }) = engine.poll_event() {
+            log::warn!(
+                "worker {}: QP to collector {collector} failed: {error:?}",
+                io.index
+            );
+            if let Some(tx) = io.qp_errors.get(collector) {
+                let _ = tx.send(());
+            }
+        }
+        transmit(&mut engine, &io, &clock, &mut scratch, &mut spare);
+        if now.as_nanos() >= last_publish + PUBLISH_EVERY_NS {
+            publish(&engine, &io, &mut snap);
+            last_publish = now.as_nanos();
+        }
+        if io.stop.load(Ordering::Relaxed) {
+            let t = *stopping_since.get_or_insert_with(|| {
+                engine.flush(now);
+                now.as_nanos()
+            });
+            if engine.is_idle() || now.as_nanos() > t + DRAIN_NS {
+                if !engine.is_idle() {
+                    log::warn!("worker {}: stopping with unacknowledged work", io.index);
+                }
+                break;
+            }
+        }
+    }
+    publish(&engine, &io, &mut snap);
+}
+
+fn handle(engine: &mut Engine, io: &WorkerIo, msg: ToWorker, clock: &Clock, snap: &mut Snapshot) {
+    match msg {
+        ToWorker::Frames(batch) => {
+            let now = clock.now();
+            for f in batch.iter() {
+                // Not-for-us frames never reach a worker: the I/O thread forwards them itself.
+                engine.handle_frame(now, f);
+            }
+            let _ = io.recycle.send(batch);
+        }
+        ToWorker::Reestablish {
+            collector,
+            welcome,
+            start_psn,
+        } => match engine.reestablish(collector, &welcome, start_psn, clock.now()) {
+            Ok(()) => snap.reestablished += 1,
+            Err(e) => log::error!(
+                "worker {}: re-establishing collector {collector}: {e}",
+                io.index
+            ),
+        },
+        ToWorker::Replace {
+            collector,
+            welcome,
+            start_psn,
+        } => match engine.replace_collector(collector, &welcome, start_psn, clock.now()) {
+            Ok(lost) => {
+                snap.restarts += 1;
+                snap.lost_on_restart += lost;
+                log::warn!(
+                    "worker {}: collector {collector} restarted with new memory; {lost} queued or unacknowledged writes lost",
+                    io.index
+                );
+            }
+            Err(e) => log::error!(
+                "worker {}: collector {collector} after restart: {e}",
+                io.index
+            ),
+        },
+    }
+}
+
+/// Moves every frame the engine may send now into output batches. Without a free output batch the
+/// frames stay in the engine (its window and queue are the backpressure), so nothing is lost here.
+fn transmit(
+    engine: &mut Engine,
+    io: &WorkerIo,
+    clock: &Clock,
+    scratch: &mut Vec<u8>,
+    spare: &mut Option<FrameBatch>,
+) {
+    let now = clock.now();
+    loop {
+        let mut batch = match spare.take() {
+            Some(b) => b,
+            None => match io.out_pool.try_recv() {
+                Ok(b) => b,
+                Err(_) => return,
+            },
+        };
+        batch.clear();
+        while batch.free() > 0 && engine.poll_transmit(now, scratch) {
+            if batch.push(scratch).is_err() {
+                log::error!(
+                    "worker {}: a {}-byte frame does not fit a batch slot",
+                    io.index,
+                    scratch.len()
+                );
+            }
+        }
+        if batch.is_empty() {
+            *spare = Some(batch);
+            return;
+        }
+        let full = batch.free() == 0;
+        if io.out.send((io.index, batch)).is_err() || !full {
+            return;
+        }
+    }
+}
+
+fn publish(engine: &Engine, io: &WorkerIo, snap: &mut Snapshot) {
+    snap.counters = engine.counters().clone();
+    snap.qps = (0..).map_while(|i| engine.qp_stats(i)).collect();
+    if let Ok(mut all) = io.snapshots.lock() {
+        all[io.index] = snap.clone();
+    }
+}
