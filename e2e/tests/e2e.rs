@@ -85,3 +85,83 @@ fn every_primitive_is_exact_through_af_packet() -> Result<()> {
     );
     Ok(())
 }
+
+#[test]
+fn every_primitive_is_exact_with_one_percent_drop_and_reorder() -> Result<()> {
+    let _g = serial();
+    let opts = Options {
+        io: Io::AfPacket,
+        faults: Some((0.01, 0.01)),
+        limit: Duration::from_secs(300),
+    };
+    let Some(mut sys) = System::start("f", opts)? else {
+        return Ok(());
+    };
+    let out = every_primitive(&mut sys, 2)?;
+    print(&out);
+    let m = sys.metrics.scrape()?;
+    ensure!(
+        metric(&m, "dta_translator_retransmitted_frames_total", "") > 0,
+        "1% loss must have been repaired by retransmissions"
+    );
+    let c = sys.collector_metrics()?;
+    eprintln!(
+        "collector fault injection: {}",
+        c.lines()
+            .filter(|l| l.contains("fault") && !l.starts_with('#'))
+            .collect::<Vec<_>>()
+            .join("; ")
+    );
+    Ok(())
+}
+
+#[test]
+fn translator_survives_a_collector_restart_and_counts_the_loss() -> Result<()> {
+    let _g = serial();
+    let opts = Options {
+        io: Io::AfPacket,
+        faults: None,
+        limit: Duration::from_secs(240),
+    };
+    let Some(mut sys) = System::start("k", opts)? else {
+        return Ok(());
+    };
+    let pid = sys.translator.pid();
+    let before = workload::key_write(5_000, 2, 3)?;
+    sys.run(&before)?;
+    sys.kill_collector();
+    // Reports while the collector is down: the QP fails, the control client keeps retrying.
+    let during = workload::key_write(2_000, 1, 4)?;
+    sys.send(&during.reports, Duration::from_secs(60))?;
+    std::thread::sleep(Duration::from_millis(500));
+    sys.restart_collector()?;
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while sys
+        .metrics
+        .value("dta_translator_collector_restarts_total", "")?
+        == 0
+    {
+        ensure!(
+            std::time::Instant::now() < deadline,
+            "the translator did not notice the restart"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let after = workload::key_write(20_000, 5, 5)?;
+    let o = sys.run(&after)?;
+    print(&[o]);
+    ensure!(
+        sys.translator.running() && sys.translator.pid() == pid,
+        "same translator process"
+    );
+    let m = sys.metrics.scrape()?;
+    let lost = metric(&m, "dta_translator_writes_lost_on_restart_total", "")
+        + metric(
+            &m,
+            "dta_translator_report_drops_total",
+            "reason=\"queue_full\"",
+        );
+    eprintln!("writes lost or reports refused while the collector was down: {lost}");
+    ensure!(lost > 0, "the loss during the outage is counted:\n{m}");
+    Ok(())
+}
