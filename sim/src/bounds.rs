@@ -1,5 +1,6 @@
-//! The paper's analytical figures (section 4, equations 1-8; appendix A.5-A.6) and the ones that hold for the
-//! placement hash this project actually uses (DESIGN.md section 3), side by side.
+//! The paper's analytical figures (section 4, equations 1-8; appendix A.5-A.6), which the real engine is
+//! tested against, and, as a labelled comparison only, the loss under the reference placement (one CRC
+//! polynomial shared by all copies), which documents why that placement loses data.
 //!
 //! Notation as in the paper: α = distinct keys (or flows) written after the queried one divided by the slot
 //! (or chunk) count, N = copies per key, b = checksum bits, |V| = value universe, B = hops per chunk.
@@ -110,13 +111,16 @@ impl PostcardBounds {
     }
 }
 
-/// Probability that all N copies are overwritten under this project's placement hash,
-/// `crc32(key_le ‖ n) & (M - 1)`.
+/// Reference placement (one shared polynomial), for comparison only: the probability that all N copies are
+/// overwritten under the reference's `crc32(key_le ‖ n) & (M - 1)` ([`crate::placement::reference_slot`]).
+/// This project no longer places so (each copy has its own polynomial, and the real engine is tested
+/// against the paper's independent-copies formulas); the tables and figures print this beside them to
+/// show what the shared polynomial costs.
 ///
 /// CRC is affine over GF(2): for messages of one length, crc(x ⊕ y) = crc(x) ⊕ crc(y) ⊕ crc(0). So
 /// `slot(k, n) = slot(k, 0) ⊕ d_n` with offsets d_n that do not depend on the key, and d_3 = d_1 ⊕ d_2. The
 /// copies of every key therefore lie in one coset of the group G = span{d_n}; two keys' copy sets are either
-/// disjoint or overlap heavily. (See [`crate::placement`] for the check that the real hash behaves so.)
+/// disjoint or overlap heavily. (See [`crate::placement`] for the rank check of both placements.)
 ///
 /// * N = 1, 2, 4 (and 8): the copies *are* a coset of G (|G| = N), and a later key either misses it or
 ///   covers all of it, so all copies go at once: 1 - e^{-αN}, not the paper's (1 - e^{-αN})^N.

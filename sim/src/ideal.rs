@@ -1,11 +1,14 @@
-//! The paper's model, for contrast with the real system: N copies placed by *independent* uniform hashes.
+//! The paper's model, as a second opinion beside the real system: N copies placed by *independent* uniform
+//! hashes.
 //!
-//! The analysis in appendix A.5-A.6 assumes each copy's location is independent of the others. This
-//! project's placement (CRC-32 of key ‖ n, DESIGN.md section 3) is not (see [`crate::bounds::crc_all_overwritten`]),
-//! so the real engine cannot test the paper's formulas themselves. This module places copies with
-//! SplitMix64 of (seed, key, n) instead and applies writes directly: Key-Write entries hold (b-bit checksum,
-//! value) and are voted on by the same rule as the collector's query (strict plurality with at least T
-//! votes); Postcarding chunks are built and decoded with the real `encode_chunk` and `decode_chunk`.
+//! The analysis in appendix A.5-A.6 assumes each copy's location is independent of the others. The real
+//! placement (one CRC polynomial per copy, DESIGN.md section 3) is built to behave so (see
+//! [`crate::placement`]), and the real engine is tested against the formulas directly; this module runs the
+//! assumption itself, with no CRC at all, so a disagreement between the two points at the placement or the
+//! engine rather than at the formulas. It places copies with SplitMix64 of (seed, key, n) and applies
+//! writes directly: Key-Write entries hold (b-bit checksum, value) and are voted on by the same rule as
+//! the collector's query (strict plurality with at least T votes); Postcarding chunks are built and
+//! decoded with the real `encode_chunk` and `decode_chunk`.
 
 use dta_collector::query::PostcardDecoder;
 use dta_protocol::hash::key_checksum;

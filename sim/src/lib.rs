@@ -3,8 +3,11 @@
 //!
 //! Reports go through the real translator engine, its RoCEv2 frames through the real software responder
 //! core into in-memory regions ([`rig`]), and queries use the real collector query functions. [`bounds`]
-//! evaluates the paper's formulas and the ones that hold for the project's CRC placement; [`ideal`] runs
-//! the paper's own model (independent copy placement) for contrast; [`figures`] regenerates the figures.
+//! evaluates the paper's formulas, which the real engine is tested against (its placement gives every copy
+//! its own CRC polynomial, so copies land independently, as the paper assumes; [`placement`] checks it),
+//! and, for comparison only, the loss under the reference placement with one shared polynomial; [`ideal`]
+//! runs the paper's own model (copies placed by independent random hashes) as a second opinion;
+//! [`figures`] regenerates the figures.
 //!
 //! Scale: every rate here depends on α = age / M and on N (and b, T), not on M itself once M is large
 //! (the Poisson approximation's error is O(α·N²/M)), so tests use M = 2^16 slots and the figures scale the

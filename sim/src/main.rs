@@ -68,6 +68,18 @@ enum Cmd {
         #[arg(long, default_value_t = 1)]
         seed: u64,
     },
+    /// The table: the real engine at the paper's worked examples beside the paper's formulas, the
+    /// numbers in the paper's text and the reference placement (one shared polynomial).
+    Table {
+        /// Key-Write queries per row (M = 2^16 slots).
+        #[arg(long, default_value_t = 1_000_000)]
+        queries: u64,
+        /// Postcarding queries (C = 2^16 chunks).
+        #[arg(long, default_value_t = 200_000)]
+        postcard_queries: u64,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+    },
     /// Figures 12 and 13 as CSV and PNG.
     Figures {
         #[arg(long, default_value = "figures")]
@@ -108,11 +120,8 @@ fn main() -> Result<()> {
                 data_len: 4,
                 seed,
             };
-            println!(
-                "placement offsets of copies 1..N from copy 0 (key-independent means CRC-affine): {:?}",
-                placement::affine_offsets(slots, n, 1000)
-            );
-            println!("| α | N | b | T | queries | engine empty | engine wrong | model empty | model wrong | (1)+(2)+(3) | (4) | CRC-placement empty |");
+            println!("{}", placement::describe(slots, n));
+            println!("| α | N | b | T | queries | engine empty | engine wrong | model empty | model wrong | (1)+(2)+(3) | (4) | reference placement (one shared polynomial) empty |");
             println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
             let engine = keywrite::run(&p)?;
             let model = ideal::key_write(&p);
@@ -150,7 +159,8 @@ fn main() -> Result<()> {
             let dec = postcard::decoder(universe);
             let engine = postcard::run(&p, &dec)?;
             let model = ideal::postcard(&p, &dec);
-            println!("| α | N | B | |V| | queries | engine fail | engine wrong | model fail | model wrong | (5) | (5)+(6)+(7) | (8) | CRC-placement fail |");
+            println!("{}", placement::describe(chunks, n));
+            println!("| α | N | B | |V| | queries | engine fail | engine wrong | model fail | model wrong | (5) | (5)+(6)+(7) | (8) | reference placement (one shared polynomial) fail |");
             println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
             for (e, m) in engine.iter().zip(&model) {
                 let b = PostcardBounds::new(
@@ -200,6 +210,11 @@ fn main() -> Result<()> {
                 );
             }
         }
+        Cmd::Table {
+            queries,
+            postcard_queries,
+            seed,
+        } => table(queries, postcard_queries, seed)?,
         Cmd::Figures { out, queries, seed } => {
             std::fs::create_dir_all(&out)?;
             figures::figure12(&out, seed)?;
@@ -210,5 +225,130 @@ fn main() -> Result<()> {
             );
         }
     }
+    Ok(())
+}
+
+/// z for the ± columns of [`table`].
+const Z: f64 = 4.0;
+
+fn pm(p: f64, q: u64) -> String {
+    format!("±{}", pct(Z * dta_sim::tally::binomial_se(p, q)))
+}
+
+fn table(queries: u64, postcard_queries: u64, seed: u64) -> Result<()> {
+    const M: u64 = 1 << 16;
+    let age = |a: f64| (a * M as f64).round() as u64;
+    println!(
+        "M = C = {M} slots (chunks); ± is {Z} binomial standard errors of the formula's value."
+    );
+    println!("{}", placement::describe(M, 2));
+    println!("{}", placement::describe(M, 4));
+    println!("| quantity | queries | real engine | paper formula | paper text | reference placement (one shared polynomial) |");
+    println!("|---|---|---|---|---|---|");
+    for (n, text) in [(1u8, "9.5%"), (2, "3.3%"), (4, "1.2%")] {
+        let p = KeyWriteParams {
+            slots: M,
+            n,
+            b: 32,
+            threshold: 1,
+            ages: vec![age(0.1)],
+            queries,
+            data_len: 4,
+            seed: seed + u64::from(n),
+        };
+        let t = keywrite::run(&p)?[0];
+        let k = KeyWriteBounds::new(t.alpha, u32::from(n), 32);
+        println!(
+            "| Key-Write empty, N={n}, b=32, α=0.1 | {} | {} ({} wrong) | {} {} | {text} | {} |",
+            t.queries,
+            pct(t.empty_rate()),
+            t.wrong,
+            pct(k.empty()),
+            pm(k.empty(), t.queries),
+            pct(crc_all_overwritten(t.alpha, u32::from(n)).unwrap_or(f64::NAN))
+        );
+    }
+    let p = KeyWriteParams {
+        slots: M,
+        n: 2,
+        b: 8,
+        threshold: 1,
+        ages: vec![age(0.1), age(1.0)],
+        queries,
+        data_len: 4,
+        seed: seed + 8,
+    };
+    for t in keywrite::run(&p)? {
+        let k = KeyWriteBounds::new(t.alpha, 2, 8);
+        println!(
+            "| Key-Write wrong, N=2, b=8, α={:.1} | {} | {} ({}) | [{}, {}] {} (A.5 lower, (4)) | - | {} |",
+            t.alpha,
+            t.queries,
+            pct(t.wrong_rate()),
+            t.wrong,
+            pct(k.wrong_lower),
+            pct(k.eq4),
+            pm(k.eq4, t.queries),
+            pct(crc_all_overwritten(t.alpha, 2).unwrap_or(f64::NAN) / 256.0)
+        );
+    }
+    let p = KeyWriteParams {
+        slots: M,
+        n: 2,
+        b: 32,
+        threshold: 1,
+        ages: (1..=10).map(|i| age(f64::from(i) / 10.0)).collect(),
+        queries: 100_000,
+        data_len: 4,
+        seed: seed + 32,
+    };
+    let tallies = keywrite::run(&p)?;
+    let wrong: u64 = tallies.iter().map(|t| t.wrong).sum();
+    let bound: f64 = tallies
+        .iter()
+        .map(|t| KeyWriteBounds::new(t.alpha, 2, 32).eq4 * t.queries as f64)
+        .sum();
+    println!(
+        "| Key-Write wrong answers, N=2, b=32, α=0.1..1.0 | {} | {wrong} | ≤ {bound:.1e} expected ((4)) | 1.6e-11 per query at α=0.1 | - |",
+        tallies.iter().map(|t| t.queries).sum::<u64>()
+    );
+    let p = PostcardParams {
+        chunks: M,
+        hops: 5,
+        n: 2,
+        universe: 1 << 18,
+        ages: vec![age(0.1)],
+        queries: postcard_queries,
+        seed: seed + 5,
+    };
+    let t = postcard::run(&p, &postcard::decoder(1 << 18))?[0];
+    let b = PostcardBounds::new(t.alpha, 2, 32, f64::from(1u32 << 18), 5);
+    println!(
+        "| Postcarding fail, universe 2^18, B=5, N=2, b=32, α=0.1 | {} | {} ({} wrong) | {} {} ((5)); wrong ≤ {:.1e} ((8)) | 3.3%; wrong < 1e-22 | {} |",
+        t.queries,
+        pct(t.empty_rate()),
+        t.wrong,
+        pct(b.eq5),
+        pm(b.eq5, t.queries),
+        b.eq8,
+        pct(crc_all_overwritten(t.alpha, 2).unwrap_or(f64::NAN))
+    );
+    let p = KeyIncrementParams {
+        counters: M,
+        n: 2,
+        keys: M / 2,
+        max_count: 100,
+        seed: seed + 7,
+    };
+    let o = keyincrement::run(&p)?;
+    println!(
+        "| Key-Increment P(excess ≥ e·N·(total-own)/M), N=2, {} keys | {} | {} (mean excess {:.1}, p99 {}) | ≤ {} (count-min e^-N) | - | - |",
+        p.keys,
+        p.keys,
+        pct(o.tail),
+        o.mean(),
+        o.quantile(0.99),
+        pct(o.bound)
+    );
     Ok(())
 }

@@ -16,6 +16,8 @@ pub struct Series {
     pub points: Vec<(f64, f64)>,
     /// Measured points get markers; analytical curves do not.
     pub measured: bool,
+    /// Drawn dashed (comparison curves that are neither measured nor the paper's model).
+    pub dashed: bool,
     /// Colour index (curves of one N share it).
     pub colour: usize,
 }
@@ -68,9 +70,15 @@ pub fn line_chart(
         } else {
             colour.stroke_width(2)
         };
-        let drawn = chart
-            .draw_series(LineSeries::new(s.points.iter().copied(), style))
-            .map_err(|e| anyhow!("{e}"))?;
+        let drawn = if s.dashed {
+            chart
+                .draw_series(DashedLineSeries::new(s.points.iter().copied(), 8, 5, style))
+                .map_err(|e| anyhow!("{e}"))?
+        } else {
+            chart
+                .draw_series(LineSeries::new(s.points.iter().copied(), style))
+                .map_err(|e| anyhow!("{e}"))?
+        };
         drawn
             .label(s.label.clone())
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], colour));
@@ -82,6 +90,8 @@ pub fn line_chart(
     }
     chart
         .configure_series_labels()
+        // Success curves fall from the top left; the lower left stays clear.
+        .position(SeriesLabelPosition::LowerLeft)
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK)
         .label_font(("sans-serif", 14))
