@@ -115,4 +115,25 @@
 #define CRC32_POLY  32w0x04C11DB7
 #define CRC32C_POLY 32w0x1EDC6F41
 
+/* copies per Key-Write / Key-Increment / Postcarding report the translator supports (4 or 8) */
+#ifndef TR_N_MAX
+#define TR_N_MAX 8
+#endif
+#if TR_N_MAX != 4 && TR_N_MAX != 8
+#error "TR_N_MAX must be 4 or 8"
+#endif
+
+/* placement of copy n (Key-Write slot, Key-Increment counter, Postcarding chunk): CRC-32 with its own
+ * polynomial Q_n (reflected, init and xorout 0xFFFFFFFF) over key_le ++ n:8, dta-protocol's
+ * PLACEMENT_POLYNOMIALS (protocol/src/hash.rs). Copy 0 is zlib's CRC-32. One polynomial per copy: CRC is
+ * linear, so with a shared one a key's copies sit at key-independent XOR offsets and are overwritten together. */
+#define PLACEMENT_POLY_0 32w0x04C11DB7
+#define PLACEMENT_POLY_1 32w0xA833982B
+#define PLACEMENT_POLY_2 32w0xD419CC15
+#define PLACEMENT_POLY_3 32w0xBA0DC66B
+#define PLACEMENT_POLY_4 32w0xB39E201D
+#define PLACEMENT_POLY_5 32w0x725243AB
+#define PLACEMENT_POLY_6 32w0xD8046B21
+#define PLACEMENT_POLY_7 32w0x63A4CD11
+
 #endif

@@ -36,14 +36,67 @@ SRC_MAC, DST_MAC = 0x020000000001, 0x020000000002
 SRC_IP, DST_IP = 0xC6120001, 0xC6120002
 
 
+# dta-protocol's PLACEMENT_POLYNOMIALS (protocol/src/hash.rs), written out here so the test does not read them
+# from the module under test
+PLACEMENT_POLYNOMIALS = [0x04C11DB7, 0xA833982B, 0xD419CC15, 0xBA0DC66B,
+                         0xB39E201D, 0x725243AB, 0xD8046B21, 0x63A4CD11]
+
+
+def ref_placement(key, n):
+    """Independent bitwise placement hash: CRC-32 with Q_n over key_le || n (reflected, init/xorout ~0)."""
+    return crc32_reflected(struct.pack("<I", key) + bytes([n]), PLACEMENT_POLYNOMIALS[n])
+
+
 def test_keywrite_vectors():
-    # DESIGN.md section 3
-    for key, checksum, slots in [(0, 0x2144DF1C, [29, 139, 49, 167]), (1, 0x99F8B879, [173, 59, 129, 23]),
-                                 (123, 0x9D7AF881, [195, 85, 239, 121])]:
+    # the contract's vectors (protocol/src/hash.rs): checksums crc32(key_le), slots for S = 256, n = 0..3
+    for key, checksum, slots in [(0, 0x2144DF1C, [29, 104, 84, 26]), (1, 0x99F8B879, [173, 100, 212, 95]),
+                                 (123, 0x9D7AF881, [195, 93, 86, 128])]:
         assert zlib.crc32(cp.key_le(key)) == checksum
         assert crc32_reflected(cp.key_le(key), CRC32) == checksum
         assert [cp.slot(key, n, 256) for n in range(4)] == slots
-        assert [crc32_reflected(cp.key_le(key) + bytes([n]), CRC32) & 255 for n in range(4)] == slots
+        assert [ref_placement(key, n) & 255 for n in range(4)] == slots
+
+
+def test_placement_hash_vectors():
+    full = [0x5F10B818, 0xFC8A4FFC, 0x678FDC15, 0x117DFD67, 0x9FD3AB7A, 0xABDE766F, 0xC0A0D3A1, 0xD9B855CA]
+    assert [ref_placement(0xDEADBEEF, n) for n in range(8)] == full
+    assert [cp.placement_hash(0xDEADBEEF, n) for n in range(8)] == full
+    assert list(cp.PLACEMENT_POLYNOMIALS) == PLACEMENT_POLYNOMIALS
+
+
+def test_placement_matches_independent_crc():
+    rng = random.Random(10)
+    keys = [0, 1, 0xFFFFFFFF, 0x80000000] + [rng.getrandbits(32) for _ in range(200)]
+    for key in keys:
+        for n in range(8):
+            assert cp.placement_hash(key, n) == ref_placement(key, n)
+            for s in (1, 256, 1 << 20, 1 << 29):
+                assert cp.slot(key, n, s) == ref_placement(key, n) & (s - 1)
+        # copy 0 is zlib's CRC-32 (N = 1 places as the reference)
+        assert cp.placement_hash(key, 0) == zlib.crc32(cp.key_le(key) + b"\x00")
+    with pytest.raises(ValueError):
+        cp.placement_hash(0, 8)
+
+
+def test_placement_polynomials_match_the_p4():
+    """define.p4's PLACEMENT_POLY_n are the contract's polynomials, and the egress hashes copy n with Q_n."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    with open(os.path.join(here, "..", "include", "define.p4")) as f:
+        define = f.read()
+    for n, q in enumerate(PLACEMENT_POLYNOMIALS):
+        assert f"#define PLACEMENT_POLY_{n} 32w0x{q:08X}" in define
+    with open(os.path.join(here, "..", "include", "control", "tr_rdma_craft.p4")) as f:
+        craft = f.read()
+    assert "PLACEMENT_POLY_##i" in craft
+    for n in range(8):
+        assert f"egress_rid == {n}" in craft or n == 7       # copy 7 is the chain's last else
+        assert f"placement_{n}();" in craft
+
+
+def test_copies_of_a_key_are_not_at_a_fixed_offset():
+    """With one polynomial, slot(k, 1) ^ slot(k, 0) would be the same for every key (CRC is linear)."""
+    offsets = {cp.slot(k, 1, 1 << 16) ^ cp.slot(k, 0, 1 << 16) for k in range(64)}
+    assert len(offsets) > 32
 
 
 def test_icrc_matches_toolchain_vector():
@@ -162,6 +215,25 @@ def test_compute_entries_rejects_mismatches():
             cp.compute_entries(bad, HELLO, SITE)
     with pytest.raises(ValueError):
         cp.compute_entries(with_region(3, hops=4), HELLO, SITE, dict(cp.DEFAULT_BUILD, postcarding=True))
+
+
+def test_compute_entries_refuses_more_copies_than_the_program_places():
+    def with_n_max(i, n):
+        r = dict(WELCOME["regions"][i], geometry=dict(WELCOME["regions"][i]["geometry"], n_max=n))
+        return dict(WELCOME, regions=[r])
+    # the default program places 8 copies (TR_N_MAX 8)
+    e = cp.compute_entries(with_n_max(0, 8), HELLO, SITE)
+    assert [c["key"]["ig_md.redundancy"] for c in e["tbl_copies"]] == list(range(1, 9))
+    for i in (0, 1):
+        with pytest.raises(ValueError, match="TR_N_MAX"):
+            cp.compute_entries(with_n_max(i, 9), HELLO, SITE)
+    # a -DTR_N_MAX=4 build: n_max 4 is served, 5 is refused (Key-Write, Key-Increment and Postcarding)
+    four = dict(cp.DEFAULT_BUILD, n_max=4)
+    e = cp.compute_entries(with_n_max(0, 4), HELLO, SITE, four)
+    assert [c["key"]["ig_md.redundancy"] for c in e["tbl_copies"]] == [1, 2, 3, 4]
+    for i in (0, 1, 3):
+        with pytest.raises(ValueError, match="TR_N_MAX"):
+            cp.compute_entries(with_n_max(i, 5), HELLO, SITE, dict(four, postcarding=True))
 
 
 def test_append_header_copy_shares_the_prefix_constant():

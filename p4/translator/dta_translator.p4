@@ -3,7 +3,8 @@
  *
  * Turns DTA reports (DESIGN.md section 2) into RoCEv2 RC frames (section 4) that fill the collector memory of
  * section 3, the same memory the Rust translator fills:
- *   Key-Write      N copies via a multicast group per N (RIDs 0..N-1), slot crc32(key_le ++ n) & (S-1),
+ *   Key-Write      N copies (N <= TR_N_MAX = 8) via a multicast group per N (RIDs 0..N-1), slot
+ *                  placement_hash(key, n) & (S-1) with copy n's own CRC polynomial (define.p4),
  *                  entry = crc32(key_le) LE ++ data, one RDMA WRITE per copy.
  *   Key-Increment  N copies, RDMA FETCH_ADD on the Key-Increment region's u64 at base + 8*slot.
  *   Append         per-list batches of APPEND_BATCH entries, head with a correct wrap, list header

@@ -18,13 +18,21 @@ control TrIcrc(inout tr_headers_t hdr, inout tr_eg_md_t eg_md) {
     Hash<bit<32>>(HashAlgorithm_t.CUSTOM, crc0_poly) tail_postcard;
 #endif
     bit<32> c;
+    /* the wire carries the CRC's bytes in little-endian order; swapping them in the action that reads the
+     * hash unit places the hash output's bytes directly (one stage, instead of four byte moves into one
+     * container in four dependent stages) */
+    action swap_out() {
+        hdr.icrc.icrc = c[7:0] ++ c[15:8] ++ c[23:16] ++ c[31:24];
+    }
     apply {
         if (hdr.bridge.kind == KIND_KEYWRITE) {
             c = tail_kw.get({hdr.bth.ack_req, hdr.bth.reserved7, hdr.bth.psn,
                 hdr.reth.va, hdr.reth.rkey, hdr.reth.dma_len, hdr.kw_checksum.checksum, hdr.dta_keywrite_data.data});
+            swap_out();
         } else if (hdr.bridge.kind == KIND_KEYINC) {
             c = tail_ki.get({hdr.bth.ack_req, hdr.bth.reserved7, hdr.bth.psn,
                 hdr.atomic_eth.va, hdr.atomic_eth.rkey, hdr.atomic_eth.swap_add, hdr.atomic_eth.compare});
+            swap_out();
         }
 #ifdef TR_POSTCARDING
         else if (hdr.bridge.kind == KIND_POSTCARD) {
@@ -32,6 +40,7 @@ control TrIcrc(inout tr_headers_t hdr, inout tr_eg_md_t eg_md) {
                 hdr.reth.va, hdr.reth.rkey, hdr.reth.dma_len,
                 hdr.pc_chunk.c0, hdr.pc_chunk.c1, hdr.pc_chunk.c2, hdr.pc_chunk.c3,
                 hdr.pc_chunk.c4, hdr.pc_chunk.c5, hdr.pc_chunk.c6, hdr.pc_chunk.c7});
+            swap_out();
         }
 #endif
         else {
@@ -52,9 +61,9 @@ control TrIcrc(inout tr_headers_t hdr, inout tr_eg_md_t eg_md) {
                 , hdr.append_batch.e12, hdr.append_batch.e13, hdr.append_batch.e14, hdr.append_batch.e15
 #endif
                 });
+            swap_out();
         }
 
-        hdr.icrc.icrc = c[7:0] ++ c[15:8] ++ c[23:16] ++ c[31:24];
         hdr.icrc.icrc = hdr.icrc.icrc ^ hdr.bridge.icrc_k_le;
     }
 }

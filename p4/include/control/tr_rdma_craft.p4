@@ -1,6 +1,8 @@
 /* dta translator (egress): the per-copy fields of a RoCEv2 frame the ingress built (TrRdmaBuild).
  *   address  Key-Write / Key-Increment slot and Postcarding chunk of copy n = egress_rid:
- *            crc32(key_le ++ n) & (S - 1), times the entry size (8 << k, 8, 32 bytes), added to the base VA;
+ *            placement_hash(key, n) & (S - 1), times the entry size (8 << k, 8, 32 bytes), added to the base VA,
+ *            where placement_hash(key, n) = CRC-32 with copy n's own polynomial Q_n (define.p4
+ *            PLACEMENT_POLY_n, dta-protocol's PLACEMENT_POLYNOMIALS) over key_le ++ n:8; copies 0..TR_N_MAX-1;
  *            Append: copy 0 adds the batch's offset, copy 1 (every 2^APPEND_HDR_EVERY_LOG2-th batch) stays at
  *            the list's header and carries total_entries_written (u64 little-endian) instead of the entries.
  *   PSN      next PSN of the QP from its register (the egress sees the copies in wire order, so PSNs are
@@ -9,8 +11,6 @@
 control TrRdmaCraft(inout tr_headers_t hdr, inout tr_eg_md_t eg_md,
                     in egress_intrinsic_metadata_t eg_intr_md,
                     inout egress_intrinsic_metadata_for_deparser_t eg_dprsr_md) {
-    CRCPolynomial<bit<32>>(CRC32_POLY, true, false, false, 32w0xFFFFFFFF, 32w0xFFFFFFFF) crc32_poly;
-    Hash<bit<32>>(HashAlgorithm_t.CUSTOM, crc32_poly) slot_hash;
     Hash<bit<32>>(HashAlgorithm_t.IDENTITY) total_le;
 
     Register<bit<32>, bit<8>>(MAX_QPS, 0) reg_psn;
@@ -26,7 +26,28 @@ control TrRdmaCraft(inout tr_headers_t hdr, inout tr_eg_md_t eg_md,
         }
     };
 
-    bit<32> h;
+    /* one Hash per copy's polynomial (define.p4 PLACEMENT_POLY_n); each action masks its result to the slot
+     * count. Reflected in and out, init and xorout 0xFFFFFFFF, as dta-protocol's placement_hash. */
+#define PLACEMENT_HASH(i) \
+    CRCPolynomial<bit<32>>(PLACEMENT_POLY_##i, true, false, false, 32w0xFFFFFFFF, 32w0xFFFFFFFF) q##i; \
+    Hash<bit<32>>(HashAlgorithm_t.CUSTOM, q##i) placement_hash_##i; \
+    action placement_##i() { \
+        eg_md.off32 = placement_hash_##i.get({hdr.bridge.key[7:0], hdr.bridge.key[15:8], \
+                                              hdr.bridge.key[23:16], hdr.bridge.key[31:24], \
+                                              eg_intr_md.egress_rid[7:0]}) & hdr.bridge.mask; \
+    }
+    PLACEMENT_HASH(0)
+    PLACEMENT_HASH(1)
+    PLACEMENT_HASH(2)
+    PLACEMENT_HASH(3)
+#if TR_N_MAX > 4
+    PLACEMENT_HASH(4)
+    PLACEMENT_HASH(5)
+    PLACEMENT_HASH(6)
+    PLACEMENT_HASH(7)
+#endif
+#undef PLACEMENT_HASH
+
 
     action append_header() {
         hdr.append_batch.e0 = total_le.get({hdr.bridge.total[7:0], hdr.bridge.total[15:8],
@@ -62,12 +83,37 @@ control TrRdmaCraft(inout tr_headers_t hdr, inout tr_eg_md_t eg_md,
             eg_dprsr_md.drop_ctl = 1;
         } else {
             eg_md.psn = next_psn.execute(hdr.bridge.qp_idx);
-            h = slot_hash.get({hdr.bridge.key[7:0], hdr.bridge.key[15:8], hdr.bridge.key[23:16],
-                                       hdr.bridge.key[31:24], eg_intr_md.egress_rid[7:0]});
             if (hdr.bridge.kind == KIND_APPEND) {
                 eg_md.off32 = hdr.bridge.offset;
             } else {
-                eg_md.off32 = h & hdr.bridge.mask;
+                /* copy n = egress_rid hashes with Q_n. Every branch writes the same off32, so one 32-bit result
+                 * sits in the PHV. (One table whose actions call the different hashes does not compile: bf-p4c
+                 * does not overlay the actions' hash outputs on the table's 32-bit immediate pathway, 8 x 32
+                 * bits.) bf-p4c places the eight branches in the first egress stages, at most three 32-bit
+                 * hash results per stage. egress_rid is 0..N-1 < TR_N_MAX (the multicast groups of TrKvCopies). */
+                if (eg_intr_md.egress_rid == 0) {
+                    placement_0();
+                } else if (eg_intr_md.egress_rid == 1) {
+                    placement_1();
+                } else if (eg_intr_md.egress_rid == 2) {
+                    placement_2();
+#if TR_N_MAX > 4
+                } else if (eg_intr_md.egress_rid == 3) {
+                    placement_3();
+                } else if (eg_intr_md.egress_rid == 4) {
+                    placement_4();
+                } else if (eg_intr_md.egress_rid == 5) {
+                    placement_5();
+                } else if (eg_intr_md.egress_rid == 6) {
+                    placement_6();
+                } else {
+                    placement_7();
+                }
+#else
+                } else {
+                    placement_3();
+                }
+#endif
             }
             if (hdr.bridge.kind == KIND_KEYWRITE) {
                 eg_md.offset = (bit<64>)(eg_md.off32 << KW_ENTRY_SHIFT);

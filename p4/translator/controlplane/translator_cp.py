@@ -32,7 +32,11 @@ KIND_APPEND = 2
 KIND_KEYINC = 3
 KIND_POSTCARD = 4
 
-N_MAX = 8
+N_MAX = 8              # redundancy on the wire is 1..N_MAX (DTA_N_MAX); multicast groups exist for all of them
+# dta-protocol's PLACEMENT_POLYNOMIALS (protocol/src/hash.rs), normal form: copy n of a key is placed with its
+# own CRC-32 polynomial (define.p4 PLACEMENT_POLY_n). Copy 0 is zlib's CRC-32.
+PLACEMENT_POLYNOMIALS = (0x04C11DB7, 0xA833982B, 0xD419CC15, 0xBA0DC66B,
+                         0xB39E201D, 0x725243AB, 0xD8046B21, 0x63A4CD11)
 APPEND_HEADER_BYTES = 64
 POSTCARD_CHUNK_BYTES = 32
 BTH_OP_WRITE_ONLY = 0x0A
@@ -41,8 +45,9 @@ ROCEV2_PORT = 4791
 MAX_QPS = 256
 MAX_LISTS = 1024
 
-# compile-time configuration of the P4 program (defaults of include/define.p4; postcarding = -DTR_POSTCARDING)
-DEFAULT_BUILD = {"kw_data_bytes": 4, "append_batch": 4, "postcard_hops": 5, "postcarding": False}
+# compile-time configuration of the P4 program (defaults of include/define.p4; postcarding = -DTR_POSTCARDING,
+# n_max = TR_N_MAX: the copies whose placement polynomial the egress has, 8 by default, 4 with -DTR_N_MAX=4)
+DEFAULT_BUILD = {"kw_data_bytes": 4, "append_batch": 4, "postcard_hops": 5, "postcarding": False, "n_max": 8}
 
 # geometry kinds on the control channel -> region kinds of the P4 program
 CHANNEL_KINDS = {"key_write": KIND_KEYWRITE, "key_increment": KIND_KEYINC, "append": KIND_APPEND,
@@ -54,9 +59,40 @@ def key_le(key):
     return struct.pack("<I", key)
 
 
+def _reflect32(x):
+    return int(f"{x:032b}"[::-1], 2)
+
+
+def _crc_table(poly):
+    rpoly = _reflect32(poly)
+    table = []
+    for b in range(256):
+        c = b
+        for _ in range(8):
+            c = (c >> 1) ^ (rpoly if c & 1 else 0)
+        table.append(c)
+    return table
+
+
+_PLACEMENT_TABLES = [_crc_table(q) for q in PLACEMENT_POLYNOMIALS]
+
+
+def placement_hash(key, n):
+    """dta-protocol's placement_hash: CRC-32 with copy n's polynomial PLACEMENT_POLYNOMIALS[n] (reflected in
+    and out, init and xorout 0xFFFFFFFF) over key_le || n:8. Copy 0 is zlib's CRC-32. The P4 egress computes
+    the same with one Hash per polynomial (TrRdmaCraft, define.p4 PLACEMENT_POLY_n)."""
+    if not 0 <= n < len(PLACEMENT_POLYNOMIALS):
+        raise ValueError(f"copy {n} outside 0..{len(PLACEMENT_POLYNOMIALS) - 1}")
+    table = _PLACEMENT_TABLES[n]
+    crc = 0xFFFFFFFF
+    for byte in key_le(key) + bytes([n]):
+        crc = (crc >> 8) ^ table[(crc ^ byte) & 0xFF]
+    return crc ^ 0xFFFFFFFF
+
+
 def slot(key, n, slots):
-    """Key-Write / Key-Increment slot and Postcarding chunk: crc32(key_le || n) & (S - 1)."""
-    return zlib.crc32(key_le(key) + bytes([n])) & (slots - 1)
+    """Key-Write / Key-Increment slot and Postcarding chunk of copy n: placement_hash(key, n) & (S - 1)."""
+    return placement_hash(key, n) & (slots - 1)
 
 
 def mac_int(mac):
@@ -175,6 +211,7 @@ def compute_entries(welcome, hello, site, build=DEFAULT_BUILD):
     site: this switch's side: {"collector_idx", "collector_port", and optionally "qp_base" (first QP index of
         this collector in the PSN register, default 0), "list_base" (first Append list index, default 0),
         "udp_src_port_base" (UDP source port of QP i is base + i, default 49152, as the Rust translator)}.
+    build: the program's compile-time options (keys of DEFAULT_BUILD; "n_max" is TR_N_MAX, default 8).
     Region i (Key-Increment regions first) uses the collector's QP i mod #QPs. Sketch regions, and
     Postcarding regions when the program is built without -DTR_POSTCARDING, are listed under "ignored":
     their reports are dropped and counted by the switch. Raises ValueError when the Welcome does not fit
@@ -214,6 +251,12 @@ def compute_entries(welcome, hello, site, build=DEFAULT_BUILD):
     largest = max([4 + build["kw_data_bytes"], 4 * build["append_batch"], POSTCARD_CHUNK_BYTES])
     if welcome["path_mtu"] < largest:
         raise ValueError(f"path MTU {welcome['path_mtu']} below the program's {largest}-byte writes")
+
+    copies = build.get("n_max", N_MAX)
+    for kind, r in served:
+        if kind != KIND_APPEND and r["geometry"]["n_max"] > copies:
+            raise ValueError(f"region {r['id']}: n_max {r['geometry']['n_max']} copies, but the program places "
+                             f"at most {copies} (TR_N_MAX: one CRC polynomial per copy)")
 
     src_ip, dst_ip = ip_str(hello["ip"]), ip_str(welcome["ip"])
     n_max = {KIND_KEYWRITE: 0, KIND_KEYINC: 0, KIND_POSTCARD: 1}
