@@ -146,6 +146,8 @@ pub struct RateConfig {
     pub burst_packets: u64,
     /// Bucket depth in bytes.
     pub burst_bytes: u64,
+    /// DCQCN-style rate cuts on congestion notification packets.
+    pub congestion: crate::dcqcn::CongestionConfig,
 }
 
 impl Default for RateConfig {
@@ -155,6 +157,7 @@ impl Default for RateConfig {
             bytes_per_sec: 0,
             burst_packets: 64,
             burst_bytes: 64 * 1024,
+            congestion: crate::dcqcn::CongestionConfig::default(),
         }
     }
 }

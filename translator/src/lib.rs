@@ -8,6 +8,7 @@
 pub mod collector;
 pub mod config;
 pub mod counters;
+pub mod dcqcn;
 pub mod engine;
 pub mod error;
 pub mod frames;

@@ -55,6 +55,8 @@ pub struct RateLimiter {
     packets: Bucket,
     bytes: Bucket,
     last: Instant,
+    /// The configured packet rate (0: unlimited), before any congestion cap.
+    packets_configured: u64,
 }
 
 impl RateLimiter {
@@ -64,7 +66,20 @@ impl RateLimiter {
             packets: Bucket::new(cfg.packets_per_sec, cfg.burst_packets),
             bytes: Bucket::new(cfg.bytes_per_sec, cfg.burst_bytes),
             last: now,
+            packets_configured: cfg.packets_per_sec,
         }
+    }
+
+    /// Caps the packet rate at `cap` packets per second (congestion control), or lifts the cap. The
+    /// configured rate still applies when it is lower; tokens earned so far are kept.
+    pub fn set_packet_cap(&mut self, now: Instant, cap: Option<u64>) {
+        self.refill(now);
+        let rate = match (self.packets_configured, cap) {
+            (configured, None) => configured,
+            (0, Some(cap)) => cap.max(1),
+            (configured, Some(cap)) => configured.min(cap.max(1)),
+        };
+        self.packets.rate = rate.into();
     }
 
     fn refill(&mut self, now: Instant) {
@@ -102,6 +117,7 @@ mod tests {
             bytes_per_sec: 0,
             burst_packets: 2,
             burst_bytes: 0,
+            ..RateConfig::default()
         };
         let mut r = RateLimiter::new(&cfg, Instant(0));
         for _ in 0..2 {
@@ -117,12 +133,35 @@ mod tests {
     }
 
     #[test]
+    fn congestion_cap_applies_and_lifts() {
+        let cfg = RateConfig {
+            packets_per_sec: 0,
+            burst_packets: 1,
+            ..RateConfig::default()
+        };
+        let mut r = RateLimiter::new(&cfg, Instant(0));
+        // Unlimited: no wait, and taking costs nothing.
+        for _ in 0..3 {
+            assert_eq!(r.ready_at(Instant(0), 100), Instant(0));
+            r.take(100);
+        }
+        // Capped at 1 Mpps: the bucket's one token goes, then one packet per microsecond.
+        r.set_packet_cap(Instant(0), Some(1_000_000));
+        assert_eq!(r.ready_at(Instant(0), 100), Instant(0));
+        r.take(100);
+        assert_eq!(r.ready_at(Instant(0), 100), Instant(1000));
+        r.set_packet_cap(Instant(0), None);
+        assert_eq!(r.ready_at(Instant(0), 100), Instant(0));
+    }
+
+    #[test]
     fn bytes_per_second_and_unlimited() {
         let cfg = RateConfig {
             packets_per_sec: 0,
             bytes_per_sec: 1_000_000_000,
             burst_packets: 0,
             burst_bytes: 2000,
+            ..RateConfig::default()
         };
         let mut r = RateLimiter::new(&cfg, Instant(0));
         assert_eq!(r.ready_at(Instant(0), 1500), Instant(0));

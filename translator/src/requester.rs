@@ -15,6 +15,7 @@ use dta_protocol::roce::{
 
 use crate::config::{RateConfig, RequesterConfig};
 use crate::counters::{opcode_index, Counters};
+use crate::dcqcn::Dcqcn;
 use crate::frames::{FrameBuilder, Op};
 use crate::psn;
 use crate::rate::RateLimiter;
@@ -75,6 +76,8 @@ pub struct Requester {
     p: RequesterParams,
     builder: FrameBuilder,
     rate: RateLimiter,
+    /// Rate cuts on congestion notifications; its cap is applied to `rate`.
+    dcqcn: Dcqcn,
     queue: VecDeque<WorkRequest>,
     window: VecDeque<InFlight>,
     /// `window[..sent]` is on the wire; `window[sent..]` waits for a go-back-N retransmission.
@@ -98,7 +101,9 @@ impl Requester {
     /// A fresh QP at `now`.
     pub fn new(p: RequesterParams, builder: FrameBuilder, now: Instant) -> Self {
         let rate = RateLimiter::new(&p.rate, now);
+        let dcqcn = Dcqcn::new(p.rate.congestion.clone(), p.rate.packets_per_sec);
         Requester {
+            dcqcn,
             next_psn: p.start_psn,
             p,
             builder,
@@ -291,8 +296,8 @@ impl Requester {
     }
 
     /// Handles a parsed RoCE frame that arrived for this QP's local QPN `local_qpn`: ACKNOWLEDGE and ATOMIC
-    /// ACKNOWLEDGE go to [`on_response`](Self::on_response); a CNP or anything else is reported back
-    /// untouched, so the caller can count it. Shared by the translator engine and DART reporters.
+    /// ACKNOWLEDGE go to [`on_response`](Self::on_response), a CNP to [`on_cnp`](Self::on_cnp); the
+    /// outcome is reported back so the caller can count it. Shared by the translator engine and DART reporters.
     pub fn on_response_frame(
         &mut self,
         now: Instant,
@@ -301,8 +306,11 @@ impl Requester {
         c: &mut Counters,
     ) -> Response {
         match (f.bth.opcode, f.ext) {
-            (BthOpcode::Cnp, _) => Response::Cnp,
             _ if f.bth.dest_qp != local_qpn & PSN_MASK => Response::NotOurs,
+            (BthOpcode::Cnp, _) => {
+                self.on_cnp(now);
+                Response::Cnp
+            }
             (BthOpcode::Acknowledge, Extension::Aeth(a)) => {
                 self.on_response(now, f.bth.psn, a.kind, None, c);
                 Response::Handled
@@ -313,6 +321,17 @@ impl Requester {
             }
             _ => Response::NotOurs,
         }
+    }
+
+    /// A congestion notification for this QP: cut the packet rate (DCQCN-style; see [`crate::dcqcn`]).
+    pub fn on_cnp(&mut self, now: Instant) {
+        self.dcqcn.on_cnp(now);
+        self.rate.set_packet_cap(now, self.dcqcn.cap_pps());
+    }
+
+    /// The packet-rate cap congestion control has in force, if any.
+    pub fn congestion_cap_pps(&self) -> Option<u64> {
+        self.dcqcn.cap_pps()
     }
 
     /// Handles a response (ACKNOWLEDGE or ATOMIC ACKNOWLEDGE) with `psn` and AETH `kind`.
@@ -428,6 +447,7 @@ impl Requester {
         }
         let mut t = self.rto_at.filter(|_| !self.window.is_empty());
         t = crate::time::earliest(t, self.rnr_until);
+        t = crate::time::earliest(t, self.dcqcn.poll_timeout());
         crate::time::earliest(t, self.rate_wait)
     }
 
@@ -438,6 +458,10 @@ impl Requester {
         }
         if self.rate_wait.is_some_and(|t| t <= now) {
             self.rate_wait = None;
+        }
+        if self.dcqcn.poll_timeout().is_some_and(|t| t <= now) {
+            self.dcqcn.on_timer(now);
+            self.rate.set_packet_cap(now, self.dcqcn.cap_pps());
         }
         match self.rto_at {
             Some(t) if t <= now && !self.window.is_empty() => {}

@@ -1,5 +1,5 @@
 //! The requester through the engine, on a virtual clock: PSN wrap, AckReq cadence, backpressure, go-back-N,
-//! retransmit timeout with backoff, RNR wait, atomics, QP errors.
+//! retransmit timeout with backoff, RNR wait, atomics, QP errors, congestion notifications.
 
 mod support;
 
@@ -202,4 +202,41 @@ fn remote_access_error_stops_the_qp() {
     );
     e.handle_frame(Instant(1), &kw(2, 0, false));
     assert!(drain(&mut e, Instant(1)).is_empty());
+}
+
+#[test]
+fn congestion_notification_cuts_the_rate_then_recovers() {
+    let mut e = engine(|c| {
+        c.rate.burst_packets = 1;
+        c.rate.congestion.line_rate_pps = 1_000_000;
+        c.rate.congestion.recovery_period_us = 100;
+    });
+    // Unlimited before any CNP: three writes go at once.
+    for k in 0..3 {
+        e.handle_frame(Instant(0), &kw(k, 0, false));
+    }
+    assert_eq!(drain(&mut e, Instant(0)).len(), 3);
+    e.handle_frame(Instant(0), &response(2, OK, None));
+    // A CNP halves the line rate: 500 kpps, one frame every 2 µs after the bucket's single token.
+    e.handle_frame(Instant(0), &cnp());
+    assert_eq!(e.counters().cnps, 1);
+    for k in 3..6 {
+        e.handle_frame(Instant(0), &kw(k, 0, false));
+    }
+    assert_eq!(drain(&mut e, Instant(0)).len(), 1);
+    assert!(drain(&mut e, Instant(1_999)).is_empty());
+    assert_eq!(drain(&mut e, Instant(2_000)).len(), 1);
+    assert_eq!(drain(&mut e, Instant(4_000)).len(), 1);
+    e.handle_frame(Instant(4_000), &response(5, OK, None));
+    // Quiet for long enough: recovery lifts the cap (the timers run through handle_timeout).
+    let mut now = Instant(4_000);
+    while let Some(t) = e.poll_timeout() {
+        now = t;
+        e.handle_timeout(t);
+    }
+    assert!(now.0 > 4_000, "recovery ran on its timer");
+    for k in 6..9 {
+        e.handle_frame(now, &kw(k, 0, false));
+    }
+    assert_eq!(drain(&mut e, now).len(), 3, "cap lifted");
 }

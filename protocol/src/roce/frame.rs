@@ -242,6 +242,21 @@ impl<'a> FrameRepr<'a> {
         }
     }
 
+    /// A RoCEv2 congestion notification packet to QP `dest_qp`, as a notification point (the collector
+    /// NIC) sends it to a requester whose ECN-capable frames arrived marked: BECN set, PSN 0.
+    pub fn cnp(endpoints: UdpEndpoints, dest_qp: u32) -> Self {
+        let bth = BthRepr {
+            becn: true,
+            ..bth(BthOpcode::Cnp, dest_qp, 0, false)
+        };
+        FrameRepr {
+            endpoints,
+            bth,
+            ext: Extension::Cnp,
+            payload: &[],
+        }
+    }
+
     /// Bytes [`emit`](Self::emit) writes.
     pub const fn buffer_len(&self) -> usize {
         HEADERS_LEN + self.roce_len()
@@ -457,6 +472,26 @@ mod tests {
             assert_eq!(FrameRepr::parse(&buf[..n]).unwrap(), f);
             icrc::verify(&buf[..n]).unwrap();
         }
+    }
+
+    #[test]
+    fn cnp_matches_the_captured_shape() {
+        // Same shape as scapy's ConnectX-4 Lx capture (icrc.rs): 74 bytes, opcode 0x81, BECN, P_Key
+        // 0xFFFF, 16 reserved zero bytes, valid iCRC.
+        let ep = UdpEndpoints {
+            dst_port: ROCEV2_UDP_PORT,
+            ..vector_endpoints()
+        };
+        let f = FrameRepr::cnp(ep, 0x118);
+        let mut buf = [0u8; 128];
+        let n = f.emit(&mut buf).unwrap();
+        assert_eq!(n, 74);
+        assert_eq!(
+            &buf[42..54],
+            &[0x81, 0, 0xff, 0xff, 0x40, 0, 0x01, 0x18, 0, 0, 0, 0]
+        );
+        assert_eq!(&buf[54..70], &[0u8; 16]);
+        assert_eq!(FrameRepr::parse(&buf[..n]).unwrap(), f);
     }
 
     #[test]

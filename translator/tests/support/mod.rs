@@ -139,6 +139,22 @@ pub fn response(psn: u32, kind: AckKind, atomic: Option<u64>) -> Vec<u8> {
     out
 }
 
+/// A congestion notification from the collector NIC to the translator's QP.
+pub fn cnp() -> Vec<u8> {
+    let ep = UdpEndpoints::new(
+        COLLECTOR_MAC,
+        [2, 0, 0, 0, 0, 1],
+        COLLECTOR_IP,
+        [198, 18, 0, 1],
+        49152,
+        4791,
+    );
+    let f = FrameRepr::cnp(ep, TRANSLATOR_QPN);
+    let mut out = vec![0u8; f.buffer_len()];
+    f.emit(&mut out).unwrap();
+    out
+}
+
 /// Parses every frame the engine wants to send now.
 pub fn drain(e: &mut dta_translator::Engine, now: dta_translator::Instant) -> Vec<Vec<u8>> {
     let mut out = Vec::new();
