@@ -126,6 +126,18 @@ pub struct Cli {
     /// Write frames to this pcap file.
     #[arg(long, conflicts_with = "udp")]
     pub pcap: Option<PathBuf>,
+    /// Send frames out of this DPDK port, as TRex would: a device the EAL has (PCI address or a `--vdev`
+    /// in `--eal`), or `name,key=value` to hot-plug a virtual device (e.g. `net_null0`,
+    /// `net_af_packet0,iface=veth0`).
+    #[arg(long, conflicts_with_all = ["pcap", "udp"])]
+    pub dpdk: Option<String>,
+    /// EAL arguments for `--dpdk`, whitespace-separated.
+    #[arg(
+        long,
+        default_value = "-l 0 --no-huge --no-shconf -m 256 --no-pci",
+        allow_hyphen_values = true
+    )]
+    pub eal: String,
     /// Send UDP payloads to this address.
     #[arg(long)]
     pub udp: Option<SocketAddr>,

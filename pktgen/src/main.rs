@@ -100,9 +100,10 @@ fn main() -> Result<()> {
 }
 
 fn out_name(cli: &Cli) -> &'static str {
-    match (&cli.pcap, &cli.udp) {
-        (Some(_), _) => "pcap",
-        (None, Some(_)) => "udp",
+    match (&cli.pcap, &cli.udp, &cli.dpdk) {
+        (Some(_), _, _) => "pcap",
+        (None, Some(_), _) => "udp",
+        (None, None, Some(_)) => "dpdk",
         _ => "none",
     }
 }

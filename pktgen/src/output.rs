@@ -1,5 +1,5 @@
-//! Where frames go: a pcap file through `dta-netio`'s burst interface, or a UDP socket (the kernel builds
-//! the Ethernet and IP headers, so only the UDP payload is sent).
+//! Where frames go: a pcap file or a DPDK port through `dta-netio`'s burst interface, or a UDP socket (the
+//! kernel builds the Ethernet and IP headers, so only the UDP payload is sent).
 
 use std::net::{SocketAddr, UdpSocket};
 
@@ -26,6 +26,16 @@ pub enum Output {
         /// Sends the kernel refused.
         dropped: u64,
     },
+    /// Frames sent out of a DPDK port.
+    #[cfg(feature = "dpdk")]
+    Dpdk {
+        /// The port's only queue.
+        queue: dta_netio::dpdk::DpdkQueue,
+        /// Keeps the port open while the queue is used.
+        _port: dta_netio::dpdk::Port,
+        /// The burst being filled.
+        batch: FrameBatch,
+    },
     /// Generate only (to measure the generator).
     Discard,
 }
@@ -39,6 +49,9 @@ impl Output {
                 sink,
                 batch: FrameBatch::new(crate::BURST, 2048),
             });
+        }
+        if let Some(spec) = &cli.dpdk {
+            return open_dpdk(spec, &cli.eal);
         }
         if let Some(to) = cli.udp {
             let socket = UdpSocket::bind(cli.udp_bind).context("binding the UDP socket")?;
@@ -57,6 +70,8 @@ impl Output {
             Output::Pcap { batch, .. } => batch
                 .push_stamped(frame, stamp_ns)
                 .context("queueing a frame")?,
+            #[cfg(feature = "dpdk")]
+            Output::Dpdk { batch, .. } => batch.push(frame).context("queueing a frame")?,
             Output::Udp {
                 socket,
                 to,
@@ -73,9 +88,18 @@ impl Output {
 
     /// Sends the queued burst.
     pub fn flush_burst(&mut self) -> Result<()> {
-        if let Output::Pcap { sink, batch } = self {
-            sink.send_burst(batch).context("writing the pcap")?;
-            batch.clear();
+        match self {
+            Output::Pcap { sink, batch } => {
+                sink.send_burst(batch).context("writing the pcap")?;
+                batch.clear();
+            }
+            // A full TX ring drops the rest of the burst; the port's counters say how many.
+            #[cfg(feature = "dpdk")]
+            Output::Dpdk { queue, batch, .. } => {
+                queue.send_burst(batch).context("DPDK tx burst")?;
+                batch.clear();
+            }
+            _ => {}
         }
         Ok(())
     }
@@ -92,7 +116,39 @@ impl Output {
                 Ok(sink.tx_stats().dropped)
             }
             Output::Udp { dropped, .. } => Ok(*dropped),
+            #[cfg(feature = "dpdk")]
+            Output::Dpdk { queue, batch, .. } => {
+                if !batch.is_empty() {
+                    queue.send_burst(batch).context("DPDK tx burst")?;
+                    batch.clear();
+                }
+                Ok(queue.tx_stats().dropped)
+            }
             Output::Discard => Ok(0),
         }
     }
+}
+
+#[cfg(feature = "dpdk")]
+fn open_dpdk(spec: &str, eal_args: &str) -> Result<Output> {
+    use dta_netio::dpdk::{eal_init, Port, PortConfig};
+    let args = eal_args.split_whitespace().map(str::to_string).collect();
+    let eal = eal_init(args).with_context(|| format!("DPDK EAL init with {eal_args:?}"))?;
+    let cfg = PortConfig {
+        max_burst: crate::BURST as u16,
+        ..PortConfig::default()
+    };
+    let (port, mut queues) =
+        Port::open_spec(eal, spec, &cfg).with_context(|| format!("opening DPDK port {spec}"))?;
+    let queue = queues.pop().context("DPDK port without a queue")?;
+    Ok(Output::Dpdk {
+        queue,
+        _port: port,
+        batch: FrameBatch::new(crate::BURST, 2048),
+    })
+}
+
+#[cfg(not(feature = "dpdk"))]
+fn open_dpdk(_spec: &str, _eal_args: &str) -> Result<Output> {
+    anyhow::bail!("this build has no DPDK output (feature `dpdk` off)")
 }

@@ -231,6 +231,24 @@ impl Port {
         ))
     }
 
+    /// Opens the port a command line or config names: `name,key=value,...` hot-plugs virtual device `name`
+    /// with those devargs first ([`Eal::attach`]); a bare name is a device the EAL already has (a PCI
+    /// address, or a `--vdev` from the EAL arguments).
+    pub fn open_spec(
+        eal: &Eal,
+        spec: &str,
+        config: &PortConfig,
+    ) -> Result<(Port, Vec<DpdkQueue>), NetioError> {
+        let name = match spec.split_once(',') {
+            Some((name, _)) => {
+                eal.attach(spec)?;
+                name
+            }
+            None => spec,
+        };
+        Port::open(eal, name, config)
+    }
+
     pub fn port_id(&self) -> u16 {
         self.shared.port_id
     }

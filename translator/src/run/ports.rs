@@ -93,21 +93,14 @@ fn open_dpdk(io: &IoSection) -> Result<Vec<Port>> {
     let mut out = Vec::new();
     for spec in &io.ports {
         // `name,key=value` is a vdev to hot-plug; a bare name is a device the EAL already has.
-        let name = match spec.split_once(',') {
-            Some((name, _)) => {
-                eal.attach(spec)
-                    .with_context(|| format!("attaching DPDK vdev {spec}"))?;
-                name
-            }
-            None => spec.as_str(),
-        };
+        let name = spec.split_once(',').map_or(spec.as_str(), |(name, _)| name);
         let cfg = PortConfig {
             queues: 1,
             max_burst: io.burst as u16,
             ..PortConfig::default()
         };
-        let (port, mut queues) =
-            DpdkPort::open(eal, name, &cfg).with_context(|| format!("opening DPDK port {name}"))?;
+        let (port, mut queues) = DpdkPort::open_spec(eal, spec, &cfg)
+            .with_context(|| format!("opening DPDK port {spec}"))?;
         let queue = queues.pop().context("DPDK port without a queue")?;
         out.push(Port {
             name: name.to_string(),
