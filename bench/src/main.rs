@@ -1,0 +1,104 @@
+//! `dta-bench`: the harness binaries `scripts/bench.sh` runs. Every subcommand prints one JSON document on
+//! stdout; `report` gathers them with the testpmd and criterion outputs into bench/results.{json,md,png}.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use clap::{Parser, Subcommand};
+
+mod queries;
+mod report;
+mod sys;
+mod translator;
+mod udp_baseline;
+mod workloads;
+
+#[derive(Parser)]
+#[command(about = "dta benchmark harness (see scripts/bench.sh)")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// The translator engine on DPDK net_null: one mode, `--workers` cores.
+    Translator {
+        /// keywrite-n1, keywrite-n2, keyincrement, append-b1, append-b4, append-b16, postcard5, sketch.
+        #[arg(long)]
+        mode: String,
+        #[arg(long, default_value_t = 1)]
+        workers: usize,
+        #[arg(long, default_value_t = 3.0)]
+        secs: f64,
+        /// EAL arguments (after `--`), the same as testpmd's.
+        #[arg(last = true)]
+        eal: Vec<String>,
+    },
+    /// The CPU collector baseline over UDP loopback: keywrite-n1 (hash table) or append-b1 (log).
+    Baseline {
+        #[arg(long)]
+        mode: String,
+        #[arg(long, default_value_t = 3.0)]
+        secs: f64,
+    },
+    /// Collector queries per second on one core.
+    Queries {
+        #[arg(long, default_value_t = 2.0)]
+        secs: f64,
+    },
+    /// Gathers a run directory into results.json, results.md and results.png.
+    Report {
+        /// Directory with the run's outputs (testpmd logs, JSON documents).
+        #[arg(long)]
+        dir: PathBuf,
+        /// Criterion's output directory (target/criterion).
+        #[arg(long)]
+        criterion: PathBuf,
+        /// Where the three files go.
+        #[arg(long)]
+        out: PathBuf,
+        /// Whether the EAL ran on hugepages.
+        #[arg(long)]
+        hugepages: bool,
+    },
+    /// Prints the machine description as JSON (captured before the run starts).
+    Machine {
+        #[arg(long)]
+        hugepages: bool,
+    },
+}
+
+fn main() -> Result<()> {
+    let cli = Cli::parse();
+    let json = match cli.cmd {
+        Cmd::Translator {
+            mode,
+            workers,
+            secs,
+            eal,
+        } => {
+            let m = workloads::Mode::parse(&mode)?;
+            serde_json::to_string_pretty(&translator::run(m, workers, secs, eal)?)?
+        }
+        Cmd::Baseline { mode, secs } => {
+            let m = workloads::Mode::parse(&mode)?;
+            serde_json::to_string_pretty(&udp_baseline::run(m, secs)?)?
+        }
+        Cmd::Queries { secs } => serde_json::to_string_pretty(&queries::run(secs)?)?,
+        Cmd::Report {
+            dir,
+            criterion,
+            out,
+            hugepages,
+        } => {
+            report::run(&dir, &criterion, &out, hugepages).context("report")?;
+            return Ok(());
+        }
+        Cmd::Machine { hugepages } => {
+            serde_json::to_string_pretty(&sys::Machine::probe(hugepages))?
+        }
+    };
+    println!("{json}");
+    Ok(())
+}

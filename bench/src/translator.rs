@@ -1,0 +1,310 @@
+//! The translator engine on a DPDK `net_null` port: pre-built report frames are fed to the engine as if a
+//! NIC had received them, and every RoCE frame it emits is built into an mbuf and sent to `net_null`.
+//!
+//! `net_null` answers nothing, so ACKs are synthetic: every frame the engine sends with AckReq gets an
+//! ACKNOWLEDGE, and every FETCH_ADD an ATOMIC ACKNOWLEDGE, built with dta-protocol (iCRC and all) and fed back
+//! through `handle_frame` right after the burst is sent. The engine thus pays for parsing and verifying real
+//! ACKs at the configured cadence (AckReq every 16th frame, window 256), and its window never stalls. The
+//! cost of *building* the ACKs is the collector's NIC's work in reality; it is measured separately and
+//! reported so it can be subtracted.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{anyhow, Context, Result};
+use dta_netio::dpdk::{eal_init, register_thread, DpdkQueue, Port, PortConfig};
+use dta_protocol::roce::{bth, AckKind, AethRepr, BthOpcode, FrameRepr, ROCEV2_UDP_PORT};
+use dta_protocol::udp::{UdpEndpoints, HEADERS_LEN};
+use dta_translator::{Engine, Instant};
+use serde::Serialize;
+
+use crate::sys::{thread_cpu_ns, vm_hwm_kib};
+use crate::workloads::{self, Mode, COLLECTOR_IP, COLLECTOR_MAC, TRANSLATOR_IP, TRANSLATOR_MAC};
+
+/// Reports handed to the engine per loop, as one RX burst would.
+const BURST: usize = 32;
+/// Output frames gathered per TX burst (Key-Write N = 2 emits two per report).
+const TX_BURST: usize = 64;
+const ACK_LEN: usize = 96;
+
+/// Builds the responses a collector's RNIC would send for the frames the engine emits.
+struct Acker {
+    ep: UdpEndpoints,
+    local_qpn: u32,
+    msn: u32,
+    bufs: Vec<[u8; ACK_LEN]>,
+    lens: Vec<usize>,
+    fed: u64,
+}
+
+impl Acker {
+    fn new(local_qpn: u32) -> Self {
+        Acker {
+            ep: UdpEndpoints::new(
+                COLLECTOR_MAC,
+                TRANSLATOR_MAC,
+                COLLECTOR_IP,
+                TRANSLATOR_IP,
+                49152,
+                ROCEV2_UDP_PORT,
+            ),
+            local_qpn,
+            msn: 0,
+            bufs: vec![[0u8; ACK_LEN]; 2 * TX_BURST],
+            lens: Vec::with_capacity(2 * TX_BURST),
+            fed: 0,
+        }
+    }
+
+    /// Queues the response `sent` asks for, if any. Reads the BTH in place: the requester's frames are
+    /// ours and well formed, and a full parse would charge the harness's work to the engine.
+    fn observe(&mut self, sent: &[u8]) -> Result<()> {
+        let b = bth::Packet::new_checked(&sent[HEADERS_LEN..]).map_err(|e| anyhow!("BTH: {e}"))?;
+        let psn = b.psn();
+        let atomic = b.opcode() == BthOpcode::FetchAdd.code();
+        if !atomic && !b.ack_req() {
+            return Ok(());
+        }
+        self.msn = (self.msn + 1) & 0xFF_FFFF;
+        let aeth = AethRepr {
+            kind: AckKind::Ack { credits: 31 },
+            msn: self.msn,
+        };
+        let f = if atomic {
+            FrameRepr::atomic_acknowledge(self.ep, self.local_qpn, psn, aeth, 0)
+        } else {
+            FrameRepr::acknowledge(self.ep, self.local_qpn, psn, aeth)
+        };
+        let k = self.lens.len();
+        let len = f.emit(&mut self.bufs[k]).map_err(|e| anyhow!("ACK: {e}"))?;
+        self.lens.push(len);
+        Ok(())
+    }
+
+    fn feed(&mut self, e: &mut Engine, now: Instant) {
+        for (k, &len) in self.lens.iter().enumerate() {
+            e.handle_frame(now, &self.bufs[k][..len]);
+        }
+        self.fed += self.lens.len() as u64;
+        self.lens.clear();
+    }
+}
+
+/// What one worker measured.
+#[derive(Debug, Default, Clone, Serialize)]
+pub struct WorkerResult {
+    pub reports: u64,
+    pub frames_out: u64,
+    pub tx_dropped: u64,
+    pub acks_fed: u64,
+    pub cpu_ns: u64,
+    pub wall_ns: u64,
+    pub report_drops: u64,
+    pub qp_errors: u64,
+    pub retransmitted: u64,
+}
+
+// Never inlined, so that a profiler can collect this function alone (callgrind --toggle-collect).
+#[inline(never)]
+fn worker(
+    mode: Mode,
+    mut q: DpdkQueue,
+    frames: Arc<Vec<Vec<u8>>>,
+    secs: f64,
+    go: Arc<AtomicBool>,
+) -> Result<WorkerResult> {
+    let cfg = workloads::config();
+    let local_qpn = cfg.local.qpn_base;
+    let origin = std::time::Instant::now();
+    let clock = |o: &std::time::Instant| Instant(o.elapsed().as_nanos() as u64);
+    let mut e = Engine::new(cfg, &[workloads::welcome(mode)?], clock(&origin))
+        .map_err(|e| anyhow!("engine: {e}"))?;
+    let mut acker = Acker::new(local_qpn);
+    let mut outs: Vec<Vec<u8>> = (0..TX_BURST).map(|_| Vec::with_capacity(2048)).collect();
+    while !go.load(Ordering::Acquire) {
+        std::hint::spin_loop();
+    }
+    let cpu0 = thread_cpu_ns();
+    let start = clock(&origin);
+    let end = Instant(start.0 + (secs * 1e9) as u64);
+    let mut r = WorkerResult::default();
+    let mut pos = 0;
+    loop {
+        let now = clock(&origin);
+        if now >= end {
+            break;
+        }
+        for f in &frames[pos..pos + BURST] {
+            e.handle_frame(now, f);
+        }
+        pos = (pos + BURST) % frames.len();
+        r.reports += BURST as u64;
+        loop {
+            let mut k = 0;
+            while k < TX_BURST && e.poll_transmit(now, &mut outs[k]) {
+                acker.observe(&outs[k])?;
+                k += 1;
+            }
+            if k > 0 {
+                let done = q.send_in_place(k, |i, room| {
+                    let f = &outs[i];
+                    room[..f.len()].copy_from_slice(f);
+                    f.len()
+                });
+                r.frames_out += done as u64;
+                r.tx_dropped += (k - done) as u64;
+            }
+            let more = k == TX_BURST || !acker.lens.is_empty();
+            acker.feed(&mut e, now);
+            if !more {
+                break;
+            }
+        }
+        if e.poll_timeout().is_some_and(|t| t <= now) {
+            e.handle_timeout(now);
+        }
+    }
+    let stop = clock(&origin);
+    r.cpu_ns = thread_cpu_ns() - cpu0;
+    r.wall_ns = stop.0 - start.0;
+    r.acks_fed = acker.fed;
+    let c = e.counters();
+    r.report_drops = c.drops.iter().sum();
+    r.qp_errors = c.qp_errors;
+    r.retransmitted = c.retransmitted_frames;
+    Ok(r)
+}
+
+/// One measured configuration, as written into the results.
+#[derive(Debug, Serialize)]
+pub struct RunResult {
+    pub mode: String,
+    pub workers: usize,
+    pub secs: f64,
+    pub reports: u64,
+    pub reports_per_s: f64,
+    /// Wall-clock ns per report on one worker core.
+    pub ns_per_report: f64,
+    /// Worker-thread CPU ns per report.
+    pub cpu_ns_per_report: f64,
+    pub frames_out_per_report: f64,
+    pub acks_per_report: f64,
+    /// The harness's cost of building those synthetic ACKs, per report (included in ns_per_report).
+    pub ack_build_ns_per_report: f64,
+    pub tx_dropped: u64,
+    pub report_drops: u64,
+    pub qp_errors: u64,
+    pub retransmitted: u64,
+    pub vm_hwm_kib: u64,
+    pub per_worker: Vec<WorkerResult>,
+}
+
+/// ns to build one ACK and one ATOMIC ACK (iCRC included), timed apart from the engine.
+fn ack_build_ns() -> Result<(f64, f64)> {
+    let mut a = Acker::new(0x100);
+    let ep = UdpEndpoints::new(
+        TRANSLATOR_MAC,
+        COLLECTOR_MAC,
+        TRANSLATOR_IP,
+        COLLECTOR_IP,
+        49152,
+        ROCEV2_UDP_PORT,
+    );
+    let mut time = |frame: FrameRepr| -> Result<f64> {
+        let mut buf = vec![0u8; frame.buffer_len()];
+        frame.emit(&mut buf).map_err(|e| anyhow!("{e}"))?;
+        let n = 200_000u32;
+        let t = std::time::Instant::now();
+        for _ in 0..n / 64 {
+            for _ in 0..64 {
+                a.observe(std::hint::black_box(&buf))?;
+            }
+            a.lens.clear();
+        }
+        Ok(t.elapsed().as_nanos() as f64 / f64::from(n / 64 * 64))
+    };
+    let write = time(FrameRepr::write_only(
+        ep,
+        17,
+        5,
+        true,
+        0x7f00_0000_0000,
+        1,
+        &[0; 8],
+    ))?;
+    let atomic = time(FrameRepr::fetch_add(
+        ep,
+        17,
+        5,
+        false,
+        0x7f10_0000_0000,
+        1,
+        1,
+    ))?;
+    Ok((write, atomic))
+}
+
+/// Measures `mode` on `workers` cores for `secs`. One mode per process: the EAL initialises once per
+/// process, and a fresh process gives each mode its own peak RSS.
+pub fn run(mode: Mode, workers: usize, secs: f64, eal: Vec<String>) -> Result<RunResult> {
+    let eal = eal_init(eal).context("rte_eal_init")?;
+    let (ack_ns, atomic_ack_ns) = ack_build_ns()?;
+    {
+        let cfg = PortConfig {
+            queues: workers as u16,
+            max_burst: TX_BURST as u16,
+            ..PortConfig::default()
+        };
+        let (port, queues) = Port::open(eal, "net_null0", &cfg).context("open net_null0")?;
+        let frames = Arc::new(workloads::report_frames(mode, &workloads::config())?);
+        let go = Arc::new(AtomicBool::new(false));
+        let mut handles = Vec::new();
+        for (w, q) in queues.into_iter().enumerate() {
+            let frames = frames.clone();
+            let go = go.clone();
+            handles.push(std::thread::spawn(move || -> Result<WorkerResult> {
+                register_thread(eal).context("rte_thread_register")?;
+                crate::sys::pin_to_cpu(w);
+                worker(mode, q, frames, secs, go)
+            }));
+        }
+        // Let every worker build its engine before the clock starts.
+        std::thread::sleep(Duration::from_millis(50));
+        go.store(true, Ordering::Release);
+        let mut per_worker = Vec::new();
+        for h in handles {
+            per_worker.push(h.join().map_err(|_| anyhow!("worker panicked"))??);
+        }
+        drop(port);
+        let reports: u64 = per_worker.iter().map(|w| w.reports).sum();
+        let wall = per_worker.iter().map(|w| w.wall_ns).max().unwrap_or(1) as f64;
+        let cpu: u64 = per_worker.iter().map(|w| w.cpu_ns).sum();
+        let frames_out: u64 = per_worker.iter().map(|w| w.frames_out).sum();
+        let acks: u64 = per_worker.iter().map(|w| w.acks_fed).sum();
+        let per_ack = if mode == Mode::KeyIncrement {
+            atomic_ack_ns
+        } else {
+            ack_ns
+        };
+        let rf = reports.max(1) as f64;
+        Ok(RunResult {
+            mode: mode.name(),
+            workers,
+            secs,
+            reports,
+            reports_per_s: rf / (wall / 1e9),
+            ns_per_report: wall * workers as f64 / rf,
+            cpu_ns_per_report: cpu as f64 / rf,
+            frames_out_per_report: frames_out as f64 / rf,
+            acks_per_report: acks as f64 / rf,
+            ack_build_ns_per_report: acks as f64 / rf * per_ack,
+            tx_dropped: per_worker.iter().map(|w| w.tx_dropped).sum(),
+            report_drops: per_worker.iter().map(|w| w.report_drops).sum(),
+            qp_errors: per_worker.iter().map(|w| w.qp_errors).sum(),
+            retransmitted: per_worker.iter().map(|w| w.retransmitted).sum(),
+            vm_hwm_kib: vm_hwm_kib(),
+            per_worker,
+        })
+    }
+}

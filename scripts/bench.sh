@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# `make bench`: every measurement of issue 7 in one run, so that each ratio divides two numbers taken minutes
+# apart on the same machine under the same load. Writes bench/results.json, bench/results.md and
+# bench/results.png. Takes about 5 minutes after the release build on a 2-core machine.
+#
+# BENCH_SECS (default 3) is the duration of each timed run.
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+secs=${BENCH_SECS:-3}
+target=${CARGO_TARGET_DIR:-$top/target}
+bin=$target/release
+run=$(mktemp -d /tmp/dta-bench.XXXXXX)
+echo "bench: run directory $run"
+
+# testpmd is in Debian's dpdk-dev (the `dpdk` package has only the scripts).
+if ! command -v dpdk-testpmd >/dev/null 2>&1; then
+  echo "bench: installing dpdk-dev for dpdk-testpmd"
+  sudo_if() { if [ "$(id -u)" -ne 0 ]; then sudo "$@"; else "$@"; fi; }
+  DEBIAN_FRONTEND=noninteractive sudo_if apt-get install -y -q --no-install-recommends dpdk-dev
+fi
+
+cargo build --release -p dta-bench -p dta-pktgen
+
+# One set of EAL options for testpmd and the translator. Hugepages when 512 are free (then --in-memory,
+# which cannot combine with --no-huge), otherwise plain memory.
+free_huge=$(awk '/HugePages_Free/ {print $2}' /proc/meminfo)
+if [ "${free_huge:-0}" -ge 512 ]; then
+  hugepages=--hugepages
+  mem=(--in-memory -m 1024)
+else
+  hugepages=
+  mem=(--no-huge --no-shconf -m 1024)
+fi
+common=("${mem[@]}" --no-pci --vdev=net_null0 --log-level=warning --no-telemetry)
+eal1=(-l 0-1 "${common[@]}")
+
+"$bin/dta-bench" machine $hugepages > "$run/machine.json"
+# Others share this machine: sample the load every 10 s for the record.
+( while true; do cut -d' ' -f1-3 /proc/loadavg >> "$run/load.txt"; sleep 10; done ) &
+sampler=$!
+trap 'kill $sampler 2>/dev/null || true' EXIT
+
+# The limit: testpmd on the same vdev and EAL options, one port, stats every second. timeout's SIGINT makes
+# testpmd stop and print its totals; its exit status is then 124.
+testpmd() {
+  local out=$1; shift
+  # EAL start-up without hugepages takes seconds under load: leave room for several stats periods.
+  timeout -s INT $((secs + 6)) dpdk-testpmd "$@" > "$out" 2>&1 || [ $? -eq 124 ]
+}
+echo "bench: testpmd io forward, 1 core"
+testpmd "$run/testpmd-io-1.txt" "${eal1[@]}" -- --forward-mode=io --stats-period 1 --nb-cores=1 \
+  --total-num-mbufs=16384
+echo "bench: testpmd io forward, 2 cores"
+# Forwarding lcores 1 and 2 on CPUs 0 and 1; the main lcore only prints stats and shares CPU 0.
+testpmd "$run/testpmd-io-2.txt" --lcores='0@0,1@0,2@1' "${common[@]}" -- --forward-mode=io \
+  --stats-period 1 --nb-cores=2 --rxq=2 --txq=2 --total-num-mbufs=16384
+echo "bench: testpmd txonly, 1 core"
+testpmd "$run/testpmd-txonly-1.txt" "${eal1[@]}" -- --forward-mode=txonly --stats-period 1 \
+  --nb-cores=1 --total-num-mbufs=16384
+
+modes=(keywrite-n1 keywrite-n2 keyincrement append-b1 append-b4 append-b16 postcard5 sketch)
+for w in 1 2; do
+  for m in "${modes[@]}"; do
+    echo "bench: translator $m, $w worker(s)"
+    "$bin/dta-bench" translator --mode "$m" --workers "$w" --secs "$secs" -- "${eal1[@]}" \
+      > "$run/translator-$m-w$w.json"
+  done
+done
+
+# Below half of testpmd's io-forward rate, profile Key-Write N = 1. perf needs hardware counters, which
+# VMs often lack; callgrind works everywhere (a short run: it is ~50x slower).
+# The median of the non-zero samples (less the first when there are three or more: it may cover a partial
+# period), as the report computes it.
+io_samples=$(awk '/Rx-pps:/ && $2 > 0 {print $2}' "$run/testpmd-io-1.txt")
+if [ "$(grep -c . <<< "$io_samples")" -ge 3 ]; then io_samples=$(tail -n +2 <<< "$io_samples"); fi
+io1=$(sort -n <<< "$io_samples" | awk 'NF {v[++n] = $1} END {print (n ? v[int(n / 2) + 1] : 0)}')
+kw=$(jq -r .reports_per_s "$run/translator-keywrite-n1-w1.json")
+if awk -v kw="$kw" -v io="$io1" 'BEGIN {exit !(io > 0 && kw < 0.5 * io)}'; then
+  echo "bench: translator below 0.5 x io-forward ($kw vs $io1): profiling"
+  # Read perf's verdict into a variable first: `perf ... | grep -q` would die of SIGPIPE under pipefail.
+  perf_check=$(perf stat -e instructions true 2>&1 || echo "perf failed")
+  if ! grep -qE "not supported|perf failed|not found" <<< "$perf_check"; then
+    perf record -q -g -o "$run/perf.data" "$bin/dta-bench" translator --mode keywrite-n1 --secs 2 \
+      -- "${eal1[@]}" > /dev/null
+    perf report -i "$run/perf.data" --no-children --stdio --percent-limit 1.5 2>/dev/null \
+      | grep -v '^$' | sed -n '1,60p' > "$run/profile.txt"
+  elif command -v valgrind >/dev/null 2>&1; then
+    valgrind --tool=callgrind --toggle-collect='dta_bench::translator::worker' --callgrind-out-file="$run/callgrind.out" "$bin/dta-bench" translator \
+      --mode keywrite-n1 --secs 2 -- "${eal1[@]}" > /dev/null 2> "$run/callgrind.log"
+    {
+      echo "callgrind (perf has no hardware counters here), Key-Write N = 1, self cost (Ir) of the top functions:"
+      callgrind_annotate --inclusive=no "$run/callgrind.out" 2>/dev/null | sed -n '/^Ir/,$p' | sed -n '1,30p'
+      echo
+      echo "inclusive:"
+      callgrind_annotate --inclusive=yes "$run/callgrind.out" 2>/dev/null | sed -n '/^Ir/,$p' | grep -E '^ *[0-9,]+ \(' | grep -vE 'rustc/|libc.so|clone.S' | sed -n '1,30p'
+    } | cut -c1-220 > "$run/profile.txt" || true
+  fi
+fi
+
+echo "bench: criterion (iCRC, DTA parse, frame build)"
+crit=(-- --warm-up-time 1 --measurement-time 2)
+cargo bench -p dta-protocol --bench icrc "${crit[@]}" > "$run/criterion-icrc.txt" 2>&1
+cargo bench -p dta-bench --bench wire "${crit[@]}" > "$run/criterion-wire.txt" 2>&1
+
+echo "bench: CPU collector baseline over UDP loopback"
+"$bin/dta-bench" baseline --mode keywrite-n1 --secs "$secs" > "$run/baseline-keywrite-n1.json"
+"$bin/dta-bench" baseline --mode append-b1 --secs "$secs" > "$run/baseline-append-b1.json"
+
+echo "bench: collector queries"
+"$bin/dta-bench" queries --secs 2 > "$run/queries.json"
+
+# dta-pktgen has pcap and UDP outputs only (no DPDK): frames go to a pcap on /dev/null, the cheapest sink.
+echo "bench: dta-pktgen"
+for wl in keywrite append; do
+  "$bin/dta-pktgen" --workload "$wl" --duration "$secs" --pcap /dev/null > "$run/pktgen-$wl.json"
+done
+
+"$bin/dta-bench" report --dir "$run" --criterion "$target/criterion" --out "$top/bench" $hugepages
+echo "bench: wrote bench/results.json, bench/results.md, bench/results.png (raw outputs in $run)"
