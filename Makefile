@@ -8,7 +8,7 @@ FUZZ_SMOKE_SECONDS ?= 20
 FUZZ_SECONDS ?= 300
 FUZZ_TARGETS := dta_parse roce_parse
 
-.PHONY: setup build test unit fuzz-smoke fuzz lint fmt p4 bench-protocol figures demo clean
+.PHONY: setup build test unit fuzz-smoke fuzz lint fmt p4 bench-protocol bench figures demo clean
 
 ## Install every system package and tool (Debian 12), idempotently.
 setup:
@@ -60,6 +60,12 @@ p4:
 	    $(PY) tests/contract/check_p4_contract.py target/contract.json $$prog $$form || exit 1; \
 	  done; \
 	done
+
+## Benchmarks (not part of `make test`, under 15 minutes): testpmd's limit, the translator on DPDK net_null
+## per primitive on 1 and 2 cores, the CPU collector baseline, collector queries, pktgen and criterion costs;
+## writes bench/results.{json,md,png}.
+bench: setup
+	bash scripts/bench.sh
 
 ## Criterion micro-benchmarks of the protocol crate (iCRC naive and with the per-QP prefix).
 bench-protocol:

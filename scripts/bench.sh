@@ -111,10 +111,11 @@ echo "bench: CPU collector baseline over UDP loopback"
 echo "bench: collector queries"
 "$bin/dta-bench" queries --secs 2 > "$run/queries.json"
 
-# dta-pktgen has pcap and UDP outputs only (no DPDK): frames go to a pcap on /dev/null, the cheapest sink.
+# dta-pktgen out of the same DPDK net_null vdev, with the same EAL options as testpmd txonly on one core.
 echo "bench: dta-pktgen"
 for wl in keywrite append; do
-  "$bin/dta-pktgen" --workload "$wl" --duration "$secs" --pcap /dev/null > "$run/pktgen-$wl.json"
+  "$bin/dta-pktgen" --workload "$wl" --duration "$secs" --dpdk net_null0 --eal "-l 0 ${common[*]}" \
+    > "$run/pktgen-$wl.json"
 done
 
 "$bin/dta-bench" report --dir "$run" --criterion "$target/criterion" --out "$top/bench" $hugepages

@@ -14,11 +14,11 @@ need_root() {
   else "$@"; fi
 }
 
-# Debian packages: DPDK 22.11 and its headers, rdma-core for the collector's ibverbs backend (and what
+# Debian packages: DPDK 22.11, its headers and dpdk-testpmd (in dpdk-dev, for the benchmarks), rdma-core for the collector's ibverbs backend (and what
 # ibverbs-sys needs to build rdma-core), clang for bindgen, tshark as an independent dissector, the Python
 # venv for scapy, libz3 and cpp for the Tofino compiler, iproute2 for the end-to-end namespaces.
 packages=(
-  dpdk libdpdk-dev pkg-config libclang-dev clang cmake
+  dpdk dpdk-dev libdpdk-dev pkg-config libclang-dev clang cmake
   libnl-3-dev libnl-route-3-dev libibverbs-dev rdma-core ibverbs-providers
   tshark python3-venv python3-pip libz3-4 cpp iproute2 libpcap-dev
 )

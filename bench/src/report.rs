@@ -348,8 +348,9 @@ fn plot(path: &Path, r: &Value, machine: &str) -> Result<()> {
     for p in r["pktgen"].as_array().into_iter().flatten() {
         bars.push((
             format!(
-                "dta-pktgen {} to pcap /dev/null ({:.2}x txonly)",
+                "dta-pktgen {} to {} ({:.2}x txonly)",
                 p["workload"].as_str().unwrap_or("?"),
+                p["summary"]["output"].as_str().unwrap_or("?"),
                 f(p, "ratio_to_testpmd_txonly")
             ),
             f(&p["summary"], "pps"),
