@@ -91,6 +91,11 @@ impl RateLimiter {
 
     /// When a frame of `len` bytes may go: `now` if at once, otherwise the first instant it may.
     pub fn ready_at(&mut self, now: Instant, len: usize) -> Instant {
+        // The common case has no limit at all: skip the 128-bit bucket arithmetic on the packet path
+        // (callgrind put the limiter at ~5 % of a Key-Write report with no limit configured).
+        if self.packets.rate == 0 && self.bytes.rate == 0 {
+            return now;
+        }
         self.refill(now);
         let wait = self
             .packets
@@ -101,6 +106,9 @@ impl RateLimiter {
 
     /// Takes the tokens of one frame of `len` bytes (call after [`ready_at`](Self::ready_at) said now).
     pub fn take(&mut self, len: usize) {
+        if self.packets.rate == 0 && self.bytes.rate == 0 {
+            return;
+        }
         self.packets.take(1);
         self.bytes.take(len as u64);
     }
