@@ -284,6 +284,9 @@ impl Engine {
 
     fn route_key(&self, key: u32, dst_ip: [u8; 4]) -> Option<usize> {
         match self.cfg.routing.keys {
+            // One collector (the common case) needs no hash: the checksum is computed again for the
+            // entry, so skip this copy of the work on the packet path.
+            KeyRouting::KeyHash if self.collectors.len() == 1 => Some(0),
             KeyRouting::KeyHash => Some(key_checksum(key) as usize % self.collectors.len()),
             KeyRouting::DestinationIp => self.collectors.iter().position(|c| c.ip == dst_ip),
         }
