@@ -23,16 +23,18 @@ done
 TMP="$(mktemp -d "${TMPDIR:-/tmp}/dta-p4-check.XXXXXX")"
 trap 'rm -rf "$TMP"' EXIT
 
-# program:path pairs, and the header forms (name:defines)
-PROGRAMS=("reporter:$P4DIR/reporter/dta_reporter.p4" "translator:$P4DIR/translator/dta_translator.p4")
+# builds (label:path:defines; a profile's label names it), each compiled in both header forms (name:defines)
+PROGRAMS=("reporter:$P4DIR/reporter/dta_reporter.p4:"
+          "translator:$P4DIR/translator/dta_translator.p4:"
+          "translator-postcarding:$P4DIR/translator/dta_translator.p4:-DTR_POSTCARDING")
 FORMS=("seq:" "compact:-DDTA_COMPACT")
 
 fail=0
 summary=()
 for prog in "${PROGRAMS[@]}"; do
-    name="${prog%%:*}"; src="${prog#*:}"
+    name="${prog%%:*}"; rest="${prog#*:}"; src="${rest%%:*}"; pdefs="${rest#*:}"
     for form in "${FORMS[@]}"; do
-        fname="${form%%:*}"; defs="${form#*:}"
+        fname="${form%%:*}"; defs="$pdefs ${form#*:}"
         label="$name-$fname"
         out="$TMP/$label"
         mkdir -p "$out"
@@ -43,6 +45,7 @@ for prog in "${PROGRAMS[@]}"; do
         nwarn=$(grep -c "warning:" "$out/p4check.log" || true)
         # 2. Tofino back end + assembler (12-stage limit)
         start=$(date +%s)
+        total_start=${total_start:-$start}
         if ! timeout "$TIMEOUT" "$TOOLS/tofino-compile" -g -o "$out/build" $defs "$src" >"$out/compile.log" 2>&1; then
             echo "FAIL $label: tofino-compile"
             grep -v "min_parse_depth_accept_loop" "$out/compile.log" | tail -40
@@ -63,6 +66,7 @@ fi
 
 echo "---- p4 summary ----"
 for l in "${summary[@]}"; do echo "$l"; done
+echo "compile time: $(( $(date +%s) - ${total_start:-$(date +%s)} ))s for ${#summary[@]} builds"
 if [ "$fail" -ne 0 ]; then
     echo "p4/check.sh: FAILED"; exit 1
 fi

@@ -86,6 +86,16 @@
 #endif
 @noWarn("unused") const bit<32> POSTCARD_BLANK = 0xFFFFFFFF;
 
+/* Translator build profiles. The default build serves Key-Write, Key-Increment and Append. Postcarding
+ * (-DTR_POSTCARDING) and Sketch-Merge (-DTR_SKETCH) are profiles that leave Append out to fit Tofino-1's 12
+ * stages (p4/README.md); Append reports are then dropped and counted (CNT_UNSUPPORTED_OP). */
+#if defined(TR_POSTCARDING) && defined(TR_SKETCH)
+#error "TR_POSTCARDING and TR_SKETCH are separate profiles"
+#endif
+#if !defined(TR_POSTCARDING) && !defined(TR_SKETCH)
+#define TR_APPEND
+#endif
+
 /* AckReq on every 2^ACK_EVERY_LOG2-th packet of a QP (contract default ack_every = 16) */
 #ifndef ACK_EVERY_LOG2
 #define ACK_EVERY_LOG2 4

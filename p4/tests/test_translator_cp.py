@@ -191,15 +191,44 @@ def test_compute_entries_exact():
 
 
 def test_compute_entries_with_postcarding_build():
-    build = dict(cp.DEFAULT_BUILD, postcarding=True)
+    build = cp.POSTCARDING_BUILD
     e = cp.compute_entries(WELCOME, HELLO, dict(SITE, qp_base=4, udp_src_port_base=50000), build)
     pc = [r for r in e["tbl_region"] if r["action"] == "region_postcard"]
     assert len(pc) == 1
-    assert pc[0]["data"]["mask"] == 4095 and pc[0]["data"]["qp_idx"] == 4 + 1
-    assert pc[0]["data"]["udp_src_port"] == 50001
+    assert pc[0]["data"]["mask"] == 4095 and pc[0]["data"]["qp_idx"] == 4 + 0
+    assert pc[0]["data"]["udp_src_port"] == 50000
     assert e["tbl_collector"][0]["data"]["mcast_postcard"] == 16 + 2      # n_max 2 chunk copies
     assert e["reg_psn"][0]["index"] == 4
-    assert e["ignored"] == [{"id": 7, "kind": "sketch"}]
+    # the Postcarding profile has no Append (define.p4 TR_APPEND)
+    assert e["ignored"] == [{"id": 3, "kind": "append"}, {"id": 7, "kind": "sketch"}]
+
+
+def test_compute_entries_postcarding_profile_exact():
+    """-DTR_POSTCARDING: Key-Increment (QP 0), Key-Write (QP 1), Postcarding (QP 0); Append and Sketch ignored."""
+    build = cp.POSTCARDING_BUILD
+    e = cp.compute_entries(WELCOME, HELLO, SITE, build)
+    assert e["tbl_collector"] == [{"key": {"hdr.ipv4.dst_addr": DST_IP}, "action": "collector",
+                                   "data": {"collector_idx": 1, "port": 136, "mcast_append_hdr": 18,
+                                            "mcast_postcard": 18}}]
+    assert e["tbl_copies"] == [{"key": {"ig_md.collector_idx": 1, "ig_md.redundancy": n}, "action": "copies",
+                                "data": {"grp": 16 + n}} for n in (1, 2, 3, 4)]
+    assert e["tbl_region"] == [
+        region("region_keyinc", cp.KIND_KEYINC, 0, 0, 139637977772032, 9029, mask=1023, build=build),
+        region("region_keywrite", cp.KIND_KEYWRITE, 0, 1, 139637976731648, 4660, mask=255, build=build),
+        region("region_postcard", cp.KIND_POSTCARD, 0, 0, 139637979869184, 17767, mask=4095, build=build),
+    ]
+    # the postcard frame: IPv4 length 20 + 8 + 12 + RETH 16 + chunk 32 + iCRC 4, and its K by hand
+    assert cp.ip_total_len(cp.KIND_POSTCARD, build) == 92
+    k = cp.icrc_prefix_constant(cp.KIND_POSTCARD, "198.18.0.1", "198.18.0.2", 49152, 17, build)
+    assert e["tbl_region"][2]["data"]["icrc_k_le"] == int.from_bytes(k.to_bytes(4, "big"), "little")
+    assert e["ignored"] == [{"id": 3, "kind": "append"}, {"id": 7, "kind": "sketch"}]
+    assert e["tbl_qpn"] == [
+        {"key": {"hdr.bth.dest_qp": 0x101}, "action": "our_qp", "data": {"qp_idx": 0, "collector_port": 136}},
+        {"key": {"hdr.bth.dest_qp": 0x102}, "action": "our_qp", "data": {"qp_idx": 1, "collector_port": 136}}]
+    assert e["reg_psn"] == [{"index": 0, "value": 0x100}, {"index": 1, "value": 4}]
+    assert len(e["mcast_groups"]) == 8
+    # an Append batch size that the profile does not write is no reason to refuse
+    assert cp.compute_entries(dict(WELCOME, path_mtu=32), HELLO, SITE, build)["ignored"][0]["kind"] == "append"
 
 
 def test_compute_entries_rejects_mismatches():

@@ -31,7 +31,9 @@
 #include "../include/control/tr_seq_nack.p4"
 #include "../include/control/tr_rdma_build.p4"
 #include "../include/control/tr_kv_copies.p4"
+#ifdef TR_APPEND
 #include "../include/control/tr_append_batch.p4"
+#endif
 #ifdef TR_POSTCARDING
 #include "../include/control/tr_postcard_cache.p4"
 #endif
@@ -51,8 +53,11 @@ control TrIngress(inout tr_headers_t hdr, inout tr_ig_md_t ig_md,
     TrSeqNack() seq_nack;
     TrRdmaBuild() rdma_build;
     TrKvCopies() kv_copies;
+#ifdef TR_APPEND
     TrAppendBatch() append_batch;
+#endif
 #ifdef TR_POSTCARDING
+    TrPostcardPrep() postcard_prep;
     TrPostcardCache() postcard_cache;
 #endif
     TrRoceResponse() roce_response;
@@ -84,6 +89,9 @@ control TrIngress(inout tr_headers_t hdr, inout tr_ig_md_t ig_md,
         hdr.bridge.total_hi = 0;
         hdr.bridge.icrc_k_le = 0;
 
+#ifdef TR_POSTCARDING
+        postcard_prep.apply(hdr, ig_md);
+#endif
         if (hdr.dta_base.isValid()) {
             if (tbl_collector.apply().hit) {
                 seq_nack.apply(hdr, ig_md, ig_intr_md, ig_tm_md);
@@ -100,9 +108,12 @@ control TrIngress(inout tr_headers_t hdr, inout tr_ig_md_t ig_md,
                 if (ig_md.handled == 0) {
                     if (ig_md.kind == KIND_KEYWRITE || ig_md.kind == KIND_KEYINC) {
                         kv_copies.apply(hdr, ig_md, ig_tm_md);
-                    } else if (ig_md.kind == KIND_APPEND) {
+                    }
+#ifdef TR_APPEND
+                    else if (ig_md.kind == KIND_APPEND) {
                         append_batch.apply(hdr, ig_md, ig_tm_md);
                     }
+#endif
 #ifdef TR_POSTCARDING
                     else {
                         postcard_cache.apply(hdr, ig_md, ig_tm_md);

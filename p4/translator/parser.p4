@@ -48,7 +48,9 @@ parser TrIngressParser(packet_in pkt, out tr_headers_t hdr, out tr_ig_md_t ig_md
         pkt.extract(hdr.dta_base);
         transition select(hdr.dta_base.opcode) {
             DTA_OP_KEYWRITE: parse_keywrite;
+#ifdef TR_APPEND
             DTA_OP_APPEND: parse_append;
+#endif
             DTA_OP_KEYINCREMENT: parse_keyincrement;
 #ifdef TR_POSTCARDING
             DTA_OP_POSTCARD: parse_postcard;
@@ -79,11 +81,15 @@ parser TrIngressParser(packet_in pkt, out tr_headers_t hdr, out tr_ig_md_t ig_md
     state parse_postcard {
         pkt.extract(hdr.dta_postcard);
         ig_md.kind = KIND_POSTCARD;
+        ig_md.pc_key = hdr.dta_postcard.key;
+        ig_md.pc_hop = hdr.dta_postcard.hop;
         transition accept;
     }
     state parse_postcard_pathlen {
         pkt.extract(hdr.dta_postcard_pathlen);
         ig_md.kind = KIND_POSTCARD;
+        ig_md.pc_key = hdr.dta_postcard_pathlen.key;
+        ig_md.pc_hop = hdr.dta_postcard_pathlen.hop;
         transition accept;
     }
 }
@@ -150,7 +156,9 @@ parser TrEgressParser(packet_in pkt, out tr_headers_t hdr, out tr_eg_md_t eg_md,
         transition select(hdr.bridge.kind) {
             KIND_KEYWRITE: parse_kw;
             KIND_KEYINC: parse_ki;
+#ifdef TR_APPEND
             KIND_APPEND: parse_append;
+#endif
 #ifdef TR_POSTCARDING
             KIND_POSTCARD: parse_postcard;
 #endif

@@ -22,7 +22,7 @@ const bit<8> CNT_ROCE_NAK_OTHER = 8;
 const bit<8> CNT_ROCE_RNR       = 9;
 const bit<8> CNT_ROCE_ATOMIC_ACK = 10;
 const bit<8> CNT_ROCE_CNP       = 11;
-const bit<8> CNT_APPEND_BUFFERED = 12;
+@noWarn("unused") const bit<8> CNT_APPEND_BUFFERED = 12;   /* with Append (the default build) */
 @noWarn("unused") const bit<8> CNT_POSTCARD_CACHED = 13;   /* with -DTR_POSTCARDING only */
 
 /* ingress -> egress, in front of every packet. The ingress builds the whole RoCE frame (every header valid
@@ -139,11 +139,11 @@ struct tr_ig_md_t {
     /* postcard */
     bit<32>    pc_key;
     bit<8>     pc_hop;
-    bit<32>    pc_value;
-    bit<8>     pc_target_m1;
+    bit<32>    pc_gv;          /* g(v) of the postcard's value */
+    bit<8>     pc_target_m1;   /* path length - 1 */
+    bit<14>    pc_idx;         /* cache slot */
     bit<32>    pc_old_key;
-    bit<8>     pc_flag;
-    bit<2>     pc_mode;
+    bit<8>     pc_mode;
 }
 
 struct tr_eg_md_t {

@@ -13,7 +13,9 @@ control TrIcrc(inout tr_headers_t hdr, inout tr_eg_md_t eg_md) {
     CRCPolynomial<bit<32>>(CRC32_POLY, true, false, false, 32w0, 32w0) crc0_poly;
     Hash<bit<32>>(HashAlgorithm_t.CUSTOM, crc0_poly) tail_kw;
     Hash<bit<32>>(HashAlgorithm_t.CUSTOM, crc0_poly) tail_ki;
+#ifdef TR_APPEND
     Hash<bit<32>>(HashAlgorithm_t.CUSTOM, crc0_poly) tail_append;
+#endif
 #ifdef TR_POSTCARDING
     Hash<bit<32>>(HashAlgorithm_t.CUSTOM, crc0_poly) tail_postcard;
 #endif
@@ -35,7 +37,12 @@ control TrIcrc(inout tr_headers_t hdr, inout tr_eg_md_t eg_md) {
             swap_out();
         }
 #ifdef TR_POSTCARDING
-        else if (hdr.bridge.kind == KIND_POSTCARD) {
+#ifdef TR_APPEND
+        else if (hdr.bridge.kind == KIND_POSTCARD)
+#else
+        else
+#endif
+        {
             c = tail_postcard.get({hdr.bth.ack_req, hdr.bth.reserved7, hdr.bth.psn,
                 hdr.reth.va, hdr.reth.rkey, hdr.reth.dma_len,
                 hdr.pc_chunk.c0, hdr.pc_chunk.c1, hdr.pc_chunk.c2, hdr.pc_chunk.c3,
@@ -43,6 +50,7 @@ control TrIcrc(inout tr_headers_t hdr, inout tr_eg_md_t eg_md) {
             swap_out();
         }
 #endif
+#ifdef TR_APPEND
         else {
             c = tail_append.get({hdr.bth.ack_req, hdr.bth.reserved7, hdr.bth.psn,
                 hdr.reth.va, hdr.reth.rkey, hdr.reth.dma_len,
@@ -63,6 +71,8 @@ control TrIcrc(inout tr_headers_t hdr, inout tr_eg_md_t eg_md) {
                 });
             swap_out();
         }
+
+#endif
 
         hdr.icrc.icrc = hdr.icrc.icrc ^ hdr.bridge.icrc_k_le;
     }

@@ -60,6 +60,7 @@ control TrRdmaBuild(inout tr_headers_t hdr, inout tr_ig_md_t ig_md) {
                16w60 + 4 + KW_DATA_BYTES, BTH_OP_RC_WRITE_ONLY);
         write_only(va, rkey, 32w4 + KW_DATA_BYTES);
     }
+#ifdef TR_POSTCARDING
     action region_postcard(bit<8> qp_idx, bit<24> dest_qp, bit<32> mask, bit<32> icrc_k_le,
                            bit<16> udp_src_port, bit<48> src_mac, bit<48> dst_mac, bit<32> src_ip,
                            bit<64> va, bit<32> rkey) {
@@ -67,6 +68,8 @@ control TrRdmaBuild(inout tr_headers_t hdr, inout tr_ig_md_t ig_md) {
                16w60 + POSTCARD_CHUNK_BYTES, BTH_OP_RC_WRITE_ONLY);
         write_only(va, rkey, 32w0 + POSTCARD_CHUNK_BYTES);
     }
+#endif
+#ifdef TR_APPEND
     /* va = the list's region (its 64-byte header); the egress adds the batch's offset to copy 0 */
     action region_append(bit<8> qp_idx, bit<24> dest_qp, bit<32> icrc_k_le,
                          bit<16> udp_src_port, bit<48> src_mac, bit<48> dst_mac, bit<32> src_ip,
@@ -77,6 +80,7 @@ control TrRdmaBuild(inout tr_headers_t hdr, inout tr_ig_md_t ig_md) {
         ig_md.list_idx = list_idx;
         ig_md.last_head = last_head;
     }
+#endif
     /* IPv4 length = 20 + 8 + 12 + AtomicETH 28 + 4 */
     action region_keyinc(bit<8> qp_idx, bit<24> dest_qp, bit<32> mask, bit<32> icrc_k_le,
                          bit<16> udp_src_port, bit<48> src_mac, bit<48> dst_mac, bit<32> src_ip,
@@ -99,7 +103,15 @@ control TrRdmaBuild(inout tr_headers_t hdr, inout tr_ig_md_t ig_md) {
             ig_md.kind: exact;
             ig_md.list_id: exact;
         }
-        actions = { region_keywrite; region_postcard; region_append; region_keyinc; no_region; }
+        actions = {
+            region_keywrite; region_keyinc; no_region;
+#ifdef TR_POSTCARDING
+            region_postcard;
+#endif
+#ifdef TR_APPEND
+            region_append;
+#endif
+        }
         default_action = no_region();
         size = MAX_LISTS + 64;
     }

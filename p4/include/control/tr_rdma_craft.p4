@@ -11,7 +11,9 @@
 control TrRdmaCraft(inout tr_headers_t hdr, inout tr_eg_md_t eg_md,
                     in egress_intrinsic_metadata_t eg_intr_md,
                     inout egress_intrinsic_metadata_for_deparser_t eg_dprsr_md) {
+#ifdef TR_APPEND
     Hash<bit<32>>(HashAlgorithm_t.IDENTITY) total_le;
+#endif
 
     Register<bit<32>, bit<8>>(MAX_QPS, 0) reg_psn;
     RegisterAction<bit<32>, bit<8>, bit<32>>(reg_psn) next_psn = {
@@ -49,6 +51,7 @@ control TrRdmaCraft(inout tr_headers_t hdr, inout tr_eg_md_t eg_md,
 #undef PLACEMENT_HASH
 
 
+#ifdef TR_APPEND
     action append_header() {
         hdr.append_batch.e0 = total_le.get({hdr.bridge.total[7:0], hdr.bridge.total[15:8],
                                             hdr.bridge.total[23:16], hdr.bridge.total[31:24]});
@@ -77,15 +80,20 @@ control TrRdmaCraft(inout tr_headers_t hdr, inout tr_eg_md_t eg_md,
 #endif
     }
 
+#endif
+
     apply {
         if (hdr.bridge.kind == KIND_RESYNC) {
             resync_psn.execute(hdr.bridge.qp_idx);
             eg_dprsr_md.drop_ctl = 1;
         } else {
             eg_md.psn = next_psn.execute(hdr.bridge.qp_idx);
+#ifdef TR_APPEND
             if (hdr.bridge.kind == KIND_APPEND) {
                 eg_md.off32 = hdr.bridge.offset;
-            } else {
+            } else
+#endif
+            {
                 /* copy n = egress_rid hashes with Q_n. Every branch writes the same off32, so one 32-bit result
                  * sits in the PHV. (One table whose actions call the different hashes does not compile: bf-p4c
                  * does not overlay the actions' hash outputs on the table's 32-bit immediate pathway, 8 x 32
@@ -119,21 +127,33 @@ control TrRdmaCraft(inout tr_headers_t hdr, inout tr_eg_md_t eg_md,
                 eg_md.offset = (bit<64>)(eg_md.off32 << KW_ENTRY_SHIFT);
             } else if (hdr.bridge.kind == KIND_KEYINC) {
                 eg_md.offset = (bit<64>)(eg_md.off32 << 3);
-            } else if (hdr.bridge.kind == KIND_POSTCARD) {
+            }
+#ifdef TR_APPEND
+            else if (hdr.bridge.kind == KIND_POSTCARD) {
                 eg_md.offset = (bit<64>)(eg_md.off32 << 5);
             } else {
                 /* Append: the entries follow the list's 64-byte header */
                 eg_md.offset = (bit<64>)(eg_md.off32 + APPEND_HEADER_BYTES);
             }
+#else
+            else {
+                /* Postcarding chunk (32 bytes), or a Sketch-Merge column (its offset comes from the ingress) */
+                eg_md.offset = (bit<64>)(eg_md.off32 << 5);
+            }
+#endif
             hdr.bth.psn = eg_md.psn[23:0];
             if (eg_md.psn[ACK_EVERY_LOG2 - 1:0] == (1 << ACK_EVERY_LOG2) - 1) {
                 hdr.bth.ack_req = 1;
             }
             if (hdr.bridge.kind == KIND_KEYINC) {
                 hdr.atomic_eth.va = hdr.atomic_eth.va + eg_md.offset;
-            } else if (hdr.bridge.kind == KIND_APPEND && eg_intr_md.egress_rid == 1) {
+            }
+#ifdef TR_APPEND
+            else if (hdr.bridge.kind == KIND_APPEND && eg_intr_md.egress_rid == 1) {
                 append_header();
-            } else {
+            }
+#endif
+            else {
                 hdr.reth.va = hdr.reth.va + eg_md.offset;
             }
         }

@@ -45,9 +45,27 @@ ROCEV2_PORT = 4791
 MAX_QPS = 256
 MAX_LISTS = 1024
 
-# compile-time configuration of the P4 program (defaults of include/define.p4; postcarding = -DTR_POSTCARDING,
-# n_max = TR_N_MAX: the copies whose placement polynomial the egress has, 8 by default, 4 with -DTR_N_MAX=4)
-DEFAULT_BUILD = {"kw_data_bytes": 4, "append_batch": 4, "postcard_hops": 5, "postcarding": False, "n_max": 8}
+# compile-time configuration of the P4 program (defaults of include/define.p4; n_max = TR_N_MAX: the copies whose
+# placement polynomial the egress has, 8 by default, 4 with -DTR_N_MAX=4). Profiles (define.p4): the default
+# build serves Key-Write, Key-Increment and Append; postcarding = -DTR_POSTCARDING (Key-Write, Key-Increment,
+# Postcarding: no Append); sketch = -DTR_SKETCH (Key-Write, Key-Increment, Sketch-Merge: no Append).
+DEFAULT_BUILD = {"kw_data_bytes": 4, "append_batch": 4, "postcard_hops": 5, "postcarding": False, "sketch": False,
+                 "n_max": 8}
+POSTCARDING_BUILD = dict(DEFAULT_BUILD, postcarding=True)
+
+
+def has_append(build):
+    """Append is compiled in unless a Postcarding or Sketch-Merge profile replaces it (define.p4 TR_APPEND)."""
+    return not (build.get("postcarding") or build.get("sketch"))
+
+
+def serves(build, kind):
+    """Whether a program built with `build` writes regions of `kind` (else their reports are dropped and counted)."""
+    if kind == KIND_APPEND:
+        return has_append(build)
+    if kind == KIND_POSTCARD:
+        return bool(build.get("postcarding"))
+    return kind in (KIND_KEYWRITE, KIND_KEYINC)
 
 # geometry kinds on the control channel -> region kinds of the P4 program
 CHANNEL_KINDS = {"key_write": KIND_KEYWRITE, "key_increment": KIND_KEYINC, "append": KIND_APPEND,
@@ -212,9 +230,10 @@ def compute_entries(welcome, hello, site, build=DEFAULT_BUILD):
         this collector in the PSN register, default 0), "list_base" (first Append list index, default 0),
         "udp_src_port_base" (UDP source port of QP i is base + i, default 49152, as the Rust translator)}.
     build: the program's compile-time options (keys of DEFAULT_BUILD; "n_max" is TR_N_MAX, default 8).
-    Region i (Key-Increment regions first) uses the collector's QP i mod #QPs. Sketch regions, and
-    Postcarding regions when the program is built without -DTR_POSTCARDING, are listed under "ignored":
-    their reports are dropped and counted by the switch. Raises ValueError when the Welcome does not fit
+    Region i (Key-Increment regions first) uses the collector's QP i mod #QPs. Regions of a kind the build
+    does not serve (`serves`: Postcarding without -DTR_POSTCARDING, Append in the Postcarding and Sketch-Merge
+    profiles, Sketch without -DTR_SKETCH) are listed under "ignored": their reports are dropped and counted
+    by the switch. Raises ValueError when the Welcome does not fit
     the compiled program.
     """
     if welcome.get("type", "welcome") != "welcome":
@@ -240,7 +259,7 @@ def compute_entries(welcome, hello, site, build=DEFAULT_BUILD):
     served, ignored = [], []
     for r in welcome["regions"]:
         kind = CHANNEL_KINDS.get(r["geometry"]["kind"])
-        if kind is None or (kind == KIND_POSTCARD and not build.get("postcarding")):
+        if kind is None or not serves(build, kind):
             ignored.append({"id": r["id"], "kind": r["geometry"]["kind"]})
         else:
             served.append((kind, r))
@@ -248,7 +267,9 @@ def compute_entries(welcome, hello, site, build=DEFAULT_BUILD):
     if welcome["max_dest_rd_atomic"] <= 0 and any(k == KIND_KEYINC for k, _ in served):
         raise ValueError("collector QPs accept no atomics (max_dest_rd_atomic = 0) but a Key-Increment "
                          "region is announced")
-    largest = max([4 + build["kw_data_bytes"], 4 * build["append_batch"], POSTCARD_CHUNK_BYTES])
+    largest = max([4 + build["kw_data_bytes"]]
+                  + [4 * build["append_batch"] if has_append(build) else 0]
+                  + [POSTCARD_CHUNK_BYTES if build.get("postcarding") else 0])
     if welcome["path_mtu"] < largest:
         raise ValueError(f"path MTU {welcome['path_mtu']} below the program's {largest}-byte writes")
 
