@@ -26,7 +26,8 @@ trap 'rm -rf "$TMP"' EXIT
 # builds (label:path:defines; a profile's label names it), each compiled in both header forms (name:defines)
 PROGRAMS=("reporter:$P4DIR/reporter/dta_reporter.p4:"
           "translator:$P4DIR/translator/dta_translator.p4:"
-          "translator-postcarding:$P4DIR/translator/dta_translator.p4:-DTR_POSTCARDING")
+          "translator-postcarding:$P4DIR/translator/dta_translator.p4:-DTR_POSTCARDING"
+          "translator-sketch:$P4DIR/translator/dta_translator.p4:-DTR_SKETCH")
 FORMS=("seq:" "compact:-DDTA_COMPACT")
 
 fail=0

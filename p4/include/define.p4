@@ -96,6 +96,29 @@
 #define TR_APPEND
 #endif
 
+/* Sketch-Merge profile (-DTR_SKETCH): counters per column (the report's rows must equal this; one stateful ALU
+ * per row), counters per row register (all sketches' columns), (sketch, reporter) slots of the order check */
+#ifndef SKETCH_ROWS
+#define SKETCH_ROWS 4
+#endif
+#if SKETCH_ROWS == 1
+#define SKETCH_COLUMN_SHIFT 2
+#elif SKETCH_ROWS == 2
+#define SKETCH_COLUMN_SHIFT 3
+#elif SKETCH_ROWS == 4
+#define SKETCH_COLUMN_SHIFT 4
+#elif SKETCH_ROWS == 8
+#define SKETCH_COLUMN_SHIFT 5
+#else
+#error "SKETCH_ROWS must be 1, 2, 4 or 8"
+#endif
+#ifndef SKETCH_COLUMNS
+#define SKETCH_COLUMNS 32768
+#endif
+#ifndef SKETCH_REPORTER_SLOTS
+#define SKETCH_REPORTER_SLOTS 4096
+#endif
+
 /* AckReq on every 2^ACK_EVERY_LOG2-th packet of a QP (contract default ack_every = 16) */
 #ifndef ACK_EVERY_LOG2
 #define ACK_EVERY_LOG2 4

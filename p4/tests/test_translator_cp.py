@@ -231,6 +231,60 @@ def test_compute_entries_postcarding_profile_exact():
     assert cp.compute_entries(dict(WELCOME, path_mtu=32), HELLO, SITE, build)["ignored"][0]["kind"] == "append"
 
 
+def test_compute_entries_sketch_profile_exact():
+    """-DTR_SKETCH: Key-Increment (QP 0), Key-Write (QP 1), sketch 7 (QP 0); Append and Postcarding ignored."""
+    build = cp.SKETCH_BUILD
+    site = dict(SITE, sketch_reporters=3, sketch_col_base=100, sketch_rep_base=10)
+    e = cp.compute_entries(WELCOME, HELLO, site, build)
+    assert e["tbl_region"] == [
+        region("region_keyinc", cp.KIND_KEYINC, 0, 0, 139637977772032, 9029, mask=1023, build=build),
+        region("region_keywrite", cp.KIND_KEYWRITE, 0, 1, 139637976731648, 4660, mask=255, build=build),
+        region("region_sketch", cp.KIND_SKETCH, 7, 0, 139637980917760, 22136, build=build,
+               extra={"col_base": 100, "rep_base": 10, "last_col": 1023, "reporters_m1": 2}),
+    ]
+    # one column of 4 counters per WRITE: IPv4 length 20 + 8 + 12 + RETH 16 + 16 + iCRC 4
+    assert cp.tail_len(cp.KIND_SKETCH, build) == 4 + 16 + 16
+    assert cp.ip_total_len(cp.KIND_SKETCH, build) == 76
+    assert e["ignored"] == [{"id": 3, "kind": "append"}, {"id": 0, "kind": "postcarding"}]
+    assert e["reg_clear"] == [
+        {"registers": ["reg_expected", "reg_expected_copy"], "start": 10, "count": 3},
+        {"registers": ["reg_contrib", "reg_row_0", "reg_row_1", "reg_row_2", "reg_row_3"], "start": 100,
+         "count": 1024}]
+    assert e["tbl_collector"][0]["data"]["collector_idx"] == 1
+    assert e["reg_psn"] == [{"index": 0, "value": 0x100}, {"index": 1, "value": 4}]
+    # the default build lists the sketch under ignored and clears nothing
+    d = cp.compute_entries(WELCOME, HELLO, SITE)
+    assert {"id": 7, "kind": "sketch"} in d["ignored"] and d["reg_clear"] == []
+
+
+def test_compute_entries_sketch_refusals():
+    def sketch(**geometry):
+        r = dict(WELCOME["regions"][4], geometry=dict(WELCOME["regions"][4]["geometry"], **geometry))
+        return dict(WELCOME, regions=[r])
+    build = cp.SKETCH_BUILD
+    assert len(cp.compute_entries(sketch(columns=32768), HELLO, SITE, build)["tbl_region"]) == 1
+    for bad in (sketch(rows=2), sketch(rows=8), sketch(columns=32769)):
+        with pytest.raises(ValueError):
+            cp.compute_entries(bad, HELLO, SITE, build)
+    with pytest.raises(ValueError, match="SKETCH_COLUMNS"):
+        cp.compute_entries(WELCOME, HELLO, dict(SITE, sketch_col_base=32000), build)
+    with pytest.raises(ValueError, match="SKETCH_REPORTER_SLOTS"):
+        cp.compute_entries(WELCOME, HELLO, dict(SITE, sketch_reporters=4097), build)
+    with pytest.raises(ValueError, match="8 bits"):
+        cp.compute_entries(dict(WELCOME, regions=[dict(WELCOME["regions"][4], id=256)]), HELLO, SITE, build)
+
+
+@pytest.mark.parametrize("rows", [1, 2, 4, 8])
+def test_icrc_split_for_sketch_columns(rows):
+    build = dict(cp.SKETCH_BUILD, sketch_rows=rows)
+    rng = random.Random(rows)
+    k = cp.icrc_prefix_constant(cp.KIND_SKETCH, "198.18.0.1", "198.18.0.2", 49152, 0x11, build)
+    prefix = cp.frame_prefix(cp.KIND_SKETCH, "198.18.0.1", "198.18.0.2", 49152, 0x11, build)
+    for _ in range(5):
+        tail = bytes(rng.randrange(256) for _ in range(cp.tail_len(cp.KIND_SKETCH, build)))
+        assert k ^ crc32_reflected(tail, CRC32, init=0, xorout=0) == cp.roce_icrc(prefix + tail)
+
+
 def test_compute_entries_rejects_mismatches():
     def with_region(i, **geometry):
         r = dict(WELCOME["regions"][i], geometry=dict(WELCOME["regions"][i]["geometry"], **geometry))

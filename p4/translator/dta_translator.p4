@@ -37,6 +37,9 @@
 #ifdef TR_POSTCARDING
 #include "../include/control/tr_postcard_cache.p4"
 #endif
+#ifdef TR_SKETCH
+#include "../include/control/tr_sketch_merge.p4"
+#endif
 #include "../include/control/tr_roce_response.p4"
 #include "../include/control/tr_rdma_craft.p4"
 #ifdef TR_POSTCARDING
@@ -59,6 +62,9 @@ control TrIngress(inout tr_headers_t hdr, inout tr_ig_md_t ig_md,
 #ifdef TR_POSTCARDING
     TrPostcardPrep() postcard_prep;
     TrPostcardCache() postcard_cache;
+#endif
+#ifdef TR_SKETCH
+    TrSketchMerge() sketch_merge;
 #endif
     TrRoceResponse() roce_response;
     Counter<bit<32>, bit<8>>(32, CounterType_t.PACKETS) events;
@@ -117,6 +123,11 @@ control TrIngress(inout tr_headers_t hdr, inout tr_ig_md_t ig_md,
 #ifdef TR_POSTCARDING
                     else {
                         postcard_cache.apply(hdr, ig_md, ig_tm_md);
+                    }
+#endif
+#ifdef TR_SKETCH
+                    else {
+                        sketch_merge.apply(hdr, ig_md, ig_intr_md, ig_tm_md);
                     }
 #endif
                 }

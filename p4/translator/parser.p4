@@ -6,7 +6,8 @@ parser TrIngressParser(packet_in pkt, out tr_headers_t hdr, out tr_ig_md_t ig_md
                        out ingress_intrinsic_metadata_t ig_intr_md) {
     TofinoIngressParser() tofino_parser;
     state start {
-        ig_md = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+        ig_md = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                 0, 0, 0, 0, 0, 0, 0, 0, 0};
         tofino_parser.apply(pkt, ig_intr_md);
         transition parse_ethernet;
     }
@@ -56,6 +57,9 @@ parser TrIngressParser(packet_in pkt, out tr_headers_t hdr, out tr_ig_md_t ig_md
             DTA_OP_POSTCARD: parse_postcard;
             DTA_OP_POSTCARD_PATHLEN: parse_postcard_pathlen;
 #endif
+#ifdef TR_SKETCH
+            DTA_OP_SKETCH: parse_sketch;
+#endif
             default: accept;   /* Sketch-Merge, Postcarding unless compiled in, unknown opcodes: dropped and counted */
         }
     }
@@ -92,6 +96,24 @@ parser TrIngressParser(packet_in pkt, out tr_headers_t hdr, out tr_ig_md_t ig_md
         ig_md.pc_hop = hdr.dta_postcard_pathlen.hop;
         transition accept;
     }
+#ifdef TR_SKETCH
+    /* Sketch-Merge: only columns of SKETCH_ROWS counters with op 0 (sum) or 1 (max); anything else stays
+     * KIND_FORWARD and is dropped and counted as unsupported */
+    state parse_sketch {
+        pkt.extract(hdr.dta_sketch);
+        transition select(hdr.dta_sketch.rows, hdr.dta_sketch.op, hdr.dta_sketch.reserved) {
+            (SKETCH_ROWS, 0, 0): parse_sketch_column;
+            (SKETCH_ROWS, 1, 0): parse_sketch_column;
+            default: accept;
+        }
+    }
+    state parse_sketch_column {
+        pkt.extract(hdr.sk_column);
+        ig_md.kind = KIND_SKETCH;
+        ig_md.list_id[7:0] = hdr.dta_sketch.sketch_id;
+        transition accept;
+    }
+#endif
 }
 
 /* Emits, for a RoCE write: bridge, Ethernet, IPv4, UDP, BTH, RETH or AtomicETH, the payload (Key-Write
@@ -121,6 +143,10 @@ control TrIngressDeparser(packet_out pkt, inout tr_headers_t hdr, in tr_ig_md_t 
         pkt.emit(hdr.atomic_eth);
         pkt.emit(hdr.dta_base);
         pkt.emit(hdr.dta_nack);
+#ifdef TR_SKETCH
+        pkt.emit(hdr.dta_nack_sk);
+        pkt.emit(hdr.dta_sketch);
+#endif
         pkt.emit(hdr.dta_keywrite);
         pkt.emit(hdr.dta_keyincrement);
         pkt.emit(hdr.dta_append);
@@ -131,6 +157,9 @@ control TrIngressDeparser(packet_out pkt, inout tr_headers_t hdr, in tr_ig_md_t 
         pkt.emit(hdr.dta_keywrite_data);
         pkt.emit(hdr.append_batch);
         pkt.emit(hdr.pc_chunk);
+#ifdef TR_SKETCH
+        pkt.emit(hdr.sk_column);
+#endif
         pkt.emit(hdr.icrc);
     }
 }
@@ -162,6 +191,9 @@ parser TrEgressParser(packet_in pkt, out tr_headers_t hdr, out tr_eg_md_t eg_md,
 #ifdef TR_POSTCARDING
             KIND_POSTCARD: parse_postcard;
 #endif
+#ifdef TR_SKETCH
+            KIND_SKETCH: parse_sketch;
+#endif
             default: accept;   /* KIND_RESYNC: the NAK's BTH is all the egress needs */
         }
     }
@@ -189,6 +221,14 @@ parser TrEgressParser(packet_in pkt, out tr_headers_t hdr, out tr_eg_md_t eg_md,
         pkt.extract(hdr.icrc);
         transition accept;
     }
+#ifdef TR_SKETCH
+    state parse_sketch {
+        pkt.extract(hdr.reth);
+        pkt.extract(hdr.sk_column);
+        pkt.extract(hdr.icrc);
+        transition accept;
+    }
+#endif
 }
 
 control TrEgressDeparser(packet_out pkt, inout tr_headers_t hdr, in tr_eg_md_t eg_md,
@@ -204,6 +244,9 @@ control TrEgressDeparser(packet_out pkt, inout tr_headers_t hdr, in tr_eg_md_t e
         pkt.emit(hdr.dta_keywrite_data);
         pkt.emit(hdr.append_batch);
         pkt.emit(hdr.pc_chunk);
+#ifdef TR_SKETCH
+        pkt.emit(hdr.sk_column);
+#endif
         pkt.emit(hdr.icrc);
     }
 }

@@ -8,6 +8,7 @@ const bit<8> KIND_KEYWRITE   = 1;
 const bit<8> KIND_APPEND     = 2;
 const bit<8> KIND_KEYINC     = 3;
 const bit<8> KIND_POSTCARD   = 4;
+const bit<8> KIND_SKETCH     = 5;   /* region kind of a sketch (list id = sketch id) and bridge kind of a column write */
 const bit<8> KIND_RESYNC     = 8;
 
 /* drop / event counter indices */
@@ -24,6 +25,9 @@ const bit<8> CNT_ROCE_ATOMIC_ACK = 10;
 const bit<8> CNT_ROCE_CNP       = 11;
 @noWarn("unused") const bit<8> CNT_APPEND_BUFFERED = 12;   /* with Append (the default build) */
 @noWarn("unused") const bit<8> CNT_POSTCARD_CACHED = 13;   /* with -DTR_POSTCARDING only */
+@noWarn("unused") const bit<8> CNT_SKETCH_MERGED   = 14;   /* with -DTR_SKETCH only: merged, column not complete */
+@noWarn("unused") const bit<8> CNT_SKETCH_DUPLICATE = 15;  /* a column this reporter already sent */
+@noWarn("unused") const bit<8> CNT_SKETCH_GAP_NACKED = 16; /* a reporter skipped columns: NACKed */
 
 /* ingress -> egress, in front of every packet. The ingress builds the whole RoCE frame (every header valid
  * in the egress comes from the egress parser); the egress adds only what differs per copy (egress_rid): the
@@ -85,6 +89,25 @@ header pc_chunk_h {
     bit<32> c7;
 }
 
+/* Sketch-Merge: one column of SKETCH_ROWS counters (big-endian u32): the report's counters, replaced by the
+ * merged column when the report completes it (-DTR_SKETCH) */
+header sk_column_h {
+    bit<32> c0;
+#if SKETCH_ROWS >= 2
+    bit<32> c1;
+#endif
+#if SKETCH_ROWS >= 4
+    bit<32> c2;
+    bit<32> c3;
+#endif
+#if SKETCH_ROWS >= 8
+    bit<32> c4;
+    bit<32> c5;
+    bit<32> c6;
+    bit<32> c7;
+#endif
+}
+
 struct tr_headers_t {
     tr_bridge_h            bridge;
     ethernet_h             ethernet;
@@ -106,6 +129,11 @@ struct tr_headers_t {
     dta_postcard_h         dta_postcard;
     dta_postcard_pathlen_h dta_postcard_pathlen;
     pc_chunk_h             pc_chunk;
+#ifdef TR_SKETCH
+    dta_nack_h             dta_nack_sk;   /* the Sketch-Merge gap NACK (its own instance: see TrSketchMerge) */
+    dta_sketch_h           dta_sketch;
+    sk_column_h            sk_column;
+#endif
     icrc_h                 icrc;
 }
 
@@ -144,6 +172,16 @@ struct tr_ig_md_t {
     bit<14>    pc_idx;         /* cache slot */
     bit<32>    pc_old_key;
     bit<8>     pc_mode;
+    /* sketch (-DTR_SKETCH) */
+    bit<16>    sk_col_idx;      /* column's index in the row registers: base of the sketch + column */
+    bit<16>    sk_rep_idx;      /* (sketch, reporter) slot of the order check */
+    bit<16>    sk_last_col;     /* columns - 1 */
+    bit<16>    sk_reporters_m1; /* reporters - 1 */
+    bit<8>     sk_order;        /* order check predicate (TrSketchMerge) */
+    bit<16>    sk_last;         /* the reporter's last column merged in order, before this report */
+    bit<16>    sk_behind;       /* column - sk_last */
+    bit<8>     sk_nack_seq;     /* low byte of sk_last, for the NACK */
+    bit<16>    sk_left;         /* contributions still missing for the column after this one (0: complete) */
 }
 
 struct tr_eg_md_t {

@@ -19,6 +19,9 @@ control TrIcrc(inout tr_headers_t hdr, inout tr_eg_md_t eg_md) {
 #ifdef TR_POSTCARDING
     Hash<bit<32>>(HashAlgorithm_t.CUSTOM, crc0_poly) tail_postcard;
 #endif
+#ifdef TR_SKETCH
+    Hash<bit<32>>(HashAlgorithm_t.CUSTOM, crc0_poly) tail_sketch;
+#endif
     bit<32> c;
     /* the wire carries the CRC's bytes in little-endian order; swapping them in the action that reads the
      * hash unit places the hash output's bytes directly (one stage, instead of four byte moves into one
@@ -47,6 +50,24 @@ control TrIcrc(inout tr_headers_t hdr, inout tr_eg_md_t eg_md) {
                 hdr.reth.va, hdr.reth.rkey, hdr.reth.dma_len,
                 hdr.pc_chunk.c0, hdr.pc_chunk.c1, hdr.pc_chunk.c2, hdr.pc_chunk.c3,
                 hdr.pc_chunk.c4, hdr.pc_chunk.c5, hdr.pc_chunk.c6, hdr.pc_chunk.c7});
+            swap_out();
+        }
+#endif
+#ifdef TR_SKETCH
+        else if (hdr.bridge.kind == KIND_SKETCH) {
+            c = tail_sketch.get({hdr.bth.ack_req, hdr.bth.reserved7, hdr.bth.psn,
+                hdr.reth.va, hdr.reth.rkey, hdr.reth.dma_len,
+                hdr.sk_column.c0
+#if SKETCH_ROWS >= 2
+                , hdr.sk_column.c1
+#endif
+#if SKETCH_ROWS >= 4
+                , hdr.sk_column.c2, hdr.sk_column.c3
+#endif
+#if SKETCH_ROWS >= 8
+                , hdr.sk_column.c4, hdr.sk_column.c5, hdr.sk_column.c6, hdr.sk_column.c7
+#endif
+                });
             swap_out();
         }
 #endif

@@ -93,6 +93,11 @@ control TrRdmaCraft(inout tr_headers_t hdr, inout tr_eg_md_t eg_md,
                 eg_md.off32 = hdr.bridge.offset;
             } else
 #endif
+#ifdef TR_SKETCH
+            if (hdr.bridge.kind == KIND_SKETCH) {
+                eg_md.off32 = hdr.bridge.offset;   /* the column's byte offset, from the ingress */
+            } else
+#endif
             {
                 /* copy n = egress_rid hashes with Q_n. Every branch writes the same off32, so one 32-bit result
                  * sits in the PHV. (One table whose actions call the different hashes does not compile: bf-p4c
@@ -136,8 +141,13 @@ control TrRdmaCraft(inout tr_headers_t hdr, inout tr_eg_md_t eg_md,
                 eg_md.offset = (bit<64>)(eg_md.off32 + APPEND_HEADER_BYTES);
             }
 #else
+#ifdef TR_SKETCH
+            else if (hdr.bridge.kind == KIND_SKETCH) {
+                eg_md.offset = (bit<64>)eg_md.off32;
+            }
+#endif
             else {
-                /* Postcarding chunk (32 bytes), or a Sketch-Merge column (its offset comes from the ingress) */
+                /* Postcarding chunk (32 bytes) */
                 eg_md.offset = (bit<64>)(eg_md.off32 << 5);
             }
 #endif

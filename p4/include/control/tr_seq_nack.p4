@@ -52,6 +52,10 @@ control TrSeqNack(inout tr_headers_t hdr, inout tr_ig_md_t ig_md,
         hdr.dta_append_data.setInvalid();
         hdr.dta_postcard.setInvalid();
         hdr.dta_postcard_pathlen.setInvalid();
+#ifdef TR_SKETCH
+        hdr.dta_sketch.setInvalid();
+        hdr.sk_column.setInvalid();
+#endif
         ig_tm_md.ucast_egress_port = ig_intr_md.ingress_port;
         ig_md.csum_update = 1;
         ig_md.handled = 1;

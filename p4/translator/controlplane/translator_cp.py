@@ -16,7 +16,7 @@ Control channel (dta-protocol's protocol/src/control.rs), one JSON object per li
                   sketch {rows, columns}
   refusal {"type": "refusal", "version": 1, "error": "..."}
 
-Region kinds (must match translator/types.p4): KEYWRITE 1, APPEND 2, KEYINC 3, POSTCARD 4.
+Region kinds (must match translator/types.p4): KEYWRITE 1, APPEND 2, KEYINC 3, POSTCARD 4, SKETCH 5.
 """
 import ipaddress
 import json
@@ -31,6 +31,7 @@ KIND_KEYWRITE = 1
 KIND_APPEND = 2
 KIND_KEYINC = 3
 KIND_POSTCARD = 4
+KIND_SKETCH = 5
 
 N_MAX = 8              # redundancy on the wire is 1..N_MAX (DTA_N_MAX); multicast groups exist for all of them
 # dta-protocol's PLACEMENT_POLYNOMIALS (protocol/src/hash.rs), normal form: copy n of a key is placed with its
@@ -49,9 +50,13 @@ MAX_LISTS = 1024
 # placement polynomial the egress has, 8 by default, 4 with -DTR_N_MAX=4). Profiles (define.p4): the default
 # build serves Key-Write, Key-Increment and Append; postcarding = -DTR_POSTCARDING (Key-Write, Key-Increment,
 # Postcarding: no Append); sketch = -DTR_SKETCH (Key-Write, Key-Increment, Sketch-Merge: no Append).
+# sketch_rows = SKETCH_ROWS (counters per column), sketch_columns = SKETCH_COLUMNS (columns of all sketches in the
+# row registers), sketch_reporter_slots = SKETCH_REPORTER_SLOTS ((sketch, reporter) slots of the order check).
 DEFAULT_BUILD = {"kw_data_bytes": 4, "append_batch": 4, "postcard_hops": 5, "postcarding": False, "sketch": False,
-                 "n_max": 8}
+                 "n_max": 8, "sketch_rows": 4, "sketch_columns": 32768, "sketch_reporter_slots": 4096}
 POSTCARDING_BUILD = dict(DEFAULT_BUILD, postcarding=True)
+SKETCH_BUILD = dict(DEFAULT_BUILD, sketch=True)
+SKETCH_MAX_COLUMNS = 32768   # the order check compares columns as signed 16-bit differences
 
 
 def has_append(build):
@@ -65,11 +70,13 @@ def serves(build, kind):
         return has_append(build)
     if kind == KIND_POSTCARD:
         return bool(build.get("postcarding"))
+    if kind == KIND_SKETCH:
+        return bool(build.get("sketch"))
     return kind in (KIND_KEYWRITE, KIND_KEYINC)
 
 # geometry kinds on the control channel -> region kinds of the P4 program
 CHANNEL_KINDS = {"key_write": KIND_KEYWRITE, "key_increment": KIND_KEYINC, "append": KIND_APPEND,
-                 "postcarding": KIND_POSTCARD}
+                 "postcarding": KIND_POSTCARD, "sketch": KIND_SKETCH}
 
 
 # ---------------------------------------------------------------- hashing helpers (same math as the P4)
@@ -146,6 +153,8 @@ def tail_len(kind, build=DEFAULT_BUILD):
         return 4 + 16 + 4 * build["append_batch"]
     if kind == KIND_POSTCARD:
         return 4 + 16 + POSTCARD_CHUNK_BYTES
+    if kind == KIND_SKETCH:
+        return 4 + 16 + 4 * build["sketch_rows"]
     raise ValueError(f"unknown region kind {kind}")
 
 
@@ -228,6 +237,9 @@ def compute_entries(welcome, hello, site, build=DEFAULT_BUILD):
     hello: the Hello this translator sent (its MAC, IP and QPs with their starting PSNs).
     site: this switch's side: {"collector_idx", "collector_port", and optionally "qp_base" (first QP index of
         this collector in the PSN register, default 0), "list_base" (first Append list index, default 0),
+        "sketch_reporters" (reporters merged per sketch, ids 0..n-1, as the Rust translator's sketch.reporters,
+        default 1), "sketch_col_base" and "sketch_rep_base" (first column and first reporter slot of this
+        collector's sketches in the Sketch-Merge registers, default 0),
         "udp_src_port_base" (UDP source port of QP i is base + i, default 49152, as the Rust translator)}.
     build: the program's compile-time options (keys of DEFAULT_BUILD; "n_max" is TR_N_MAX, default 8).
     Region i (Key-Increment regions first) uses the collector's QP i mod #QPs. Regions of a kind the build
@@ -269,20 +281,26 @@ def compute_entries(welcome, hello, site, build=DEFAULT_BUILD):
                          "region is announced")
     largest = max([4 + build["kw_data_bytes"]]
                   + [4 * build["append_batch"] if has_append(build) else 0]
-                  + [POSTCARD_CHUNK_BYTES if build.get("postcarding") else 0])
+                  + [POSTCARD_CHUNK_BYTES if build.get("postcarding") else 0]
+                  + [4 * build["sketch_rows"] if build.get("sketch") else 0])
     if welcome["path_mtu"] < largest:
         raise ValueError(f"path MTU {welcome['path_mtu']} below the program's {largest}-byte writes")
 
     copies = build.get("n_max", N_MAX)
     for kind, r in served:
-        if kind != KIND_APPEND and r["geometry"]["n_max"] > copies:
+        if kind not in (KIND_APPEND, KIND_SKETCH) and r["geometry"]["n_max"] > copies:
             raise ValueError(f"region {r['id']}: n_max {r['geometry']['n_max']} copies, but the program places "
                              f"at most {copies} (TR_N_MAX: one CRC polynomial per copy)")
 
     src_ip, dst_ip = ip_str(hello["ip"]), ip_str(welcome["ip"])
     n_max = {KIND_KEYWRITE: 0, KIND_KEYINC: 0, KIND_POSTCARD: 1}
     out = {"tbl_collector": [], "tbl_copies": [], "tbl_region": [], "tbl_qpn": [], "reg_psn": [],
-           "mcast_groups": mcast_groups(cidx, port), "ignored": ignored}
+           "reg_clear": [], "mcast_groups": mcast_groups(cidx, port), "ignored": ignored}
+    sk_reporters = site.get("sketch_reporters", 1)
+    sk_col = site.get("sketch_col_base", 0)
+    sk_rep = site.get("sketch_rep_base", 0)
+    if build.get("sketch") and not 1 <= sk_reporters <= 1 << 16:
+        raise ValueError(f"sketch_reporters {sk_reporters} outside 1..65536")
 
     def region_entry(action, kind, list_id, qp, r, mask=None, extra=None):
         dest_qp = qps[qp]["qpn"]
@@ -327,6 +345,32 @@ def compute_entries(welcome, hello, site, build=DEFAULT_BUILD):
                 raise ValueError("Postcarding region above 4 GiB")
             n_max[kind] = max(n_max[kind], g["n_max"])
             out["tbl_region"].append(region_entry("region_postcard", kind, 0, qp, r, chunks - 1))
+        elif kind == KIND_SKETCH:
+            rows, columns = g["rows"], g["columns"]
+            if rows != build["sketch_rows"]:
+                raise ValueError(f"sketch {r['id']}: {rows} rows, but the program merges columns of "
+                                 f"{build['sketch_rows']} (SKETCH_ROWS)")
+            if not 1 <= columns <= SKETCH_MAX_COLUMNS:
+                raise ValueError(f"sketch {r['id']}: {columns} columns, the program takes 1..{SKETCH_MAX_COLUMNS}")
+            if not 0 <= r["id"] <= 255:
+                raise ValueError(f"sketch {r['id']}: the report's sketch id is 8 bits")
+            if sk_col + columns > build["sketch_columns"]:
+                raise ValueError(f"sketch {r['id']}: columns {sk_col}..{sk_col + columns - 1} exceed the program's "
+                                 f"SKETCH_COLUMNS {build['sketch_columns']}")
+            if sk_rep + sk_reporters > build["sketch_reporter_slots"]:
+                raise ValueError(f"sketch {r['id']}: reporter slots {sk_rep}..{sk_rep + sk_reporters - 1} exceed "
+                                 f"SKETCH_REPORTER_SLOTS {build['sketch_reporter_slots']}")
+            out["tbl_region"].append(region_entry(
+                "region_sketch", kind, r["id"], qp, r,
+                extra={"col_base": sk_col, "rep_base": sk_rep, "last_col": columns - 1,
+                       "reporters_m1": sk_reporters - 1}))
+            # a fresh round: every reporter starts at column 0, no partial column is kept
+            out["reg_clear"].append({"registers": ["reg_expected", "reg_expected_copy"],
+                                     "start": sk_rep, "count": sk_reporters})
+            out["reg_clear"].append({"registers": ["reg_contrib"] + [f"reg_row_{i}" for i in range(rows)],
+                                     "start": sk_col, "count": columns})
+            sk_col += columns
+            sk_rep += sk_reporters
         else:
             entries, batch = g["entries"], build["append_batch"]
             if g["entry_size"] != 4:
@@ -404,6 +448,11 @@ def load(bfrt, entries, pipe="pipe"):  # pragma: no cover - needs a switch
             getattr(table, "add_with_" + e["action"])(**args)
     for r in entries["reg_psn"]:
         eg.craft.reg_psn.mod(REGISTER_INDEX=r["index"], f1=r["value"])
+    for c in entries.get("reg_clear", []):
+        for name in c["registers"]:
+            reg = getattr(ing.sketch_merge, name)
+            for i in range(c["start"], c["start"] + c["count"]):
+                reg.mod(REGISTER_INDEX=i, f1=0)
     pre = bfrt.pre
     for g in entries["mcast_groups"]:
         for node in g["nodes"]:
