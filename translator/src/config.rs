@@ -113,8 +113,14 @@ pub struct RequesterConfig {
     pub window: u32,
     /// Work requests waiting for the window per QP; beyond it reports are dropped or NACKed.
     pub queue_capacity: u32,
-    /// Retransmit timeout in microseconds, doubled on every timeout without progress.
+    /// Retransmit timeout in microseconds before the RTT is measured, and (with `adaptive_timeout`) the
+    /// least timeout after; doubled on every timeout without progress.
     pub retransmit_timeout_us: u64,
+    /// Follow the measured RTT (RFC 6298: smoothed RTT + 4 x its variation, Karn's rule) instead of a
+    /// fixed timeout, so a loaded responder does not trigger go-back-N storms.
+    pub adaptive_timeout: bool,
+    /// Ceiling of the adaptive timeout in microseconds (before backoff).
+    pub max_retransmit_timeout_us: u64,
     /// Largest backoff exponent: the timeout stops doubling after this many doublings.
     pub max_backoff_shift: u32,
     /// Timeouts (or RNR NAKs) in a row without progress before the QP is declared in error.
@@ -128,6 +134,8 @@ impl Default for RequesterConfig {
             window: 256,
             queue_capacity: 4096,
             retransmit_timeout_us: 1000,
+            adaptive_timeout: true,
+            max_retransmit_timeout_us: 100_000,
             max_backoff_shift: 6,
             retry_limit: 7,
         }
@@ -320,6 +328,13 @@ impl Config {
         }
         if r.retransmit_timeout_us == 0 {
             return Err(bad("requester.retransmit_timeout_us", 0, "at least 1"));
+        }
+        if r.max_retransmit_timeout_us < r.retransmit_timeout_us {
+            return Err(bad(
+                "requester.max_retransmit_timeout_us",
+                r.max_retransmit_timeout_us,
+                "at least requester.retransmit_timeout_us",
+            ));
         }
         if r.max_backoff_shift > 20 {
             return Err(bad(

@@ -64,6 +64,10 @@ pub struct QpStats {
     pub next_psn: u32,
     /// Error, if stopped.
     pub error: Option<QpError>,
+    /// Base retransmit timeout in force (ns, before backoff).
+    pub timeout_ns: u64,
+    /// Smoothed RTT (ns), once measured.
+    pub srtt_ns: Option<u64>,
 }
 
 struct Collector {
@@ -216,11 +220,16 @@ impl Engine {
 
     /// Gauges of collector `i`'s QP.
     pub fn qp_stats(&self, i: usize) -> Option<QpStats> {
-        self.collectors.get(i).map(|c| QpStats {
-            window: c.qp.window_occupancy(),
-            queue: c.qp.queue_depth(),
-            next_psn: c.qp.next_psn(),
-            error: c.qp.error(),
+        self.collectors.get(i).map(|c| {
+            let (timeout_ns, srtt_ns) = c.qp.timeout_ns();
+            QpStats {
+                window: c.qp.window_occupancy(),
+                queue: c.qp.queue_depth(),
+                next_psn: c.qp.next_psn(),
+                error: c.qp.error(),
+                timeout_ns,
+                srtt_ns,
+            }
         })
     }
 

@@ -16,6 +16,7 @@ pub mod primitives;
 pub mod psn;
 pub mod rate;
 pub mod requester;
+pub mod rtt;
 pub mod sequence;
 pub mod time;
 

@@ -19,6 +19,7 @@ use crate::dcqcn::Dcqcn;
 use crate::frames::{FrameBuilder, Op};
 use crate::psn;
 use crate::rate::RateLimiter;
+use crate::rtt::RttEstimator;
 use crate::time::Instant;
 
 /// An operation and the primitive it serves (for per-primitive counters).
@@ -69,6 +70,10 @@ struct InFlight {
     wr: WorkRequest,
     /// For atomics: the ATOMIC ACKNOWLEDGE arrived.
     answered: bool,
+    /// When it was first sent.
+    sent_at: Instant,
+    /// Sent more than once: its response cannot be told apart, so it gives no RTT sample (Karn).
+    resent: bool,
 }
 
 /// One QP's requester.
@@ -88,12 +93,18 @@ pub struct Requester {
     atomics: u32,
     retries: u32,
     backoff: u32,
+    rtt: RttEstimator,
     rto_at: Option<Instant>,
     rnr_until: Option<Instant>,
     /// Set when the rate limiter holds the next frame back.
     rate_wait: Option<Instant>,
     /// The PSN and time of the last go-back-N from a sequence NAK, to ignore the echoes of the same loss.
     last_rewind: Option<(u32, Instant)>,
+    /// After a retransmit timeout: how many frames of the window had been sent. Only the oldest frame
+    /// goes again (a probe, like TCP's retransmission after an RTO) until a response says where the
+    /// responder is, so a timeout that fired while ACKs were merely late costs one duplicate, not a
+    /// window.
+    probe: Option<usize>,
     error: Option<QpError>,
 }
 
@@ -102,7 +113,14 @@ impl Requester {
     pub fn new(p: RequesterParams, builder: FrameBuilder, now: Instant) -> Self {
         let rate = RateLimiter::new(&p.rate, now);
         let dcqcn = Dcqcn::new(p.rate.congestion.clone(), p.rate.packets_per_sec);
+        let base = p.cfg.retransmit_timeout_us.saturating_mul(1000);
+        let rtt = RttEstimator::new(
+            base,
+            base,
+            p.cfg.max_retransmit_timeout_us.saturating_mul(1000),
+        );
         Requester {
+            rtt,
             dcqcn,
             next_psn: p.start_psn,
             p,
@@ -119,6 +137,7 @@ impl Requester {
             rnr_until: None,
             rate_wait: None,
             last_rewind: None,
+            probe: None,
             error: None,
         }
     }
@@ -174,16 +193,21 @@ impl Requester {
             return false;
         }
         self.rnr_until = None;
+        if self.probe.is_some() && self.sent >= 1 {
+            // Probing after a timeout: nothing more until the probe is answered.
+            return false;
+        }
         if self.sent < self.window.len() {
             let len = self.window[self.sent].wr.op.frame_len();
             if !self.rate_ok(now, len, c) {
                 return false;
             }
-            let f = &self.window[self.sent];
+            let f = &mut self.window[self.sent];
             // A retransmission always asks for an ACK: recovery should not wait for the cadence.
             if !self.builder.build(&f.wr.op, f.psn, true, out) {
                 return false;
             }
+            f.resent = true;
             self.sent += 1;
             self.since_ack_req = 0;
             c.retransmitted_frames += 1;
@@ -231,6 +255,8 @@ impl Requester {
             psn,
             wr,
             answered: false,
+            sent_at: now,
+            resent: false,
         });
         self.sent += 1;
         self.next_psn = psn::add(psn, 1);
@@ -261,8 +287,22 @@ impl Requester {
     }
 
     fn rto(&self) -> u64 {
-        let base = self.p.cfg.retransmit_timeout_us.saturating_mul(1000);
+        let base = if self.p.cfg.adaptive_timeout {
+            self.rtt.timeout()
+        } else {
+            self.p.cfg.retransmit_timeout_us.saturating_mul(1000)
+        };
         base.saturating_mul(1 << self.backoff.min(self.p.cfg.max_backoff_shift))
+    }
+
+    /// The base retransmit timeout in force (ns, before backoff) and the smoothed RTT, once measured.
+    pub fn timeout_ns(&self) -> (u64, Option<u64>) {
+        let base = if self.p.cfg.adaptive_timeout {
+            self.rtt.timeout()
+        } else {
+            self.p.cfg.retransmit_timeout_us.saturating_mul(1000)
+        };
+        (base, self.rtt.srtt())
     }
 
     /// Index in the window of `psn`, if it is in flight.
@@ -368,14 +408,28 @@ impl Requester {
                 } else {
                     c.acks += 1;
                 }
+                let f = &self.window[i];
+                if !f.resent {
+                    self.rtt.sample(now.saturating_since(f.sent_at));
+                }
+                let probe = self.probe.take();
                 if self.retire_before(i + 1) {
                     // An ACK past an unanswered atomic: go back to it.
                     self.rewind_to_front(c);
+                } else if let Some(before) = probe {
+                    // The responder answers a duplicate with its newest in-order PSN (C9-105). An answer
+                    // for the probe alone means it has nothing after it: go back N. An answer beyond it
+                    // means the ACKs were late, and the frames sent before the timeout may still be on
+                    // their way: leave them be (another timeout probes again).
+                    if i > 0 {
+                        self.sent = before.saturating_sub(i + 1).min(self.window.len());
+                    }
                 }
                 self.progress(now);
             }
             AckKind::Nak(NakCode::PsnSequenceError) => {
                 c.nak_psn_sequence += 1;
+                self.probe = None;
                 // The responder expects `psn`: everything before it arrived.
                 let i = if psn == self.next_psn {
                     self.window.len()
@@ -402,6 +456,7 @@ impl Requester {
             }
             AckKind::RnrNak { timer } => {
                 c.nak_rnr += 1;
+                self.probe = None;
                 let Some(i) = self.index_of(psn) else {
                     c.stale_responses += 1;
                     return;
@@ -435,6 +490,7 @@ impl Requester {
 
     fn fail(&mut self, e: QpError, c: &mut Counters) {
         c.qp_errors += 1;
+        self.probe = None;
         self.error = Some(e);
         self.rto_at = None;
         self.rnr_until = None;
@@ -468,12 +524,27 @@ impl Requester {
             _ => return None,
         }
         c.retransmit_timeouts += 1;
+        if log::log_enabled!(log::Level::Debug) {
+            let oldest = self
+                .window
+                .front()
+                .map(|f| now.saturating_since(f.sent_at) / 1000);
+            log::debug!(
+                "retransmit timeout: {} in flight, oldest sent {oldest:?} µs ago, srtt {:?} µs, rttvar {:?} µs, timeout {} µs, backoff {}",
+                self.window.len(),
+                self.rtt.srtt().map(|v| v / 1000),
+                self.rtt.rttvar().map(|v| v / 1000),
+                self.rto() / 1000,
+                self.backoff
+            );
+        }
         self.retries += 1;
         if self.retries > self.p.cfg.retry_limit {
             self.fail(QpError::RetriesExhausted, c);
             return self.error;
         }
         self.backoff = (self.backoff + 1).min(self.p.cfg.max_backoff_shift);
+        self.probe = Some(self.probe.map_or(self.sent, |b| b.max(self.sent)));
         self.sent = 0;
         self.rnr_until = None;
         self.rto_at = Some(now + self.rto());
@@ -510,6 +581,7 @@ impl Requester {
         self.rto_at = None;
         self.rnr_until = None;
         self.last_rewind = None;
+        self.probe = None;
         self.error = None;
         self.rate = RateLimiter::new(&self.p.rate, now);
     }

@@ -240,3 +240,99 @@ fn congestion_notification_cuts_the_rate_then_recovers() {
     }
     assert_eq!(drain(&mut e, now).len(), 3, "cap lifted");
 }
+
+/// RFC 6298 through the engine: a responder answering in 8 µs and then 20 µs moves the timeout from the
+/// initial 10 µs to SRTT + 4·RTTVAR (24 µs, then 33.5 µs), so an ACK at 20 µs is not preceded by a spurious
+/// go-back-N; with `adaptive_timeout = false` the same exchange times out and resends.
+#[test]
+fn adaptive_timeout_follows_a_slow_responder() {
+    for adaptive in [true, false] {
+        let mut e = engine(|c| {
+            c.requester.ack_every = 1;
+            c.requester.adaptive_timeout = adaptive;
+        });
+        e.handle_frame(Instant(0), &kw(1, 0, false));
+        assert_eq!(psns(&drain(&mut e, Instant(0))), vec![(0, true)]);
+        assert_eq!(e.poll_timeout(), Some(Instant(10_000)));
+        e.handle_frame(Instant(8_000), &response(0, OK, None));
+        let s = e.qp_stats(0).unwrap();
+        // First sample R = 8 µs: SRTT = R, RTTVAR = R/2, timeout = R + 4·R/2 = 24 µs.
+        assert_eq!(s.srtt_ns, Some(8_000));
+        assert_eq!(s.timeout_ns, if adaptive { 24_000 } else { 10_000 });
+        e.handle_frame(Instant(8_000), &kw(2, 1, false));
+        assert_eq!(psns(&drain(&mut e, Instant(8_000))), vec![(1, true)]);
+        let deadline = if adaptive { 32_000 } else { 18_000 };
+        assert_eq!(e.poll_timeout(), Some(Instant(deadline)));
+        // The timer fires only where it is due: before 28 µs for the fixed timeout.
+        e.handle_timeout(Instant(deadline.min(28_000)));
+        let resent = drain(&mut e, Instant(deadline.min(28_000)));
+        e.handle_frame(Instant(28_000), &response(1, OK, None));
+        assert!(e.is_idle());
+        let s = e.qp_stats(0).unwrap();
+        if adaptive {
+            assert!(resent.is_empty());
+            assert_eq!(e.counters().retransmitted_frames, 0);
+            // R' = 20 µs: RTTVAR = 3/4·4 + 1/4·|8 - 20| = 6 µs, SRTT = 7/8·8 + 1/8·20 = 9.5 µs.
+            assert_eq!(s.srtt_ns, Some(9_500));
+            assert_eq!(s.timeout_ns, 9_500 + 4 * 6_000);
+        } else {
+            assert_eq!(psns(&resent), vec![(1, true)]);
+            assert_eq!(e.counters().retransmitted_frames, 1);
+            // Karn: the resent frame's ACK is no sample.
+            assert_eq!(s.srtt_ns, Some(8_000));
+        }
+    }
+}
+
+/// A retransmit timeout resends only the oldest frame (a probe); where the answer shows the responder
+/// has more than the probe, the rest of the window is not sent again.
+#[test]
+fn timeout_probes_with_the_oldest_frame_and_late_acks_stop_the_resend() {
+    let mut e = engine(|c| c.requester.adaptive_timeout = false);
+    for k in 0..4 {
+        e.handle_frame(Instant(0), &kw(k, k as u8, false));
+    }
+    assert_eq!(
+        psns(&drain(&mut e, Instant(0))),
+        vec![(0, false), (1, false), (2, false), (3, true)]
+    );
+    e.handle_timeout(Instant(10_000));
+    // Only the probe goes, and nothing else until it is answered.
+    assert_eq!(psns(&drain(&mut e, Instant(10_000))), vec![(0, true)]);
+    e.handle_frame(Instant(10_000), &kw(9, 4, false));
+    assert!(drain(&mut e, Instant(10_500)).is_empty());
+    // The responder had 0 and 1 (its duplicate ACK names the newest in-order PSN): 2 and 3 may still be
+    // on their way, so they are not resent; the new report goes out.
+    e.handle_frame(Instant(11_000), &response(1, OK, None));
+    assert_eq!(psns(&drain(&mut e, Instant(11_000))), vec![(4, true)]);
+    assert_eq!(e.counters().retransmitted_frames, 1);
+    // The late ACK of the original transmission retires the rest.
+    e.handle_frame(Instant(11_500), &response(4, OK, None));
+    assert!(e.is_idle());
+    assert_eq!(e.counters().retransmitted_frames, 1);
+}
+
+/// When the probe's answer covers the probe alone, the responder has nothing after it: go back N.
+#[test]
+fn timeout_probe_answered_alone_goes_back_n() {
+    let mut e = engine(|c| c.requester.adaptive_timeout = false);
+    for k in 0..4 {
+        e.handle_frame(Instant(0), &kw(k, k as u8, false));
+    }
+    assert_eq!(drain(&mut e, Instant(0)).len(), 4);
+    e.handle_timeout(Instant(10_000));
+    assert_eq!(psns(&drain(&mut e, Instant(10_000))), vec![(0, true)]);
+    // The probe is lost too: the next timeout (backed off to 20 µs) probes again.
+    assert_eq!(e.poll_timeout(), Some(Instant(30_000)));
+    e.handle_timeout(Instant(30_000));
+    assert_eq!(psns(&drain(&mut e, Instant(30_000))), vec![(0, true)]);
+    e.handle_frame(Instant(31_000), &response(0, OK, None));
+    assert_eq!(
+        psns(&drain(&mut e, Instant(31_000))),
+        vec![(1, true), (2, true), (3, true)]
+    );
+    assert_eq!(e.counters().retransmitted_frames, 5);
+    assert_eq!(e.counters().retransmit_timeouts, 2);
+    e.handle_frame(Instant(32_000), &response(3, OK, None));
+    assert!(e.is_idle());
+}

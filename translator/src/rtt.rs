@@ -1,0 +1,130 @@
+//! Round-trip time estimation for the retransmit timer, after RFC 6298 (TCP's RTO), in nanoseconds.
+//!
+//! A fixed timeout is either too short under load (the responder's ACKs queue behind its own work, every
+//! timeout resends the whole go-back-N window, and the resends add load: a retransmission storm) or too
+//! long on a fast path (a lost tail waits for it). The estimator follows the measured RTT instead:
+//! `SRTT` and `RTTVAR` from samples of frames sent exactly once (Karn's rule, applied by the caller),
+//! timeout = `SRTT + 4·RTTVAR`, clamped to `[floor, ceiling]`.
+
+/// Smoothed RTT, its variation and the resulting base timeout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RttEstimator {
+    /// Smoothed RTT and RTT variation, once a sample was taken.
+    state: Option<(u64, u64)>,
+    initial: u64,
+    floor: u64,
+    ceiling: u64,
+}
+
+impl RttEstimator {
+    /// Timeout `initial` ns before the first sample; afterwards the estimate, held within
+    /// `[floor, ceiling]` ns.
+    pub fn new(initial: u64, floor: u64, ceiling: u64) -> Self {
+        let ceiling = ceiling.max(floor);
+        RttEstimator {
+            state: None,
+            initial: initial.clamp(floor, ceiling),
+            floor,
+            ceiling,
+        }
+    }
+
+    /// Takes one RTT sample in ns (RFC 6298 section 2: alpha = 1/8, beta = 1/4).
+    pub fn sample(&mut self, rtt: u64) {
+        self.state = Some(match self.state {
+            None => (rtt, rtt / 2),
+            Some((srtt, rttvar)) => {
+                let rttvar = rttvar - rttvar / 4 + srtt.abs_diff(rtt) / 4;
+                let srtt = srtt - srtt / 8 + rtt / 8;
+                (srtt, rttvar)
+            }
+        });
+    }
+
+    /// The smoothed RTT in ns, once sampled.
+    pub fn srtt(&self) -> Option<u64> {
+        self.state.map(|(s, _)| s)
+    }
+
+    /// The RTT variation in ns, once sampled.
+    pub fn rttvar(&self) -> Option<u64> {
+        self.state.map(|(_, v)| v)
+    }
+
+    /// The base retransmit timeout in ns (before any backoff).
+    pub fn timeout(&self) -> u64 {
+        match self.state {
+            None => self.initial,
+            Some((srtt, rttvar)) => srtt
+                .saturating_add(rttvar.saturating_mul(4))
+                .clamp(self.floor, self.ceiling),
+        }
+    }
+
+    /// Forgets the samples (a new path: a re-established QP).
+    pub fn reset(&mut self) {
+        self.state = None;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const US: u64 = 1_000;
+
+    #[test]
+    fn initial_timeout_until_the_first_sample() {
+        let e = RttEstimator::new(1_000 * US, 200 * US, 100_000 * US);
+        assert_eq!(e.timeout(), 1_000 * US);
+        assert_eq!(e.srtt(), None);
+    }
+
+    #[test]
+    fn follows_rfc_6298_by_hand() {
+        let mut e = RttEstimator::new(1_000 * US, 1, u64::MAX);
+        // First sample R: SRTT = R, RTTVAR = R/2, RTO = R + 4·R/2 = 3R.
+        e.sample(800 * US);
+        assert_eq!((e.srtt(), e.rttvar()), (Some(800 * US), Some(400 * US)));
+        assert_eq!(e.timeout(), 2_400 * US);
+        // R' = 1600 µs: RTTVAR = 3/4·400 + 1/4·|800 - 1600| = 300 + 200 = 500;
+        // SRTT = 7/8·800 + 1/8·1600 = 700 + 200 = 900; RTO = 900 + 2000 = 2900.
+        e.sample(1_600 * US);
+        assert_eq!((e.srtt(), e.rttvar()), (Some(900 * US), Some(500 * US)));
+        assert_eq!(e.timeout(), 2_900 * US);
+        // R'' = 900 µs: RTTVAR = 375 + 0 = 375; SRTT = 787.5 + 112.5 = 900; RTO = 900 + 1500 = 2400.
+        e.sample(900 * US);
+        assert_eq!((e.srtt(), e.rttvar()), (Some(900 * US), Some(375 * US)));
+        assert_eq!(e.timeout(), 2_400 * US);
+    }
+
+    #[test]
+    fn clamped_to_floor_and_ceiling() {
+        let mut fast = RttEstimator::new(1_000 * US, 1_000 * US, 50_000 * US);
+        for _ in 0..100 {
+            fast.sample(20 * US);
+        }
+        assert_eq!(fast.srtt(), Some(20 * US));
+        assert_eq!(fast.timeout(), 1_000 * US, "never below the floor");
+        let mut slow = RttEstimator::new(1_000 * US, 1_000 * US, 50_000 * US);
+        slow.sample(40_000 * US);
+        assert_eq!(slow.timeout(), 50_000 * US, "never above the ceiling");
+        slow.reset();
+        assert_eq!(slow.timeout(), 1_000 * US);
+    }
+
+    #[test]
+    fn steady_rtt_converges_and_variation_decays() {
+        let mut e = RttEstimator::new(1_000 * US, 1, u64::MAX);
+        e.sample(5_000 * US);
+        for _ in 0..200 {
+            e.sample(3_000 * US);
+        }
+        // SRTT converges to the steady sample and RTTVAR to zero, within nanoseconds of integer rounding
+        // (truncating divisions stall both a few ns short).
+        let srtt = e.srtt().unwrap_or(0);
+        assert!(srtt.abs_diff(3_000 * US) <= 8, "{srtt}");
+        assert!(e.rttvar().unwrap_or(u64::MAX) <= 16, "{:?}", e.rttvar());
+        assert!(e.timeout().abs_diff(3_000 * US) <= 72, "{}", e.timeout());
+    }
+}
