@@ -10,6 +10,7 @@ use dta_protocol::layout::Geometry;
 use serde::Deserialize;
 
 use crate::error::{Error, Result};
+use crate::port::IoKind;
 use crate::responder::FaultConfig;
 
 /// Largest postcard value universe: the decoder keeps a table with one entry per value.
@@ -45,8 +46,13 @@ pub struct CollectorSection {
     pub mac: String,
     /// The IPv4 address the translator sends to.
     pub ip: Ipv4Addr,
-    /// Network interface of the software responder's AF_PACKET socket.
+    /// The software responder's port: an interface name (AF_PACKET), or for `io = "dpdk"` a DPDK device
+    /// name or vdev devargs such as `net_af_packet0,iface=eth1`.
     pub interface: Option<String>,
+    /// Packet I/O of the software responder.
+    pub io: IoKind,
+    /// EAL arguments for `io = "dpdk"`, passed through verbatim.
+    pub eal_args: Vec<String>,
     /// Atomics in flight per QP that the collector accepts (and caches for duplicates).
     pub max_dest_rd_atomic: u32,
     /// Largest RDMA payload per packet.
@@ -59,6 +65,8 @@ impl Default for CollectorSection {
             mac: "02:00:00:00:00:02".into(),
             ip: Ipv4Addr::new(198, 18, 0, 2),
             interface: None,
+            io: IoKind::AfPacket,
+            eal_args: Vec::new(),
             max_dest_rd_atomic: 16,
             path_mtu: 1024,
         }

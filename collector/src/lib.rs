@@ -1,7 +1,6 @@
 //! The DTA collector: memory regions, the software RoCEv2 responder, the ibverbs backend, the control
 //! channel and the query engine.
 
-pub mod afpacket;
 pub mod backend;
 pub mod client;
 pub mod config;
@@ -9,8 +8,10 @@ pub mod control;
 pub mod engine;
 pub mod error;
 pub mod http;
+pub mod io_loop;
 pub mod memory;
 pub mod metrics;
+pub mod port;
 pub mod query;
 pub mod responder;
 pub mod server;

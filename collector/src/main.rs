@@ -7,6 +7,7 @@ use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
 use dta_collector::client;
 use dta_collector::config::Config;
+use dta_collector::port::IoKind;
 use dta_collector::server::{self, Backend};
 
 #[derive(Parser)]
@@ -20,9 +21,48 @@ struct Cli {
     command: Command,
 }
 
+#[derive(clap::Args)]
+struct ServeArgs {
+    /// TOML configuration.
+    #[arg(long)]
+    config: PathBuf,
+    #[arg(long, value_enum, default_value = "soft")]
+    backend: BackendArg,
+    /// The software responder's port (overrides the config): an interface for AF_PACKET, or a DPDK
+    /// device / vdev spec (`net_af_packet0,iface=eth1`) with `--io dpdk`; none serves queries only.
+    #[arg(long)]
+    interface: Option<String>,
+    /// Packet I/O of the software responder (overrides the config).
+    #[arg(long, value_enum)]
+    io: Option<IoArg>,
+    /// EAL arguments for `--io dpdk`, split on whitespace (overrides the config).
+    #[arg(long, allow_hyphen_values = true)]
+    eal: Option<String>,
+    /// RDMA device name for --backend ibverbs (default: the first).
+    #[arg(long)]
+    device: Option<String>,
+    /// HTTP API address (overrides the config).
+    #[arg(long)]
+    http: Option<std::net::SocketAddr>,
+    /// Control server address (overrides the config; required somewhere to serve translators).
+    #[arg(long)]
+    control: Option<std::net::SocketAddr>,
+    /// Control token (overrides the config).
+    #[arg(long)]
+    token: Option<String>,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum IoArg {
+    /// A raw socket on a kernel interface.
+    AfPacket,
+    /// A DPDK port.
+    Dpdk,
+}
+
 #[derive(Clone, Copy, ValueEnum)]
 enum BackendArg {
-    /// Our own RoCEv2 responder over AF_PACKET (no RDMA NIC needed).
+    /// Our own RoCEv2 responder over AF_PACKET or DPDK (no RDMA NIC needed).
     Soft,
     /// A real RDMA NIC (or Soft-RoCE) through libibverbs.
     Ibverbs,
@@ -31,28 +71,7 @@ enum BackendArg {
 #[derive(Subcommand)]
 enum Command {
     /// Run a collector.
-    Serve {
-        /// TOML configuration.
-        #[arg(long)]
-        config: PathBuf,
-        #[arg(long, value_enum, default_value = "soft")]
-        backend: BackendArg,
-        /// AF_PACKET interface of the software responder (overrides the config); none serves queries only.
-        #[arg(long)]
-        interface: Option<String>,
-        /// RDMA device name for --backend ibverbs (default: the first).
-        #[arg(long)]
-        device: Option<String>,
-        /// HTTP API address (overrides the config).
-        #[arg(long)]
-        http: Option<std::net::SocketAddr>,
-        /// Control server address (overrides the config; required somewhere to serve translators).
-        #[arg(long)]
-        control: Option<std::net::SocketAddr>,
-        /// Control token (overrides the config).
-        #[arg(long)]
-        token: Option<String>,
-    },
+    Serve(Box<ServeArgs>),
     /// Query a running collector.
     Query {
         /// The collector's HTTP API address.
@@ -120,28 +139,23 @@ enum Query {
 fn main() -> Result<()> {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
     match Cli::parse().command {
-        Command::Serve {
-            config,
-            backend,
-            interface,
-            device,
-            http,
-            control,
-            token,
-        } => serve(config, backend, interface, device, http, control, token),
+        Command::Serve(a) => serve(*a),
         Command::Query { server, what } => query(&server, what),
     }
 }
 
-fn serve(
-    path: PathBuf,
-    backend: BackendArg,
-    interface: Option<String>,
-    device: Option<String>,
-    http: Option<std::net::SocketAddr>,
-    control: Option<std::net::SocketAddr>,
-    token: Option<String>,
-) -> Result<()> {
+fn serve(a: ServeArgs) -> Result<()> {
+    let ServeArgs {
+        config: path,
+        backend,
+        interface,
+        io,
+        eal,
+        device,
+        http,
+        control,
+        token,
+    } = a;
     let mut config = Config::load(&path)?;
     if let Some(addr) = http {
         config.http = Some(dta_collector::config::HttpSection { bind: addr });
@@ -156,6 +170,15 @@ fn serve(
         }
         (None, Some(_), None) => bail!("--control needs --token (or a [control] section)"),
         (None, None, _) => log::warn!("no control server configured: translators cannot connect"),
+    }
+    if let Some(io) = io {
+        config.collector.io = match io {
+            IoArg::AfPacket => IoKind::AfPacket,
+            IoArg::Dpdk => IoKind::Dpdk,
+        };
+    }
+    if let Some(eal) = eal {
+        config.collector.eal_args = eal.split_whitespace().map(String::from).collect();
     }
     let interface = interface.or(config.collector.interface.clone());
     let backend = match backend {

@@ -53,10 +53,26 @@ struct QueryStats {
     buckets: [u64; BUCKETS.len()],
 }
 
+/// The responder port's counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PortCounters {
+    /// Frames received.
+    pub rx_frames: u64,
+    /// Frames received but not delivered (oversize).
+    pub rx_dropped: u64,
+    /// Frames lost before they were received (socket buffer or NIC ring full).
+    pub rx_missed: u64,
+    /// Frames sent.
+    pub tx_frames: u64,
+    /// Frames the port refused to send.
+    pub tx_dropped: u64,
+}
+
 #[derive(Debug, Default)]
 struct Inner {
     responder: Stats,
     faults: FaultCounts,
+    port: PortCounters,
     queries: [QueryStats; QueryKind::ALL.len()],
 }
 
@@ -77,6 +93,11 @@ impl Metrics {
         let mut i = self.lock();
         i.responder = stats.clone();
         i.faults = faults;
+    }
+
+    /// Publishes the responder port's counters.
+    pub fn publish_port(&self, port: PortCounters) {
+        self.lock().port = port;
     }
 
     /// Records one query.
@@ -162,6 +183,31 @@ impl Metrics {
             ),
             ("atomics_total", "Atomics applied.", r.atomics),
             (
+                "port_rx_frames_total",
+                "Frames the responder port received.",
+                i.port.rx_frames,
+            ),
+            (
+                "port_rx_dropped_total",
+                "Frames received but too long to deliver.",
+                i.port.rx_dropped,
+            ),
+            (
+                "port_rx_missed_total",
+                "Frames lost before they were received: socket buffer or NIC ring full (the translator retransmits them).",
+                i.port.rx_missed,
+            ),
+            (
+                "port_tx_frames_total",
+                "Responses sent.",
+                i.port.tx_frames,
+            ),
+            (
+                "port_tx_dropped_total",
+                "Responses the port refused (ring or socket buffer full).",
+                i.port.tx_dropped,
+            ),
+            (
                 "fault_dropped_total",
                 "Frames dropped by fault injection.",
                 i.faults.dropped,
@@ -241,6 +287,10 @@ mod tests {
                 ..Default::default()
             },
         );
+        m.publish_port(PortCounters {
+            rx_missed: 5,
+            ..Default::default()
+        });
         m.record_query(QueryKind::KeyWrite, Duration::from_micros(50), true);
         m.record_query(QueryKind::KeyWrite, Duration::from_micros(50), false);
         let t = m.render();
@@ -251,6 +301,7 @@ mod tests {
             "dta_collector_drops_total{reason=\"icrc\"} 2",
             "dta_collector_duplicates_total{op=\"atomic\"} 4",
             "dta_collector_fault_dropped_total 2",
+            "dta_collector_port_rx_missed_total 5",
             "dta_collector_queries_total{kind=\"keywrite\",result=\"ok\"} 1",
             "dta_collector_queries_total{kind=\"keywrite\",result=\"error\"} 1",
             "dta_collector_query_seconds_bucket{kind=\"keywrite\",le=\"0.00001\"} 0",

@@ -1,20 +1,21 @@
 //! `serve`: builds the arena, the chosen backend, the control server, the HTTP API and (for the software
-//! backend on an interface) the AF_PACKET loop, and keeps them running together.
+//! backend on a port) the responder's I/O loop, and keeps them running together.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-use crate::afpacket::{self, PacketSocket};
 use crate::backend::soft::SoftOpener;
 use crate::config::{parse_mac, Config};
 use crate::control::{Advertised, ControlServer, QpOpener};
 use crate::engine::QueryEngine;
 use crate::error::{Error, Result};
 use crate::http::HttpServer;
+use crate::io_loop;
 use crate::memory::Arena;
 use crate::metrics::Metrics;
+use crate::port::Port;
 use crate::responder::{Responder, ResponderConfig};
 
 /// Which backend serves the regions.
@@ -85,7 +86,7 @@ pub fn start(
             };
             let responder = Arc::new(Mutex::new(Responder::new(rc, arena.slots().to_vec())));
             if let Some(ifname) = interface {
-                let socket = PacketSocket::open(ifname)?;
+                let mut port = Port::open(c.io, ifname, &c.eal_args)?;
                 let (r, a, m, s) = (
                     responder.clone(),
                     arena.clone(),
@@ -93,16 +94,20 @@ pub fn start(
                     stop.clone(),
                 );
                 let faults = config.faults;
+                let (c_io, eal_args) = (c.io, c.eal_args.clone());
                 if faults.is_active() {
                     log::warn!("fault injection on: {faults:?}");
                 }
                 io = Some(
                     std::thread::Builder::new()
-                        .name("dta-afpacket".into())
-                        .spawn(move || afpacket::run(&socket, &r, &a, faults, &m, &s))
+                        .name("dta-responder".into())
+                        .spawn(move || {
+                            register_io_thread(c_io, eal_args);
+                            io_loop::run(&mut port, &r, &a, faults, &m, &s)
+                        })
                         .map_err(|e| Error::io("spawning the I/O thread", e))?,
                 );
-                log::info!("software responder on {ifname} for {}", c.ip);
+                log::info!("software responder on {ifname} ({:?}) for {}", c.io, c.ip);
             }
             (arena, Arc::new(SoftOpener::new(responder)))
         }
@@ -180,4 +185,19 @@ pub fn listening(r: &Running) -> Vec<(&'static str, SocketAddr)> {
         v.push(("control", c.local_addr()));
     }
     v
+}
+
+/// Gives a DPDK I/O thread an lcore id (per-lcore mempool caches); AF_PACKET needs nothing.
+fn register_io_thread(kind: crate::port::IoKind, eal_args: Vec<String>) {
+    #[cfg(feature = "dpdk")]
+    if kind == crate::port::IoKind::Dpdk {
+        // The EAL was initialised when the port opened; an error here only costs the mbuf cache.
+        if let Ok(eal) = dta_netio::dpdk::eal_init(eal_args) {
+            if let Err(e) = dta_netio::dpdk::register_thread(eal) {
+                log::warn!("DPDK thread registration: {e}");
+            }
+        }
+    }
+    #[cfg(not(feature = "dpdk"))]
+    let _ = (kind, eal_args);
 }

@@ -8,8 +8,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use dta_collector::afpacket::PacketSocket;
 use dta_collector::client;
+use dta_netio::{AfPacket, AfPacketConfig, FrameBatch, TxBurst};
 use dta_protocol::control::{
     CollectorMessage, Hello, RequesterQp, TranslatorMessage, Welcome, CONTROL_VERSION,
 };
@@ -177,7 +177,7 @@ fn ibverbs_without_a_device_names_the_soft_backend() {
 #[test]
 fn a_roce_write_on_loopback_lands_and_is_found() {
     // Sending needs CAP_NET_RAW; without it this test says so and checks nothing.
-    let sender = match PacketSocket::open("lo") {
+    let mut sender = match AfPacket::open("lo", &AfPacketConfig::default()) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("skipping: cannot open an AF_PACKET socket on lo ({e})");
@@ -217,8 +217,10 @@ fn a_roce_write_on_loopback_lands_and_is_found() {
     let mut frame = vec![0u8; f.buffer_len()];
     f.emit(&mut frame).unwrap();
     let deadline = Instant::now() + Duration::from_secs(10);
+    let mut batch = FrameBatch::new(1, 2048);
+    batch.push(&frame).unwrap();
     loop {
-        sender.send(&frame).unwrap();
+        assert_eq!(sender.send_burst(&batch).unwrap(), 1);
         let (_, body) = client::get(&s.http, "/query/keywrite?key=42&n=1").unwrap();
         if body.contains("found") {
             assert_eq!(

@@ -3,6 +3,7 @@
 //! One non-blocking socket per endpoint; bursts go through `recvmmsg`/`sendmmsg`, one system call per burst,
 //! straight into and out of the caller's batch slots. The message arrays are allocated once at open.
 
+use std::cell::Cell;
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::time::Duration;
@@ -80,6 +81,8 @@ pub struct AfPacket {
     msgs: Messages,
     rx_stats: RxStats,
     tx_stats: TxStats,
+    /// Kernel drops read so far (`PACKET_STATISTICS` resets on every read, so they are summed here).
+    missed: Cell<u64>,
 }
 
 fn setsockopt<T>(fd: &OwnedFd, level: i32, name: i32, value: &T) -> std::io::Result<()> {
@@ -205,7 +208,33 @@ impl AfPacket {
             msgs: Messages::new(config.max_burst),
             rx_stats: RxStats::default(),
             tx_stats: TxStats::default(),
+            missed: Cell::new(0),
         })
+    }
+
+    /// Frames the kernel dropped because the socket's receive buffer was full, since the socket opened.
+    /// Reading resets the kernel's counter, so the total is kept here; if the read fails (it does not for
+    /// a packet socket) the last total stands.
+    pub fn kernel_drops(&self) -> u64 {
+        let mut st = libc::tpacket_stats {
+            tp_packets: 0,
+            tp_drops: 0,
+        };
+        let mut len = std::mem::size_of::<libc::tpacket_stats>() as libc::socklen_t;
+        // SAFETY: `st` and `len` are live and describe a tpacket_stats, as PACKET_STATISTICS expects.
+        let r = unsafe {
+            libc::getsockopt(
+                self.fd.as_raw_fd(),
+                libc::SOL_PACKET,
+                libc::PACKET_STATISTICS,
+                (&mut st as *mut libc::tpacket_stats).cast(),
+                &mut len,
+            )
+        };
+        if r == 0 {
+            self.missed.set(self.missed.get() + u64::from(st.tp_drops));
+        }
+        self.missed.get()
     }
 
     /// The interface's name.
@@ -338,7 +367,10 @@ impl RxBurst for AfPacket {
     }
 
     fn rx_stats(&self) -> RxStats {
-        self.rx_stats
+        RxStats {
+            missed: self.kernel_drops(),
+            ..self.rx_stats
+        }
     }
 }
 

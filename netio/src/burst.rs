@@ -38,6 +38,9 @@ pub struct RxStats {
     pub bytes: u64,
     /// Frames received but not delivered (longer than the batch's slot size).
     pub dropped: u64,
+    /// Frames lost before they could be received, where the backend can tell: the kernel's socket buffer
+    /// was full (AF_PACKET `PACKET_STATISTICS`), or the NIC had no free descriptor (DPDK `imissed`).
+    pub missed: u64,
 }
 
 /// Transmit counters of one endpoint.

@@ -168,7 +168,8 @@ mod tests {
             RxStats {
                 frames: 4,
                 bytes: 60 + 61 + 62 + 63,
-                dropped: 0
+                dropped: 0,
+                missed: 0,
             }
         );
 
@@ -225,7 +226,8 @@ mod tests {
             RxStats {
                 frames: 1,
                 bytes: 80,
-                dropped: 1
+                dropped: 1,
+                missed: 0,
             }
         );
     }

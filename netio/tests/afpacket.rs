@@ -126,7 +126,8 @@ fn veth_pair_carries_exact_frames_both_ways() {
         RxStats {
             frames: N as u64,
             bytes,
-            dropped: 0
+            dropped: 0,
+            missed: 0,
         }
     );
     assert_eq!(

@@ -96,7 +96,8 @@ fn ring_loop_returns_exact_frames(eal: &Eal) {
         RxStats {
             frames: N as u64,
             bytes,
-            dropped: 0
+            dropped: 0,
+            missed: 0,
         }
     );
     let s = port.stats().unwrap();
@@ -199,7 +200,8 @@ fn in_place_build_and_receive(eal: &Eal) {
         RxStats {
             frames: 35,
             bytes,
-            dropped: 0
+            dropped: 0,
+            missed: 0,
         }
     );
     // max_burst (64) bounds one call.
@@ -277,7 +279,8 @@ fn null_device_with_rss_queues_on_two_threads(eal: &'static Eal) {
         RxStats {
             frames: 48,
             bytes: 48 * 64,
-            dropped: 0
+            dropped: 0,
+            missed: 0,
         }
     );
     assert_eq!(

@@ -68,7 +68,8 @@ fn write_then_read_back_exact_frames_and_timestamps() {
         RxStats {
             frames: N as u64,
             bytes: expected_bytes,
-            dropped: 0
+            dropped: 0,
+            missed: 0,
         }
     );
     std::fs::remove_file(&path).unwrap();
@@ -100,7 +101,8 @@ fn frames_larger_than_the_slot_are_dropped_and_counted() {
         RxStats {
             frames: 2,
             bytes: 300,
-            dropped: 1
+            dropped: 1,
+            missed: 0,
         }
     );
     std::fs::remove_file(&path).unwrap();

@@ -87,8 +87,17 @@ impl RxBurst for DpdkQueue {
         Ok(got)
     }
 
+    /// `missed` is the whole port's `imissed + rx_nombuf` (the device does not split them per queue);
+    /// PMDs that cannot see their losses report 0 (DPDK 22.11's `net_af_packet` does not read the kernel's
+    /// ring drops).
     fn rx_stats(&self) -> RxStats {
-        self.rx_stats
+        let mut s = ffi::rte_eth_stats::default();
+        // SAFETY: valid port id and out pointer; reading counters does not touch the queues.
+        let r = unsafe { ffi::rte_eth_stats_get(self.port.port_id, &mut s) };
+        RxStats {
+            missed: if r == 0 { s.imissed + s.rx_nombuf } else { 0 },
+            ..self.rx_stats
+        }
     }
 }
 
