@@ -34,6 +34,10 @@ pub struct Options {
     pub faults: Option<(f64, f64)>,
     /// The watchdog's limit for the whole test.
     pub limit: Duration,
+    /// Translator worker threads (engines); reports are steered among them by the I/O thread.
+    pub workers: usize,
+    /// The collector's software responder I/O.
+    pub collector_io: Io,
 }
 
 const TOKEN: &str = "e2e-token";
@@ -52,6 +56,10 @@ pub struct Outcome {
     pub seconds: f64,
     /// Answers checked.
     pub checked: u64,
+    /// Frames the translator sent again during the workload, and the retransmit timeouts among the causes.
+    pub retransmitted: u64,
+    /// Retransmit timeouts during the workload.
+    pub timeouts: u64,
 }
 
 /// The running system. Field order is drop order: processes stop before their namespaces go.
@@ -66,19 +74,27 @@ pub struct System {
     pub metrics: Metrics,
     /// Collector HTTP API (reachable from the collector namespace).
     pub http: SocketAddr,
+    /// On drop the daemons' log tails are printed (cargo test shows them for failing tests only), unless
+    /// this is set.
+    pub quiet: bool,
     sender: Sender,
     dir: PathBuf,
     pids: Arc<Mutex<Vec<u32>>>,
     disarm: Arc<AtomicBool>,
 }
 
-fn collector_config(faults: Option<(f64, f64)>) -> String {
+fn collector_config(faults: Option<(f64, f64)>, io: Io) -> String {
     let (drop, reorder) = faults.unwrap_or((0.0, 0.0));
+    let port = match io {
+        Io::AfPacket => "interface = \"c0\"".to_string(),
+        // --no-shconf: no shared runtime files, so the translator's EAL can run beside it.
+        Io::Dpdk => "interface = \"net_af_packet0,iface=c0,framecnt=8192\"\nio = \"dpdk\"\neal_args = [\"-l\", \"0\", \"--no-huge\", \"--no-shconf\", \"-m\", \"256\", \"--no-pci\", \"--log-level=warning\", \"--no-telemetry\"]".to_string(),
+    };
     format!(
         r#"[collector]
 mac = "{mac}"
 ip = "{ip}"
-interface = "c0"
+{port}
 max_dest_rd_atomic = 16
 path_mtu = 1024
 
@@ -102,15 +118,17 @@ seed = 7
     )
 }
 
-fn translator_config(io: Io) -> String {
+fn translator_config(io: Io, workers: usize) -> String {
     let io_section = match io {
         Io::AfPacket => "[io]\nkind = \"af_packet\"\nports = [\"ta\", \"tb\"]\n".to_string(),
-        Io::Dpdk => "[io]\nkind = \"dpdk\"\nports = [\"net_af_packet0,iface=ta\", \"net_af_packet1,iface=tb\"]\neal_args = [\"-l\", \"0\", \"--no-huge\", \"--no-shconf\", \"-m\", \"256\", \"--no-pci\", \"--log-level=warning\", \"--no-telemetry\"]\n".to_string(),
+        // The PMD's default ring (512 frames) overflows under the sender's 4,096-report window, and
+        // DPDK 22.11's net_af_packet does not count the kernel's ring drops: give it 8,192 frames.
+        Io::Dpdk => "[io]\nkind = \"dpdk\"\nports = [\"net_af_packet0,iface=ta,framecnt=8192\", \"net_af_packet1,iface=tb,framecnt=8192\"]\neal_args = [\"-l\", \"0\", \"--no-huge\", \"--no-shconf\", \"-m\", \"256\", \"--no-pci\", \"--log-level=warning\", \"--no-telemetry\"]\n".to_string(),
     };
     format!(
         r#"{io_section}
 [workers]
-count = 1
+count = {workers}
 
 [[collectors]]
 control = "{cm}:{CONTROL_PORT}"
@@ -138,8 +156,14 @@ impl System {
         };
         let dir = std::env::temp_dir().join(format!("dta-e2e-{prefix}"));
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-        std::fs::write(dir.join("collector.toml"), collector_config(opts.faults))?;
-        std::fs::write(dir.join("translator.toml"), translator_config(opts.io))?;
+        std::fs::write(
+            dir.join("collector.toml"),
+            collector_config(opts.faults, opts.collector_io),
+        )?;
+        std::fs::write(
+            dir.join("translator.toml"),
+            translator_config(opts.io, opts.workers),
+        )?;
 
         let pids = Arc::new(Mutex::new(Vec::new()));
         let disarm = Arc::new(AtomicBool::new(false));
@@ -177,6 +201,7 @@ impl System {
             http: format!("{}:{HTTP_PORT}", topo::COLLECTOR_MGMT).parse()?,
             topo,
             metrics,
+            quiet: false,
             sender,
             dir,
             pids,
@@ -213,6 +238,12 @@ impl System {
     /// Sends a workload, waits for the translator to settle, checks every answer.
     pub fn run(&mut self, w: &Workload) -> Result<Outcome> {
         let base = self.reports_taken()?;
+        let resent = self
+            .metrics
+            .value("dta_translator_retransmitted_frames_total", "")?;
+        let timeouts = self
+            .metrics
+            .value("dta_translator_retransmit_timeouts_total", "")?;
         let start = Instant::now();
         let n = w.reports.len() as u64;
         self.sender
@@ -234,6 +265,14 @@ impl System {
             reports: n,
             seconds,
             checked,
+            retransmitted: self
+                .metrics
+                .value("dta_translator_retransmitted_frames_total", "")?
+                - resent,
+            timeouts: self
+                .metrics
+                .value("dta_translator_retransmit_timeouts_total", "")?
+                - timeouts,
         })
     }
 
@@ -262,6 +301,23 @@ impl System {
 impl Drop for System {
     fn drop(&mut self) {
         self.disarm.store(true, Ordering::Relaxed);
+        for name in ["translator.log", "collector.log"] {
+            let path = self.dir.join(name);
+            if self.quiet {
+                break;
+            }
+            if let Ok(text) = std::fs::read_to_string(&path) {
+                let lines: Vec<&str> = text.lines().collect();
+                eprintln!("---- last lines of {name} ----");
+                for l in &lines[lines.len().saturating_sub(20)..] {
+                    eprintln!("{l}");
+                }
+            }
+        }
+        // The scratch directory goes with the run; DTA_E2E_KEEP=1 keeps configurations and logs.
+        if std::env::var("DTA_E2E_KEEP").as_deref() != Ok("1") {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
     }
 }
 

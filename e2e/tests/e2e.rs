@@ -20,12 +20,14 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
 fn print(outcomes: &[Outcome]) {
     for o in outcomes {
         eprintln!(
-            "{:<14} {:>7} reports in {:>6.2}s ({:>7.0} reports/s), {} answers exact",
+            "{:<14} {:>7} reports in {:>6.2}s ({:>7.0} reports/s), {} answers exact, {} frames resent, {} timeouts",
             o.name,
             o.reports,
             o.seconds,
             o.reports as f64 / o.seconds,
-            o.checked
+            o.checked,
+            o.retransmitted,
+            o.timeouts
         );
     }
 }
@@ -72,6 +74,8 @@ fn every_primitive_is_exact_through_af_packet() -> Result<()> {
         io: Io::AfPacket,
         faults: None,
         limit: Duration::from_secs(240),
+        workers: 1,
+        collector_io: Io::AfPacket,
     };
     let Some(mut sys) = System::start("a", opts)? else {
         return Ok(());
@@ -86,13 +90,48 @@ fn every_primitive_is_exact_through_af_packet() -> Result<()> {
     Ok(())
 }
 
+/// The deployment's data path: DPDK `net_af_packet` ports on the veths, two worker engines, and the
+/// collector's software responder on DPDK too.
+#[test]
+fn every_primitive_is_exact_through_dpdk_with_two_workers() -> Result<()> {
+    let _g = serial();
+    let opts = Options {
+        io: Io::Dpdk,
+        faults: None,
+        limit: Duration::from_secs(240),
+        workers: 2,
+        collector_io: Io::Dpdk,
+    };
+    let Some(mut sys) = System::start("d", opts)? else {
+        return Ok(());
+    };
+    let out = every_primitive(&mut sys, 3)?;
+    print(&out);
+    let m = sys.metrics.scrape()?;
+    for k in 0..2 {
+        let label = format!("worker=\"{k}\"");
+        ensure!(
+            metric(&m, "dta_translator_worker_reports_total", &label) > 0,
+            "worker {k} took no reports: the I/O thread must spread them\n{m}"
+        );
+    }
+    let summary = sys.stop_translator()?;
+    ensure!(
+        summary.contains("reports in            502400"),
+        "the final summary on SIGTERM counts every report: {summary}"
+    );
+    Ok(())
+}
+
 #[test]
 fn every_primitive_is_exact_with_one_percent_drop_and_reorder() -> Result<()> {
     let _g = serial();
     let opts = Options {
-        io: Io::AfPacket,
+        io: Io::Dpdk,
         faults: Some((0.01, 0.01)),
         limit: Duration::from_secs(300),
+        workers: 2,
+        collector_io: Io::AfPacket,
     };
     let Some(mut sys) = System::start("f", opts)? else {
         return Ok(());
@@ -119,9 +158,11 @@ fn every_primitive_is_exact_with_one_percent_drop_and_reorder() -> Result<()> {
 fn translator_survives_a_collector_restart_and_counts_the_loss() -> Result<()> {
     let _g = serial();
     let opts = Options {
-        io: Io::AfPacket,
+        io: Io::Dpdk,
         faults: None,
         limit: Duration::from_secs(240),
+        workers: 2,
+        collector_io: Io::AfPacket,
     };
     let Some(mut sys) = System::start("k", opts)? else {
         return Ok(());

@@ -23,6 +23,9 @@ struct Args {
     /// Collector fault injection: drop and reorder probability.
     #[arg(long, default_value_t = 0.0)]
     faults: f64,
+    /// Translator worker threads.
+    #[arg(long, default_value_t = 1)]
+    workers: usize,
 }
 
 fn main() -> Result<()> {
@@ -36,6 +39,8 @@ fn main() -> Result<()> {
         io,
         faults: (a.faults > 0.0).then_some((a.faults, a.faults)),
         limit: Duration::from_secs(300),
+        workers: a.workers,
+        collector_io: io,
     };
     std::env::set_var("DTA_REQUIRE_NETNS", "1");
     let mut sys = System::start("demo", opts)?.context("network namespaces")?;
@@ -127,6 +132,10 @@ fn main() -> Result<()> {
         println!("{}", String::from_utf8_lossy(&out.stdout).trim_end());
     }
     println!();
+    if std::env::var_os("DTA_DEMO_COLLECTOR_METRICS").is_some() {
+        println!("{}", sys.collector_metrics()?);
+    }
+    sys.quiet = true;
     let summary = sys.stop_translator()?;
     println!("{}", summary.trim_end());
     if checked != total {

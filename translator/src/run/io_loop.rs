@@ -51,6 +51,10 @@ pub struct IoThread {
     pub workers: Vec<Sender<ToWorker>>,
     /// Each worker's used input batches.
     pub recycled: Vec<Receiver<FrameBatch>>,
+    /// Each worker's response channel (RoCE responses overtake queued reports).
+    pub responses: Vec<Sender<FrameBatch>>,
+    /// Each worker's used response batches.
+    pub responses_recycled: Vec<Receiver<FrameBatch>>,
     /// Output from the workers.
     pub out_rx: Receiver<(usize, FrameBatch)>,
     /// Empty output batches back to each worker.
@@ -69,6 +73,8 @@ pub struct IoThread {
 pub const INPUT_BATCHES: usize = 64;
 /// Output batches per worker.
 pub const OUTPUT_BATCHES: usize = 8;
+/// Response batches per worker: responses are few (one per AckReq) and handled first.
+pub const RESPONSE_BATCHES: usize = 8;
 /// Learned MAC addresses kept at most (a flood of random source MACs must not grow memory).
 const MAX_LEARNED: usize = 4096;
 
@@ -82,6 +88,8 @@ impl IoThread {
         let mut replies = FrameBatch::new(self.burst, slot);
         let mut tx: Vec<FrameBatch> = (0..n).map(|_| FrameBatch::new(self.burst, slot)).collect();
         let mut pending: Vec<Option<FrameBatch>> = (0..self.workers.len()).map(|_| None).collect();
+        let mut pending_resp: Vec<Option<FrameBatch>> =
+            (0..self.workers.len()).map(|_| None).collect();
         let mut learned: HashMap<[u8; 6], usize> = HashMap::new();
         let mut arp_buf = [0u8; arp::ARP_FRAME_LEN];
         let mut last_publish = Instant::now();
@@ -110,6 +118,9 @@ impl IoThread {
                             }
                             self.queue_for_worker(k, f, &mut pending, &mut tx, &learned)?;
                         }
+                        Target::Response(k) => {
+                            self.queue_response(k, f, &mut pending_resp, &mut tx, &learned)?
+                        }
                         Target::Arp => {
                             if let Some(len) = arp::reply(f, local_ip, self.local_mac, &mut arp_buf)
                             {
@@ -129,6 +140,7 @@ impl IoThread {
                     self.ports[p].io.send_burst(&replies)?;
                 }
             }
+            self.flush_responses(&mut pending_resp);
             for (k, slot) in pending.iter_mut().enumerate() {
                 if let Some(b) = slot.take() {
                     if self.workers[k].send(ToWorker::Frames(b)).is_err() {
@@ -159,6 +171,56 @@ impl IoThread {
             self.counters.forwarded.fetch_add(1, Ordering::Relaxed);
         } else {
             self.counters.not_forwarded.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Queues a RoCE response for worker `k`'s response channel; like reports, it waits for a free batch
+    /// rather than dropping (a lost ACK costs a retransmission).
+    fn queue_response(
+        &mut self,
+        k: usize,
+        f: &[u8],
+        pending: &mut [Option<FrameBatch>],
+        tx: &mut [FrameBatch],
+        learned: &HashMap<[u8; 6], usize>,
+    ) -> Result<()> {
+        if pending[k].as_ref().is_some_and(|b| b.free() == 0) {
+            self.flush_response(k, pending);
+        }
+        while pending[k].is_none() {
+            match self.responses_recycled[k].recv_timeout(Duration::from_micros(200)) {
+                Ok(mut b) => {
+                    b.clear();
+                    pending[k] = Some(b);
+                }
+                Err(_) if self.stop.load(Ordering::Relaxed) => break,
+                Err(_) => {
+                    self.drain_output(tx, learned)?;
+                }
+            }
+        }
+        if !pending[k].as_mut().is_some_and(|b| b.push(f).is_ok()) {
+            self.counters
+                .worker_backlog_drops
+                .fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    fn flush_response(&self, k: usize, pending: &mut [Option<FrameBatch>]) {
+        if let Some(b) = pending[k].take() {
+            // The wake makes a sleeping worker look at its response channel; a busy one looks anyway.
+            if self.responses[k].send(b).is_err() || self.workers[k].send(ToWorker::Wake).is_err() {
+                self.counters
+                    .worker_backlog_drops
+                    .fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    fn flush_responses(&self, pending: &mut [Option<FrameBatch>]) {
+        for k in 0..pending.len() {
+            self.flush_response(k, pending);
         }
     }
 

@@ -231,17 +231,51 @@ impl Sources {
             metric(name, help, "counter", &one(v));
         }
         let snaps = self.workers.lock().map(|s| s.clone()).unwrap_or_default();
+        let per_worker: Vec<(String, u64)> = snaps
+            .iter()
+            .enumerate()
+            .map(|(k, s)| {
+                (
+                    format!("{{worker=\"{k}\"}}"),
+                    s.counters.reports_in.iter().sum(),
+                )
+            })
+            .collect();
+        metric(
+            "worker_reports_total",
+            "Well-formed reports taken by each worker (how the I/O thread spreads them).",
+            "counter",
+            &per_worker,
+        );
         let mut window = Vec::new();
         let mut queue = Vec::new();
+        let mut rto = Vec::new();
+        let mut srtt = Vec::new();
         for (k, s) in snaps.iter().enumerate() {
             for (i, q) in s.qps.iter().enumerate() {
                 let l = format!("{{worker=\"{k}\",collector=\"{i}\"}}");
                 window.push((l.clone(), q.window as u64));
-                queue.push((l, q.queue as u64));
+                queue.push((l.clone(), q.queue as u64));
+                rto.push((l.clone(), q.timeout_ns / 1000));
+                if let Some(s) = q.srtt_ns {
+                    srtt.push((l, s / 1000));
+                }
             }
         }
         metric("qp_window", "Frames in flight per QP.", "gauge", &window);
         metric("qp_queue", "Work requests waiting per QP.", "gauge", &queue);
+        metric(
+            "qp_retransmit_timeout_microseconds",
+            "Base retransmit timeout per QP (adaptive: smoothed RTT + 4 x variation, clamped).",
+            "gauge",
+            &rto,
+        );
+        metric(
+            "qp_smoothed_rtt_microseconds",
+            "Smoothed round-trip time per QP, once measured.",
+            "gauge",
+            &srtt,
+        );
         let ctl = |f: fn(&ControlCounters) -> u64| -> Vec<(String, u64)> {
             self.control
                 .iter()
@@ -322,6 +356,11 @@ impl Sources {
         }
         let _ = writeln!(s, "  RoCE frames out       {}", c.roce_frames_out);
         let _ = writeln!(s, "  retransmitted frames  {}", c.retransmitted_frames);
+        let _ = writeln!(
+            s,
+            "    after timeouts / sequence NAKs  {} / {}",
+            c.retransmit_timeouts, c.nak_psn_sequence
+        );
         let _ = writeln!(s, "  ACKs / atomic ACKs    {} / {}", c.acks, c.atomic_acks);
         let _ = writeln!(s, "  DTA NACKs sent        {}", c.dta_nacks_sent);
         let _ = writeln!(s, "  reports dropped       {}", c.drops.iter().sum::<u64>());
@@ -461,6 +500,8 @@ mod tests {
         );
         assert!(text.contains("dta_translator_report_drops_total{reason=\"malformed\"} 1\n"));
         assert!(text.contains("dta_translator_roce_frames_out_total 9\n"));
+        assert!(text.contains("dta_translator_worker_reports_total{worker=\"0\"} 3\n"));
+        assert!(text.contains("dta_translator_worker_reports_total{worker=\"1\"} 4\n"));
         assert!(text.contains("dta_translator_writes_lost_on_restart_total 2\n"));
         assert!(text.contains("dta_translator_collector_restarts_total{collector=\"0\"} 0\n"));
         assert!(src.summary().contains("reports in            7"));

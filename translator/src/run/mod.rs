@@ -33,7 +33,7 @@ use dta_translator::Engine;
 
 use clock::Clock;
 use control::{ControlCounters, ControlLink};
-use io_loop::{IoCounters, IoThread, INPUT_BATCHES, OUTPUT_BATCHES};
+use io_loop::{IoCounters, IoThread, INPUT_BATCHES, OUTPUT_BATCHES, RESPONSE_BATCHES};
 use metrics::{MetricsServer, Sources};
 use settings::{IoKind, Settings};
 use steer::Steering;
@@ -182,6 +182,8 @@ pub fn run(mut s: Settings) -> Result<()> {
     let (out_tx, out_rx) = mpsc::sync_channel(nw * OUTPUT_BATCHES);
     let burst = s.daemon.io.burst;
     let mut recycled = Vec::new();
+    let mut responses = Vec::new();
+    let mut responses_recycled = Vec::new();
     let mut out_return = Vec::new();
     let mut workers = Vec::new();
     for (k, rx) in worker_rx.into_iter().enumerate() {
@@ -200,6 +202,13 @@ pub fn run(mut s: Settings) -> Result<()> {
             let _ = recycle_tx.send(FrameBatch::new(burst, dta_netio::DEFAULT_SLOT_SIZE));
         }
         recycled.push(recycle_rx);
+        let (resp_tx, resp_rx) = mpsc::channel();
+        let (resp_recycle_tx, resp_recycle_rx) = mpsc::channel();
+        for _ in 0..RESPONSE_BATCHES {
+            let _ = resp_recycle_tx.send(FrameBatch::new(burst, dta_netio::DEFAULT_SLOT_SIZE));
+        }
+        responses.push(resp_tx);
+        responses_recycled.push(resp_recycle_rx);
         let (pool_tx, pool_rx) = mpsc::channel();
         for _ in 0..OUTPUT_BATCHES {
             let _ = pool_tx.send(FrameBatch::new(burst, dta_netio::DEFAULT_SLOT_SIZE));
@@ -209,6 +218,8 @@ pub fn run(mut s: Settings) -> Result<()> {
             index: k,
             rx,
             recycle: recycle_tx,
+            responses: resp_rx,
+            responses_recycle: resp_recycle_tx,
             out: out_tx.clone(),
             out_pool: pool_rx,
             qp_errors: qp_error_tx.clone(),
@@ -237,6 +248,8 @@ pub fn run(mut s: Settings) -> Result<()> {
         local_mac: s.engine.local.mac,
         workers: to_workers,
         recycled,
+        responses,
+        responses_recycled,
         out_rx,
         out_return,
         counters: io_counters.clone(),

@@ -18,8 +18,11 @@ use dta_protocol::udp::UdpFrame;
 /// Where a frame goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Target {
-    /// To this worker's engine.
+    /// A report (or anything else DTA) for this worker's engine.
     Worker(usize),
+    /// A RoCE response (ACK, NAK, ATOMIC ACK, CNP) for this worker's QP: it overtakes the worker's queued
+    /// reports, since its delay is the QP's round-trip time and the retransmit timer's business.
+    Response(usize),
     /// An ARP request (the ARP module decides whether it is for us); not for the engines.
     Arp,
     /// Not DTA, not our RoCE: forward untouched.
@@ -68,7 +71,7 @@ impl Steering {
             let qpn = u32::from_be_bytes([0, p[5], p[6], p[7]]);
             let per = self.collectors as u32;
             return match qpn.checked_sub(self.qpn_base).map(|d| (d / per) as usize) {
-                Some(k) if k < self.workers => Target::Worker(k),
+                Some(k) if k < self.workers => Target::Response(k),
                 _ => Target::Forward,
             };
         }
@@ -185,9 +188,9 @@ mod tests {
         };
         let me = [198, 18, 0, 1];
         // Worker k owns QPNs 0x100 + 2k and 0x100 + 2k + 1 (two collectors).
-        assert_eq!(ack(0x100, me), Target::Worker(0));
-        assert_eq!(ack(0x101, me), Target::Worker(0));
-        assert_eq!(ack(0x104, me), Target::Worker(2));
+        assert_eq!(ack(0x100, me), Target::Response(0));
+        assert_eq!(ack(0x101, me), Target::Response(0));
+        assert_eq!(ack(0x104, me), Target::Response(2));
         assert_eq!(ack(0x106, me), Target::Forward, "beyond the last worker");
         assert_eq!(ack(0xff, me), Target::Forward, "below the base");
         assert_eq!(

@@ -16,6 +16,8 @@ use super::clock::Clock;
 pub enum ToWorker {
     /// Frames to handle; the batch goes back to the I/O thread's pool afterwards.
     Frames(FrameBatch),
+    /// Responses are waiting on the response channel (wakes a sleeping worker).
+    Wake,
     /// The collector's QP was re-created (after a QP error) and its memory is unchanged: resume, sending
     /// the unacknowledged work again from `start_psn`.
     Reestablish {
@@ -60,6 +62,10 @@ pub struct WorkerIo {
     pub rx: Receiver<ToWorker>,
     /// Used input batches back to the I/O thread.
     pub recycle: Sender<FrameBatch>,
+    /// RoCE responses, taken ahead of queued reports (the I/O thread sends a [`ToWorker::Wake`] after each).
+    pub responses: Receiver<FrameBatch>,
+    /// Used response batches back to the I/O thread.
+    pub responses_recycle: Sender<FrameBatch>,
     /// Output batches to the I/O thread (worker index, frames).
     pub out: SyncSender<(usize, FrameBatch)>,
     /// Empty output batches from the I/O thread.
@@ -93,14 +99,20 @@ pub fn run(mut engine: Engine, io: WorkerIo, clock: Clock) {
             .unwrap_or(MAX_IDLE)
             .min(MAX_IDLE);
         match io.rx.recv_timeout(wait) {
-            Ok(msg) => handle(&mut engine, &io, msg, &clock, &mut snap),
+            Ok(msg) => {
+                responses(&mut engine, &io, &clock);
+                handle(&mut engine, &io, msg, &clock, &mut snap);
+            }
             Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => break,
         }
-        // Take everything else that is waiting before transmitting, so output batches fill up.
+        // Take everything else that is waiting before transmitting, so output batches fill up; responses
+        // go first each time, so a backlog of reports does not delay ACKs into spurious timeouts.
         while let Ok(msg) = io.rx.try_recv() {
+            responses(&mut engine, &io, &clock);
             handle(&mut engine, &io, msg, &clock, &mut snap);
         }
+        responses(&mut engine, &io, &clock);
         let now = clock.now();
         engine.handle_timeout(now);
         while let Some(Event::QpError { collector, error }) = engine.poll_event() {
@@ -133,8 +145,20 @@ pub fn run(mut engine: Engine, io: WorkerIo, clock: Clock) {
     publish(&engine, &io, &mut snap);
 }
 
+/// Handles every response batch waiting.
+fn responses(engine: &mut Engine, io: &WorkerIo, clock: &Clock) {
+    while let Ok(batch) = io.responses.try_recv() {
+        let now = clock.now();
+        for f in batch.iter() {
+            engine.handle_frame(now, f);
+        }
+        let _ = io.responses_recycle.send(batch);
+    }
+}
+
 fn handle(engine: &mut Engine, io: &WorkerIo, msg: ToWorker, clock: &Clock, snap: &mut Snapshot) {
     match msg {
+        ToWorker::Wake => {}
         ToWorker::Frames(batch) => {
             let now = clock.now();
             for f in batch.iter() {
