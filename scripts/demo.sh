@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The dta demo: build (release), then dta-e2e-drive creates three network namespaces (reporter,
-# translator as a bump in the wire, collector with the software RoCEv2 responder), starts collector and
-# translator, sends a mixed workload of all five primitives, checks every answer, prints a table and two
-# example queries, and removes everything. Needs root (network namespaces), no hugepages, no arguments.
+# translator as a bump in the wire on DPDK net_af_packet ports with two workers, collector with the
+# software RoCEv2 responder, also on DPDK), starts collector and translator, sends a mixed workload of all
+# five primitives, checks every answer, prints a table and two example queries, and removes everything.
+# Needs root (network namespaces), no hugepages, no arguments (`--io af-packet` runs it without DPDK).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -17,14 +17,15 @@ struct Args {
     /// Scale of the workload: reports per primitive (about).
     #[arg(long, default_value_t = 20_000)]
     reports: u32,
-    /// Translator I/O: af-packet or dpdk (net_af_packet vdevs, no hugepages).
-    #[arg(long, default_value = "af-packet")]
+    /// Translator I/O (and the collector's): dpdk (net_af_packet vdevs on the veths, no hugepages) or
+    /// af-packet.
+    #[arg(long, default_value = "dpdk")]
     io: String,
     /// Collector fault injection: drop and reorder probability.
     #[arg(long, default_value_t = 0.0)]
     faults: f64,
     /// Translator worker threads.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 2)]
     workers: usize,
 }
 
@@ -62,6 +63,14 @@ fn main() -> Result<()> {
             }
         }
     }
+    let how = match io {
+        Io::Dpdk => "DPDK net_af_packet ports on the veths",
+        Io::AfPacket => "AF_PACKET sockets",
+    };
+    println!(
+        "translator: bump in the wire on {how}, {} worker(s); collector: software RoCEv2 responder",
+        a.workers
+    );
     println!(
         "sending {} reports (5 primitives interleaved) ...",
         mixed.len()

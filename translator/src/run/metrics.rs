@@ -324,6 +324,12 @@ impl Sources {
             &per_port(&|p| p.1.dropped),
         );
         metric(
+            "port_rx_missed_total",
+            "Frames lost before they were received (socket buffer or NIC ring full), where the port can tell.",
+            "counter",
+            &per_port(&|p| p.1.missed),
+        );
+        metric(
             "port_tx_frames_total",
             "Frames sent per port.",
             "counter",
