@@ -121,8 +121,12 @@ control TrIngress(inout tr_headers_t hdr, inout tr_ig_md_t ig_md,
                     }
 #endif
 #ifdef TR_POSTCARDING
-                    else {
+                    else if (ig_md.pc_ok == 1) {
                         postcard_cache.apply(hdr, ig_md, ig_tm_md);
+                    } else {
+                        ig_md.handled = 1;
+                        ig_md.drop = 1;
+                        ig_md.count_reason = CNT_BAD_HOP;
                     }
 #endif
 #ifdef TR_SKETCH

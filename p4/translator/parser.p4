@@ -7,7 +7,7 @@ parser TrIngressParser(packet_in pkt, out tr_headers_t hdr, out tr_ig_md_t ig_md
     TofinoIngressParser() tofino_parser;
     state start {
         ig_md = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-                 0, 0, 0, 0, 0, 0, 0, 0, 0};
+                 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
         tofino_parser.apply(pkt, ig_intr_md);
         transition parse_ethernet;
     }
@@ -87,6 +87,7 @@ parser TrIngressParser(packet_in pkt, out tr_headers_t hdr, out tr_ig_md_t ig_md
         ig_md.kind = KIND_POSTCARD;
         ig_md.pc_key = hdr.dta_postcard.key;
         ig_md.pc_hop = hdr.dta_postcard.hop;
+        ig_md.pc_path_len = POSTCARD_HOPS;
         transition accept;
     }
     state parse_postcard_pathlen {
@@ -94,6 +95,7 @@ parser TrIngressParser(packet_in pkt, out tr_headers_t hdr, out tr_ig_md_t ig_md
         ig_md.kind = KIND_POSTCARD;
         ig_md.pc_key = hdr.dta_postcard_pathlen.key;
         ig_md.pc_hop = hdr.dta_postcard_pathlen.hop;
+        ig_md.pc_path_len = hdr.dta_postcard_pathlen.path_len;
         transition accept;
     }
 #ifdef TR_SKETCH

@@ -8,7 +8,7 @@ const bit<8> KIND_KEYWRITE   = 1;
 const bit<8> KIND_APPEND     = 2;
 const bit<8> KIND_KEYINC     = 3;
 const bit<8> KIND_POSTCARD   = 4;
-const bit<8> KIND_SKETCH     = 5;   /* region kind of a sketch (list id = sketch id) and bridge kind of a column write */
+@noWarn("unused") const bit<8> KIND_SKETCH = 5;   /* region kind of a sketch (list id = sketch id) and bridge kind of a column write */
 const bit<8> KIND_RESYNC     = 8;
 
 /* drop / event counter indices */
@@ -28,6 +28,7 @@ const bit<8> CNT_ROCE_CNP       = 11;
 @noWarn("unused") const bit<8> CNT_SKETCH_MERGED   = 14;   /* with -DTR_SKETCH only: merged, column not complete */
 @noWarn("unused") const bit<8> CNT_SKETCH_DUPLICATE = 15;  /* a column this reporter already sent */
 @noWarn("unused") const bit<8> CNT_SKETCH_GAP_NACKED = 16; /* a reporter skipped columns: NACKed */
+@noWarn("unused") const bit<8> CNT_BAD_HOP = 17;           /* with -DTR_POSTCARDING: hop or path length out of range */
 
 /* ingress -> egress, in front of every packet. The ingress builds the whole RoCE frame (every header valid
  * in the egress comes from the egress parser); the egress adds only what differs per copy (egress_rid): the
@@ -172,6 +173,8 @@ struct tr_ig_md_t {
     bit<14>    pc_idx;         /* cache slot */
     bit<32>    pc_old_key;
     bit<8>     pc_mode;
+    bit<8>     pc_path_len;    /* from the report (0x06) or B (0x04) */
+    bit<1>     pc_ok;          /* 1 <= hop <= path length <= B */
     /* sketch (-DTR_SKETCH) */
     bit<16>    sk_col_idx;      /* column's index in the row registers: base of the sketch + column */
     bit<16>    sk_rep_idx;      /* (sketch, reporter) slot of the order check */

@@ -7,6 +7,8 @@ contract constants from it and compares them with the tables dta-protocol publis
 the same order; the same UDP ports; the same DTA and BTH opcodes. Any difference fails.
 
 Usage: check_p4_contract.py CONTRACT.json PROGRAM.p4 [-D...]...
+For the translator without a -DTR_ profile it also checks each build profile (-DTR_POSTCARDING, -DTR_SKETCH)
+with the same defines.
 """
 import json
 import os
@@ -87,10 +89,11 @@ def constants(nodes):
     return out
 
 
-def main():
-    contract_path, program, defines = sys.argv[1], sys.argv[2], sys.argv[3:]
-    with open(contract_path) as f:
-        contract = json.load(f)
+# The translator's build profiles (p4/include/define.p4): each is checked in the header form it is called with.
+TRANSLATOR_PROFILES = (["-DTR_POSTCARDING"], ["-DTR_SKETCH"])
+
+
+def check(contract, program, defines):
     nodes = index_nodes(dump_ir(program, defines))
     p4_headers = header_types(nodes, {name + "_h" for name in contract["headers"]})
     p4_consts = constants(nodes)
@@ -115,6 +118,18 @@ def main():
     print("HEADERS " + " ".join(sorted(n[:-2] for n in p4_headers if n[:-2] in contract["headers"])))
     if errors:
         print("\n".join("  DRIFT: " + e for e in errors))
+    return not errors
+
+
+def main():
+    contract_path, program, defines = sys.argv[1], sys.argv[2], sys.argv[3:]
+    with open(contract_path) as f:
+        contract = json.load(f)
+    ok = check(contract, program, defines)
+    if os.path.basename(program) == "dta_translator.p4" and not any(d.startswith("-DTR_") for d in defines):
+        for profile in TRANSLATOR_PROFILES:
+            ok = check(contract, program, profile + defines) and ok
+    if not ok:
         sys.exit(1)
 
 

@@ -43,14 +43,77 @@ control TrPostcardPrep(inout tr_headers_t hdr, inout tr_ig_md_t ig_md) {
         ig_md.pc_idx = cache_hash.get({ig_md.pc_key[7:0], ig_md.pc_key[15:8], ig_md.pc_key[23:16],
                                        ig_md.pc_key[31:24]});
     }
-    /* pc_key and pc_hop come from the parser */
+    /* pc_key, pc_hop and pc_path_len come from the parser (path length B for opcode 0x04) */
     action from_postcard() {
-        ig_md.pc_target_m1 = POSTCARD_HOPS - 1;
         ig_md.pc_gv = g_hash.get({hdr.dta_postcard.data});
     }
     action from_postcard_pathlen() {
-        ig_md.pc_target_m1 = hdr.dta_postcard_pathlen.path_len - 1;
         ig_md.pc_gv = g_hash_pathlen.get({hdr.dta_postcard_pathlen.data});
+    }
+    /* 1 <= hop <= path length <= B, as the Rust translator checks (else dropped and counted, CNT_BAD_HOP) */
+    action valid(bit<8> target_m1) {
+        ig_md.pc_ok = 1;
+        ig_md.pc_target_m1 = target_m1;
+    }
+    table tbl_pc_valid {
+        key = { ig_md.pc_hop: exact; ig_md.pc_path_len: exact; }
+        actions = { valid; NoAction; }
+        const entries = {
+#if POSTCARD_HOPS >= 1
+            (1, 1): valid(0);
+#endif
+#if POSTCARD_HOPS >= 2
+            (1, 2): valid(1);
+            (2, 2): valid(1);
+#endif
+#if POSTCARD_HOPS >= 3
+            (1, 3): valid(2);
+            (2, 3): valid(2);
+            (3, 3): valid(2);
+#endif
+#if POSTCARD_HOPS >= 4
+            (1, 4): valid(3);
+            (2, 4): valid(3);
+            (3, 4): valid(3);
+            (4, 4): valid(3);
+#endif
+#if POSTCARD_HOPS >= 5
+            (1, 5): valid(4);
+            (2, 5): valid(4);
+            (3, 5): valid(4);
+            (4, 5): valid(4);
+            (5, 5): valid(4);
+#endif
+#if POSTCARD_HOPS >= 6
+            (1, 6): valid(5);
+            (2, 6): valid(5);
+            (3, 6): valid(5);
+            (4, 6): valid(5);
+            (5, 6): valid(5);
+            (6, 6): valid(5);
+#endif
+#if POSTCARD_HOPS >= 7
+            (1, 7): valid(6);
+            (2, 7): valid(6);
+            (3, 7): valid(6);
+            (4, 7): valid(6);
+            (5, 7): valid(6);
+            (6, 7): valid(6);
+            (7, 7): valid(6);
+#endif
+#if POSTCARD_HOPS >= 8
+            (1, 8): valid(7);
+            (2, 8): valid(7);
+            (3, 8): valid(7);
+            (4, 8): valid(7);
+            (5, 8): valid(7);
+            (6, 8): valid(7);
+            (7, 8): valid(7);
+            (8, 8): valid(7);
+#endif
+        }
+        default_action = NoAction();
+        size = 64;
     }
     apply {
         if (hdr.dta_postcard.isValid()) {
@@ -59,6 +122,7 @@ control TrPostcardPrep(inout tr_headers_t hdr, inout tr_ig_md_t ig_md) {
             from_postcard_pathlen();
         }
         slot();
+        tbl_pc_valid.apply();
     }
 }
 
