@@ -9,15 +9,18 @@
  *   Key-Increment  N copies, RDMA FETCH_ADD on the Key-Increment region's u64 at base + 8*slot.
  *   Append         per-list batches of APPEND_BATCH entries, head with a correct wrap, list header
  *                  (total_entries_written) every 2^APPEND_HDR_EVERY_LOG2 batches.
- *   Postcarding    only with -DTR_POSTCARDING, which does not fit 12 stages (p4/README.md): cache per flow,
- *                  chunk written on path completion (B hops or path_len) and on eviction to the evicted
- *                  flow's chunks, cells hopsum_i(key) XOR g(v) as big-endian u32.
- *   (Sketch-Merge: not in this program, see p4/README.md.)
+ *                  (default build only: the profiles below leave Append out to fit 12 stages, p4/README.md)
+ *   Postcarding    profile -DTR_POSTCARDING: cache per flow slot, chunk written on path completion (B hops or
+ *                  path_len) and on eviction to the evicted flow's chunks, cells hopsum_i(key) XOR g(v) as
+ *                  big-endian u32, N chunk copies at the per-copy placement.
+ *   Sketch-Merge   profile -DTR_SKETCH: per-reporter ordered column merge (sum or max) in registers, each
+ *                  completed column one RDMA WRITE of SKETCH_ROWS big-endian u32; gaps NACKed.
  * Sequence tracking per reporter with DTA NACKs (seq form), PSN per QP in registers, AckReq cadence,
  * resync on a PSN-sequence NAK, iCRC over the whole frame. Other traffic is forwarded.
  *
  * The ingress builds the whole frame; the egress fills in the per-copy slot address, PSN, AckReq and iCRC.
- * Compile: tofino-compile [-DDTA_COMPACT] [-DKW_DATA_BYTES=4|12|28] [-DAPPEND_BATCH=1..16] dta_translator.p4
+ * Compile: tofino-compile [-DDTA_COMPACT] [-DKW_DATA_BYTES=4|12|28] [-DAPPEND_BATCH=1..16]
+ *          [-DTR_POSTCARDING [-DPOSTCARD_HOPS=1..8] | -DTR_SKETCH [-DSKETCH_ROWS=1|2|4|8]] dta_translator.p4
  */
 #include <core.p4>
 #include <tna.p4>

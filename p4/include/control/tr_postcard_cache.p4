@@ -2,10 +2,11 @@
  * Postcarding profile, see p4/README.md). Per cache slot idx = crc32(key_le) & (POSTCARD_CACHE_SIZE - 1):
  *   reg_key    the flow key (swapped in by every postcard; the old key is the evicted flow's key)
  *   reg_tag    a pair {key copy, count of postcards received}, whose stateful ALU decides the mode in the
- *              same stage as reg_key (it keeps its own copy of the key, so no stage waits for reg_key):
- *                same flow, path now complete (count + 1 >= B, or path_len with opcode 0x06): FLUSH, count 0
+ *              same stage as reg_key (it keeps its own copy of the key, so no stage waits for reg_key) and
+ *              outputs it as its predicate:
+ *                same flow, path now complete (count + 1 >= B, or path_len with opcode 0x06): FLUSH, key := ~key
  *                same flow, path not complete: STORE, count + 1
- *                another flow (or an empty slot): EVICT, key := this flow, count 1
+ *                another flow (or an empty or flushed slot): EVICT, key := this flow, count 1
  *   reg_cell_i one per hop i = 1..B: g(v) of hop i's value (CRC-32C over v big-endian, computed when the
  *              postcard arrives), or g(blank) = crc32c(FF FF FF FF) = 0xFFFFFFFF when hop i is missing.
  *              Keeping g(v) instead of v halves the egress hashing (it only XORs hopsum_i(key)).
@@ -25,7 +26,9 @@
 /* g(blank): CRC-32C of FF FF FF FF (init and xorout 0xFFFFFFFF) is 0xFFFFFFFF (p4/tests check it) */
 const bit<32> PC_G_BLANK = 0xFFFFFFFF;
 
-/* modes = reg_tag's predicate output: bit (2 * cmphi + cmplo) set, cmplo = same flow, cmphi = path complete */
+/* modes = reg_tag's predicate output, one-hot: bit (2 * cmphi + cmplo) set, cmplo = same flow, cmphi = count >=
+ * path length - 1 (bf-asm's predicate encoding: !cmphi & !cmplo = bit 0, cmplo = 0b1010, cmphi = 0b1100;
+ * p4/README.md: to be confirmed on the Tofino model) */
 const bit<8> PC_EVICT    = 1;   /* another flow, its count below this path length - 1 */
 const bit<8> PC_STORE    = 2;   /* same flow, path not complete */
 const bit<8> PC_EVICT_HI = 4;   /* another flow, its count at or above this path length - 1 */
@@ -261,155 +264,45 @@ control TrPostcardCache(inout tr_headers_t hdr, inout tr_ig_md_t ig_md,
         ig_tm_md.mcast_grp_a = ig_md.mcast_postcard;
     }
     /* after the cells: an eviction that read out only blanks found the slot empty (or flushed), so nothing
-     * was evicted and the report is consumed like a STORE. Ternary entries match in order. */
+     * was evicted and the report is consumed like a STORE. Ternary entries match in order. PC_CELL_KEYS are
+     * the cells 1..B, PC_CELLS(x) is x once per cell. */
+#if POSTCARD_HOPS == 1
+#define PC_CELL_KEYS hdr.pc_chunk.c0: ternary;
+#define PC_CELLS(x) x
+#elif POSTCARD_HOPS == 2
+#define PC_CELL_KEYS hdr.pc_chunk.c0: ternary; hdr.pc_chunk.c1: ternary;
+#define PC_CELLS(x) x, x
+#elif POSTCARD_HOPS == 3
+#define PC_CELL_KEYS hdr.pc_chunk.c0: ternary; hdr.pc_chunk.c1: ternary; hdr.pc_chunk.c2: ternary;
+#define PC_CELLS(x) x, x, x
+#elif POSTCARD_HOPS == 4
+#define PC_CELL_KEYS hdr.pc_chunk.c0: ternary; hdr.pc_chunk.c1: ternary; hdr.pc_chunk.c2: ternary; hdr.pc_chunk.c3: ternary;
+#define PC_CELLS(x) x, x, x, x
+#elif POSTCARD_HOPS == 5
+#define PC_CELL_KEYS hdr.pc_chunk.c0: ternary; hdr.pc_chunk.c1: ternary; hdr.pc_chunk.c2: ternary; hdr.pc_chunk.c3: ternary; hdr.pc_chunk.c4: ternary;
+#define PC_CELLS(x) x, x, x, x, x
+#elif POSTCARD_HOPS == 6
+#define PC_CELL_KEYS hdr.pc_chunk.c0: ternary; hdr.pc_chunk.c1: ternary; hdr.pc_chunk.c2: ternary; hdr.pc_chunk.c3: ternary; hdr.pc_chunk.c4: ternary; hdr.pc_chunk.c5: ternary;
+#define PC_CELLS(x) x, x, x, x, x, x
+#elif POSTCARD_HOPS == 7
+#define PC_CELL_KEYS hdr.pc_chunk.c0: ternary; hdr.pc_chunk.c1: ternary; hdr.pc_chunk.c2: ternary; hdr.pc_chunk.c3: ternary; hdr.pc_chunk.c4: ternary; hdr.pc_chunk.c5: ternary; hdr.pc_chunk.c6: ternary;
+#define PC_CELLS(x) x, x, x, x, x, x, x
+#elif POSTCARD_HOPS == 8
+#define PC_CELL_KEYS hdr.pc_chunk.c0: ternary; hdr.pc_chunk.c1: ternary; hdr.pc_chunk.c2: ternary; hdr.pc_chunk.c3: ternary; hdr.pc_chunk.c4: ternary; hdr.pc_chunk.c5: ternary; hdr.pc_chunk.c6: ternary; hdr.pc_chunk.c7: ternary;
+#define PC_CELLS(x) x, x, x, x, x, x, x, x
+#endif
     table tbl_pc_send {
         key = {
             ig_md.pc_mode: exact;
-            hdr.pc_chunk.c0: ternary;
-#if POSTCARD_HOPS >= 2
-            hdr.pc_chunk.c1: ternary;
-#endif
-#if POSTCARD_HOPS >= 3
-            hdr.pc_chunk.c2: ternary;
-#endif
-#if POSTCARD_HOPS >= 4
-            hdr.pc_chunk.c3: ternary;
-#endif
-#if POSTCARD_HOPS >= 5
-            hdr.pc_chunk.c4: ternary;
-#endif
-#if POSTCARD_HOPS >= 6
-            hdr.pc_chunk.c5: ternary;
-#endif
-#if POSTCARD_HOPS >= 7
-            hdr.pc_chunk.c6: ternary;
-#endif
-#if POSTCARD_HOPS >= 8
-            hdr.pc_chunk.c7: ternary;
-#endif
+            PC_CELL_KEYS
         }
         actions = { consume; send_flushed; send_evicted; }
         const entries = {
-            (PC_FLUSH,
-             _
-#if POSTCARD_HOPS >= 2
-,              _
-#endif
-#if POSTCARD_HOPS >= 3
-,              _
-#endif
-#if POSTCARD_HOPS >= 4
-,              _
-#endif
-#if POSTCARD_HOPS >= 5
-,              _
-#endif
-#if POSTCARD_HOPS >= 6
-,              _
-#endif
-#if POSTCARD_HOPS >= 7
-,              _
-#endif
-#if POSTCARD_HOPS >= 8
-,              _
-#endif
-            ): send_flushed();
-            (PC_EVICT,
-             PC_G_BLANK
-#if POSTCARD_HOPS >= 2
-,              PC_G_BLANK
-#endif
-#if POSTCARD_HOPS >= 3
-,              PC_G_BLANK
-#endif
-#if POSTCARD_HOPS >= 4
-,              PC_G_BLANK
-#endif
-#if POSTCARD_HOPS >= 5
-,              PC_G_BLANK
-#endif
-#if POSTCARD_HOPS >= 6
-,              PC_G_BLANK
-#endif
-#if POSTCARD_HOPS >= 7
-,              PC_G_BLANK
-#endif
-#if POSTCARD_HOPS >= 8
-,              PC_G_BLANK
-#endif
-            ): consume();
-            (PC_EVICT,
-             _
-#if POSTCARD_HOPS >= 2
-,              _
-#endif
-#if POSTCARD_HOPS >= 3
-,              _
-#endif
-#if POSTCARD_HOPS >= 4
-,              _
-#endif
-#if POSTCARD_HOPS >= 5
-,              _
-#endif
-#if POSTCARD_HOPS >= 6
-,              _
-#endif
-#if POSTCARD_HOPS >= 7
-,              _
-#endif
-#if POSTCARD_HOPS >= 8
-,              _
-#endif
-            ): send_evicted();
-            (PC_EVICT_HI,
-             PC_G_BLANK
-#if POSTCARD_HOPS >= 2
-,              PC_G_BLANK
-#endif
-#if POSTCARD_HOPS >= 3
-,              PC_G_BLANK
-#endif
-#if POSTCARD_HOPS >= 4
-,              PC_G_BLANK
-#endif
-#if POSTCARD_HOPS >= 5
-,              PC_G_BLANK
-#endif
-#if POSTCARD_HOPS >= 6
-,              PC_G_BLANK
-#endif
-#if POSTCARD_HOPS >= 7
-,              PC_G_BLANK
-#endif
-#if POSTCARD_HOPS >= 8
-,              PC_G_BLANK
-#endif
-            ): consume();
-            (PC_EVICT_HI,
-             _
-#if POSTCARD_HOPS >= 2
-,              _
-#endif
-#if POSTCARD_HOPS >= 3
-,              _
-#endif
-#if POSTCARD_HOPS >= 4
-,              _
-#endif
-#if POSTCARD_HOPS >= 5
-,              _
-#endif
-#if POSTCARD_HOPS >= 6
-,              _
-#endif
-#if POSTCARD_HOPS >= 7
-,              _
-#endif
-#if POSTCARD_HOPS >= 8
-,              _
-#endif
-            ): send_evicted();
+            (PC_FLUSH, PC_CELLS(_)): send_flushed();
+            (PC_EVICT, PC_CELLS(PC_G_BLANK)): consume();
+            (PC_EVICT, PC_CELLS(_)): send_evicted();
+            (PC_EVICT_HI, PC_CELLS(PC_G_BLANK)): consume();
+            (PC_EVICT_HI, PC_CELLS(_)): send_evicted();
         }
         default_action = consume();
         size = 8;
@@ -444,3 +337,5 @@ control TrPostcardCache(inout tr_headers_t hdr, inout tr_ig_md_t ig_md,
         tbl_pc_send.apply();
     }
 }
+#undef PC_CELL_KEYS
+#undef PC_CELLS
