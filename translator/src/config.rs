@@ -111,6 +111,10 @@ pub struct RequesterConfig {
     pub ack_every: u32,
     /// Frames in flight (sent, unacknowledged) per QP.
     pub window: u32,
+    /// Shrink the window on loss and grow it back as ACKs arrive (halved per sequence NAK or timeout,
+    /// one frame more per window acknowledged; never below 8 frames or above `window`). Go-back-N resends
+    /// everything after a lost frame, so a full window under random loss multiplies the traffic.
+    pub adaptive_window: bool,
     /// Work requests waiting for the window per QP; beyond it reports are dropped or NACKed.
     pub queue_capacity: u32,
     /// Retransmit timeout in microseconds before the RTT is measured, and (with `adaptive_timeout`) the
@@ -132,6 +136,7 @@ impl Default for RequesterConfig {
         RequesterConfig {
             ack_every: 16,
             window: 256,
+            adaptive_window: true,
             queue_capacity: 4096,
             retransmit_timeout_us: 1000,
             adaptive_timeout: true,

@@ -68,6 +68,8 @@ pub struct QpStats {
     pub timeout_ns: u64,
     /// Smoothed RTT (ns), once measured.
     pub srtt_ns: Option<u64>,
+    /// The window in force (frames), below the configured window after losses.
+    pub window_limit: u32,
 }
 
 struct Collector {
@@ -229,6 +231,7 @@ impl Engine {
                 error: c.qp.error(),
                 timeout_ns,
                 srtt_ns,
+                window_limit: c.qp.window_limit(),
             }
         })
     }

@@ -76,6 +76,9 @@ struct InFlight {
     resent: bool,
 }
 
+/// The least window loss shrinks it to (frames).
+const MIN_CWND: u32 = 8;
+
 /// One QP's requester.
 pub struct Requester {
     p: RequesterParams,
@@ -94,6 +97,10 @@ pub struct Requester {
     retries: u32,
     backoff: u32,
     rtt: RttEstimator,
+    /// The window in force (frames), below `cfg.window` after losses.
+    cwnd: u32,
+    /// Frames acknowledged since `cwnd` last grew.
+    cwnd_acked: u32,
     rto_at: Option<Instant>,
     rnr_until: Option<Instant>,
     /// Set when the rate limiter holds the next frame back.
@@ -121,6 +128,8 @@ impl Requester {
         );
         Requester {
             rtt,
+            cwnd: p.cfg.window,
+            cwnd_acked: 0,
             dcqcn,
             next_psn: p.start_psn,
             p,
@@ -217,7 +226,7 @@ impl Requester {
         let Some(front) = self.queue.front() else {
             return false;
         };
-        if self.window.len() >= self.p.cfg.window as usize || self.atomic_blocked(front) {
+        if self.window.len() >= self.cwnd as usize || self.atomic_blocked(front) {
             return false;
         }
         let len = front.op.frame_len();
@@ -229,7 +238,7 @@ impl Requester {
         };
         let psn = self.next_psn;
         self.since_ack_req += 1;
-        let window_full = self.window.len() + 1 >= self.p.cfg.window as usize;
+        let window_full = self.window.len() + 1 >= self.cwnd as usize;
         let stalls = match self.queue.front() {
             None => true,
             Some(next) => {
@@ -305,6 +314,31 @@ impl Requester {
         (base, self.rtt.srtt())
     }
 
+    /// The window in force (frames in flight at most), below the configured one after losses.
+    pub fn window_limit(&self) -> u32 {
+        self.cwnd
+    }
+
+    /// A loss (sequence NAK or timeout): halve the window, down to `MIN_CWND`.
+    fn on_loss(&mut self) {
+        if self.p.cfg.adaptive_window {
+            self.cwnd = (self.cwnd / 2).max(MIN_CWND.min(self.p.cfg.window));
+            self.cwnd_acked = 0;
+        }
+    }
+
+    /// `n` frames acknowledged: one frame more per window's worth (additive increase).
+    fn on_acked(&mut self, n: usize) {
+        if self.cwnd >= self.p.cfg.window {
+            return;
+        }
+        self.cwnd_acked = self.cwnd_acked.saturating_add(n as u32);
+        if self.cwnd_acked >= self.cwnd {
+            self.cwnd_acked -= self.cwnd;
+            self.cwnd += 1;
+        }
+    }
+
     /// Index in the window of `psn`, if it is in flight.
     fn index_of(&self, psn: u32) -> Option<usize> {
         let front = self.window.front()?.psn;
@@ -325,6 +359,7 @@ impl Requester {
             }
             self.window.pop_front();
             self.sent = self.sent.saturating_sub(1);
+            self.on_acked(1);
         }
         false
     }
@@ -452,6 +487,9 @@ impl Requester {
                 if !echo || stuck {
                     self.last_rewind = Some((psn, now));
                     self.rewind_to_front(c);
+                    if !echo {
+                        self.on_loss();
+                    }
                 }
             }
             AckKind::RnrNak { timer } => {
@@ -544,6 +582,10 @@ impl Requester {
             return self.error;
         }
         self.backoff = (self.backoff + 1).min(self.p.cfg.max_backoff_shift);
+        // One halving per loss event: a probe that times out again is the same loss.
+        if self.probe.is_none() {
+            self.on_loss();
+        }
         self.probe = Some(self.probe.map_or(self.sent, |b| b.max(self.sent)));
         self.sent = 0;
         self.rnr_until = None;
@@ -584,5 +626,7 @@ impl Requester {
         self.probe = None;
         self.error = None;
         self.rate = RateLimiter::new(&self.p.rate, now);
+        self.cwnd = self.p.cfg.window;
+        self.cwnd_acked = 0;
     }
 }

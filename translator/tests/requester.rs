@@ -336,3 +336,40 @@ fn timeout_probe_answered_alone_goes_back_n() {
     e.handle_frame(Instant(32_000), &response(3, OK, None));
     assert!(e.is_idle());
 }
+
+/// Loss halves the window (not below 8), echoes of the same loss do not, and ACKs grow it back by one
+/// frame per window acknowledged.
+#[test]
+fn loss_halves_the_window_and_acks_grow_it_back() {
+    let mut e = engine(|c| {
+        c.requester.window = 32;
+        c.requester.ack_every = 1;
+    });
+    for k in 0..40 {
+        e.handle_frame(Instant(0), &kw(k, 0, false));
+    }
+    assert_eq!(drain(&mut e, Instant(0)).len(), 32);
+    assert_eq!(e.qp_stats(0).unwrap().window_limit, 32);
+    // The responder lost PSN 4: 0..=3 retire, the window halves to 16, 4..=19 go again.
+    let nak = AckKind::Nak(NakCode::PsnSequenceError);
+    e.handle_frame(Instant(100), &response(4, nak, None));
+    assert_eq!(e.qp_stats(0).unwrap().window_limit, 16);
+    let resent = psns(&drain(&mut e, Instant(100)));
+    assert_eq!(resent.first(), Some(&(4, true)));
+    assert_eq!(
+        resent.len(),
+        28,
+        "the 28 frames in the window go again; no new ones beyond 16"
+    );
+    // The echo of the same NAK changes nothing.
+    e.handle_frame(Instant(101), &response(4, nak, None));
+    assert_eq!(e.qp_stats(0).unwrap().window_limit, 16);
+    // ACK of 4..=19 (16 frames): one window acknowledged, the window grows to 17.
+    e.handle_frame(Instant(200), &response(19, OK, None));
+    assert_eq!(e.qp_stats(0).unwrap().window_limit, 17);
+    // Another loss: 8.5 -> 8; a third: stays at the floor of 8.
+    e.handle_frame(Instant(300), &response(20, nak, None));
+    assert_eq!(e.qp_stats(0).unwrap().window_limit, 8);
+    e.handle_frame(Instant(20_000), &response(21, nak, None));
+    assert_eq!(e.qp_stats(0).unwrap().window_limit, 8);
+}

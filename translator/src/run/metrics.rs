@@ -250,6 +250,7 @@ impl Sources {
         let mut window = Vec::new();
         let mut queue = Vec::new();
         let mut rto = Vec::new();
+        let mut limit = Vec::new();
         let mut srtt = Vec::new();
         for (k, s) in snaps.iter().enumerate() {
             for (i, q) in s.qps.iter().enumerate() {
@@ -257,6 +258,7 @@ impl Sources {
                 window.push((l.clone(), q.window as u64));
                 queue.push((l.clone(), q.queue as u64));
                 rto.push((l.clone(), q.timeout_ns / 1000));
+                limit.push((l.clone(), u64::from(q.window_limit)));
                 if let Some(s) = q.srtt_ns {
                     srtt.push((l, s / 1000));
                 }
@@ -264,6 +266,12 @@ impl Sources {
         }
         metric("qp_window", "Frames in flight per QP.", "gauge", &window);
         metric("qp_queue", "Work requests waiting per QP.", "gauge", &queue);
+        metric(
+            "qp_window_limit",
+            "Frames allowed in flight per QP (halved on loss, regrown by ACKs).",
+            "gauge",
+            &limit,
+        );
         metric(
             "qp_retransmit_timeout_microseconds",
             "Base retransmit timeout per QP (adaptive: smoothed RTT + 4 x variation, clamped).",
