@@ -18,6 +18,8 @@
 //! error; [`NetioError`] is for failures of the endpoint itself, with the call and object named.
 
 #[cfg(target_os = "linux")]
+pub mod affinity;
+#[cfg(target_os = "linux")]
 pub mod afpacket;
 mod batch;
 mod burst;

@@ -64,6 +64,17 @@ fn spawn<T: Send + 'static>(
         .with_context(|| format!("spawning thread {name}"))
 }
 
+/// Pins the calling thread to `core`, if one is configured (checked against the allowed cores at start,
+/// so a failure here is unexpected and only costs the pinning).
+fn pin(core: Option<usize>, who: &str) {
+    if let Some(c) = core {
+        match dta_netio::affinity::pin_current_thread(c) {
+            Ok(()) => log::info!("{who} pinned to core {c}"),
+            Err(e) => log::warn!("{who}: {e}"),
+        }
+    }
+}
+
 /// Loads the configuration and applies the overrides.
 pub fn load(path: &Path, o: Overrides) -> Result<Settings> {
     let text =
@@ -86,6 +97,9 @@ pub fn load(path: &Path, o: Overrides) -> Result<Settings> {
         s.daemon.metrics = Some(settings::MetricsSection { bind });
     }
     s.validate()?;
+    let allowed = dta_netio::affinity::current_thread_cores()
+        .context("reading the cores this process may run on")?;
+    s.check_cores(&allowed)?;
     Ok(s)
 }
 
@@ -226,7 +240,9 @@ pub fn run(mut s: Settings) -> Result<()> {
             snapshots: snapshots.clone(),
             stop: stop_workers.clone(),
         };
+        let core = s.daemon.workers.cores.get(k).copied();
         workers.push(spawn(&format!("dta-worker-{k}"), move || {
+            pin(core, &format!("worker {k}"));
             worker::run(engine, io, clock)
         })?);
     }
@@ -257,7 +273,11 @@ pub fn run(mut s: Settings) -> Result<()> {
         stop: stop_io.clone(),
         burst,
     };
-    let io_handle = spawn("dta-io", move || io_thread.run())?;
+    let io_core = s.daemon.io.core;
+    let io_handle = spawn("dta-io", move || {
+        pin(io_core, "the I/O thread");
+        io_thread.run()
+    })?;
 
     let sources = Sources {
         workers: snapshots,

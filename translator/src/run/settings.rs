@@ -36,6 +36,8 @@ pub struct IoSection {
     pub eal_args: Vec<String>,
     /// Most frames per receive burst.
     pub burst: usize,
+    /// Core the I/O thread is pinned to; none leaves it to the scheduler.
+    pub core: Option<usize>,
 }
 
 impl Default for IoSection {
@@ -46,6 +48,7 @@ impl Default for IoSection {
             collector_port: None,
             eal_args: Vec::new(),
             burst: 64,
+            core: None,
         }
     }
 }
@@ -56,11 +59,17 @@ impl Default for IoSection {
 pub struct WorkersSection {
     /// Worker threads, each with its own engine and one QP per collector.
     pub count: usize,
+    /// Core of each worker thread (as DPDK lcores: one thread per core, pinned); empty leaves them to the
+    /// scheduler.
+    pub cores: Vec<usize>,
 }
 
 impl Default for WorkersSection {
     fn default() -> Self {
-        WorkersSection { count: 1 }
+        WorkersSection {
+            count: 1,
+            cores: Vec::new(),
+        }
     }
 }
 
@@ -149,6 +158,13 @@ impl Settings {
         if d.workers.count == 0 || d.workers.count > 64 {
             bail!("[workers] count {} is not in 1..=64", d.workers.count);
         }
+        if !d.workers.cores.is_empty() && d.workers.cores.len() != d.workers.count {
+            bail!(
+                "[workers] cores lists {} cores for {} workers: give one per worker, or none",
+                d.workers.cores.len(),
+                d.workers.count
+            );
+        }
         if d.collectors.is_empty() {
             bail!("no collector: add a [[collectors]] section with its control address and token");
         }
@@ -162,6 +178,22 @@ impl Settings {
         }
         if u64::from(self.engine.local.udp_src_port_base) + qps > 0xFFFF {
             bail!("[local] udp_src_port_base leaves no room for {qps} QPs");
+        }
+        Ok(())
+    }
+
+    /// Checks that every configured core is one this process may run on.
+    pub fn check_cores(&self, allowed: &[usize]) -> Result<()> {
+        let d = &self.daemon;
+        for (what, core) in
+            d.io.core
+                .iter()
+                .map(|c| ("[io] core", *c))
+                .chain(d.workers.cores.iter().map(|c| ("[workers] cores", *c)))
+        {
+            if !allowed.contains(&core) {
+                bail!("{what}: core {core} is not one this process may run on ({allowed:?})");
+            }
         }
         Ok(())
     }
@@ -247,5 +279,28 @@ qpn_base = 0x200
         )
         .unwrap();
         assert!(s.validate().unwrap_err().to_string().contains("3 ports"));
+    }
+
+    #[test]
+    fn cores_one_per_worker_and_allowed() {
+        let with = |extra: &str| {
+            Settings::from_toml(&FILE.replace("count = 2\n", &format!("count = 2\n{extra}\n")))
+                .unwrap()
+        };
+        let s = with("cores = [1, 2]");
+        s.validate().unwrap();
+        assert_eq!(s.daemon.workers.cores, vec![1, 2]);
+        s.check_cores(&[0, 1, 2, 3]).unwrap();
+        let e = s.check_cores(&[0, 1]).unwrap_err().to_string();
+        assert!(e.contains("core 2 is not one"), "{e}");
+        let e = with("cores = [1]").validate().unwrap_err().to_string();
+        assert!(e.contains("1 cores for 2 workers"), "{e}");
+        let s = Settings::from_toml(&FILE.replace("eal_args", "core = 7\neal_args")).unwrap();
+        assert_eq!(s.daemon.io.core, Some(7));
+        assert!(s
+            .check_cores(&[0, 1])
+            .unwrap_err()
+            .to_string()
+            .contains("[io] core"));
     }
 }
