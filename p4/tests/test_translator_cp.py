@@ -240,8 +240,11 @@ def test_compute_entries_sketch_profile_exact():
         region("region_keyinc", cp.KIND_KEYINC, 0, 0, 139637977772032, 9029, mask=1023, build=build),
         region("region_keywrite", cp.KIND_KEYWRITE, 0, 1, 139637976731648, 4660, mask=255, build=build),
         region("region_sketch", cp.KIND_SKETCH, 7, 0, 139637980917760, 22136, build=build,
-               extra={"col_base": 100, "rep_base": 10, "last_col": 1023, "reporters_m1": 2}),
+               extra={"col_base": 100, "last_col": 1023, "reporters_m1": 2}),
     ]
+    assert e["tbl_sk_reporter"] == [
+        {"key": {"ig_md.collector_idx": 1, "hdr.dta_sketch.sketch_id": 7, "hdr.dta_sketch.reporter_id": r},
+         "action": "reporter_slot", "data": {"slot": 10 + r}} for r in range(3)]
     # one column of 4 counters per WRITE: IPv4 length 20 + 8 + 12 + RETH 16 + 16 + iCRC 4
     assert cp.tail_len(cp.KIND_SKETCH, build) == 4 + 16 + 16
     assert cp.ip_total_len(cp.KIND_SKETCH, build) == 76
@@ -254,7 +257,7 @@ def test_compute_entries_sketch_profile_exact():
     assert e["reg_psn"] == [{"index": 0, "value": 0x100}, {"index": 1, "value": 4}]
     # the default build lists the sketch under ignored and clears nothing
     d = cp.compute_entries(WELCOME, HELLO, SITE)
-    assert {"id": 7, "kind": "sketch"} in d["ignored"] and d["reg_clear"] == []
+    assert {"id": 7, "kind": "sketch"} in d["ignored"] and d["reg_clear"] == [] and d["tbl_sk_reporter"] == []
 
 
 def test_compute_entries_sketch_refusals():

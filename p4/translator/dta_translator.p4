@@ -67,6 +67,7 @@ control TrIngress(inout tr_headers_t hdr, inout tr_ig_md_t ig_md,
     TrPostcardCache() postcard_cache;
 #endif
 #ifdef TR_SKETCH
+    TrSketchReporter() sketch_reporter;
     TrSketchMerge() sketch_merge;
 #endif
     TrRoceResponse() roce_response;
@@ -103,6 +104,11 @@ control TrIngress(inout tr_headers_t hdr, inout tr_ig_md_t ig_md,
 #endif
         if (hdr.dta_base.isValid()) {
             if (tbl_collector.apply().hit) {
+#ifdef TR_SKETCH
+                if (hdr.dta_sketch.isValid()) {
+                    sketch_reporter.apply(hdr, ig_md);
+                }
+#endif
                 seq_nack.apply(hdr, ig_md, ig_intr_md, ig_tm_md);
                 if (ig_md.handled == 0) {
                     if (ig_md.kind == KIND_FORWARD) {
@@ -133,8 +139,12 @@ control TrIngress(inout tr_headers_t hdr, inout tr_ig_md_t ig_md,
                     }
 #endif
 #ifdef TR_SKETCH
-                    else {
+                    else if (ig_md.sk_rep_ok == 1) {
                         sketch_merge.apply(hdr, ig_md, ig_intr_md, ig_tm_md);
+                    } else {
+                        ig_md.handled = 1;
+                        ig_md.drop = 1;
+                        ig_md.count_reason = CNT_SKETCH_BAD_REPORTER;
                     }
 #endif
                 }

@@ -7,7 +7,7 @@ parser TrIngressParser(packet_in pkt, out tr_headers_t hdr, out tr_ig_md_t ig_md
     TofinoIngressParser() tofino_parser;
     state start {
         ig_md = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-                 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+                 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
         tofino_parser.apply(pkt, ig_intr_md);
         transition parse_ethernet;
     }

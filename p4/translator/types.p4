@@ -28,6 +28,7 @@ const bit<8> CNT_ROCE_CNP       = 11;
 @noWarn("unused") const bit<8> CNT_SKETCH_MERGED   = 14;   /* with -DTR_SKETCH only: merged, column not complete */
 @noWarn("unused") const bit<8> CNT_SKETCH_DUPLICATE = 15;  /* a column this reporter already sent */
 @noWarn("unused") const bit<8> CNT_SKETCH_GAP_NACKED = 16; /* a reporter skipped columns: NACKed */
+@noWarn("unused") const bit<8> CNT_SKETCH_BAD_REPORTER = 18; /* with -DTR_SKETCH: reporter id without a slot */
 @noWarn("unused") const bit<8> CNT_BAD_HOP = 17;           /* with -DTR_POSTCARDING: hop or path length out of range */
 
 /* ingress -> egress, in front of every packet. The ingress builds the whole RoCE frame (every header valid
@@ -178,6 +179,7 @@ struct tr_ig_md_t {
     /* sketch (-DTR_SKETCH) */
     bit<16>    sk_col_idx;      /* column's index in the row registers: base of the sketch + column */
     bit<16>    sk_rep_idx;      /* (sketch, reporter) slot of the order check */
+    bit<1>     sk_rep_ok;       /* the reporter has a slot (TrSketchReporter hit) */
     bit<16>    sk_last_col;     /* columns - 1 */
     bit<16>    sk_reporters_m1; /* reporters - 1 */
     bit<8>     sk_order;        /* order check predicate (TrSketchMerge) */

@@ -84,16 +84,16 @@ control TrRdmaBuild(inout tr_headers_t hdr, inout tr_ig_md_t ig_md) {
 #ifdef TR_SKETCH
     Hash<bit<32>>(HashAlgorithm_t.IDENTITY) column_offset;
     /* Sketch-Merge (list id = sketch id): one RDMA WRITE of a merged column (SKETCH_ROWS big-endian u32) at
-     * va + column * 4 * SKETCH_ROWS; the column's register index and the reporter's order-check slot */
+     * va + column * 4 * SKETCH_ROWS; the column's register index (the reporter's order-check slot comes from
+     * TrSketchReporter) */
     action region_sketch(bit<8> qp_idx, bit<24> dest_qp, bit<32> icrc_k_le,
                          bit<16> udp_src_port, bit<48> src_mac, bit<48> dst_mac, bit<32> src_ip,
-                         bit<64> va, bit<32> rkey, bit<16> col_base, bit<16> rep_base, bit<16> last_col,
+                         bit<64> va, bit<32> rkey, bit<16> col_base, bit<16> last_col,
                          bit<16> reporters_m1) {
         common(qp_idx, dest_qp, 32w0, icrc_k_le, udp_src_port, src_mac, dst_mac, src_ip,
                16w60 + 4 * SKETCH_ROWS, BTH_OP_RC_WRITE_ONLY);
         write_only(va, rkey, 32w4 * SKETCH_ROWS);
         ig_md.sk_col_idx = col_base + hdr.dta_sketch.column;
-        ig_md.sk_rep_idx = rep_base + hdr.dta_sketch.reporter_id;
         ig_md.sk_last_col = last_col;
         ig_md.sk_reporters_m1 = reporters_m1;
         /* column * 4 * SKETCH_ROWS through the hash unit (identity over the bits of the shifted value): an

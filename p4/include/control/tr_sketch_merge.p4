@@ -15,9 +15,8 @@
  * (no batching of contiguous columns: every column is its own WRITE, same memory contents). A column the
  * reporter already sent is dropped; one after a gap is answered with a DTA NACK (base header with the
  * reporter's opcode, then the low byte of its last column merged in order), as the Rust translator does.
- * Not checked in the data plane (see p4/README.md): reporter ids below `reporters` (a larger id shares
- * another slot of the order check), one op per sketch; no idle-timeout flush is needed (a column is written
- * the moment it completes). */
+ * Not checked in the data plane (see p4/README.md): one op per sketch. No idle-timeout flush is needed (a
+ * column is written the moment it completes). */
 
 /* reg_expected's predicate: bit (2 * cmphi + cmplo), cmplo = column is the expected one */
 const bit<8> SK_GAP_OR_DUP    = 1;   /* not the expected column */
@@ -26,6 +25,29 @@ const bit<8> SK_GAP_OR_DUP_HI = 4;   /* not the expected column (expected is the
 const bit<8> SK_IN_ORDER_LAST = 8;   /* the expected column, the sketch's last (expected wraps to 0) */
 const bit<8> SK_OP_SUM = 0;
 const bit<8> SK_OP_MAX = 1;
+
+/* before the region lookup (in parallel with it): the (sketch, reporter) slot of the order check. Only the
+ * reporters 0..reporters-1 of a sketch have an entry, so a report from any other reporter id is dropped and
+ * counted (CNT_SKETCH_BAD_REPORTER), as the Rust translator drops it (BadSketch). */
+control TrSketchReporter(inout tr_headers_t hdr, inout tr_ig_md_t ig_md) {
+    action reporter_slot(bit<16> slot) {
+        ig_md.sk_rep_idx = slot;
+        ig_md.sk_rep_ok = 1;
+    }
+    table tbl_sk_reporter {
+        key = {
+            ig_md.collector_idx: exact;
+            hdr.dta_sketch.sketch_id: exact;
+            hdr.dta_sketch.reporter_id: exact;
+        }
+        actions = { reporter_slot; NoAction; }
+        default_action = NoAction();
+        size = SKETCH_REPORTER_SLOTS;
+    }
+    apply {
+        tbl_sk_reporter.apply();
+    }
+}
 
 control TrSketchMerge(inout tr_headers_t hdr, inout tr_ig_md_t ig_md,
                       in ingress_intrinsic_metadata_t ig_intr_md,

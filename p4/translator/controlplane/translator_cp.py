@@ -295,7 +295,7 @@ def compute_entries(welcome, hello, site, build=DEFAULT_BUILD):
     src_ip, dst_ip = ip_str(hello["ip"]), ip_str(welcome["ip"])
     n_max = {KIND_KEYWRITE: 0, KIND_KEYINC: 0, KIND_POSTCARD: 1}
     out = {"tbl_collector": [], "tbl_copies": [], "tbl_region": [], "tbl_qpn": [], "reg_psn": [],
-           "reg_clear": [], "mcast_groups": mcast_groups(cidx, port), "ignored": ignored}
+           "tbl_sk_reporter": [], "reg_clear": [], "mcast_groups": mcast_groups(cidx, port), "ignored": ignored}
     sk_reporters = site.get("sketch_reporters", 1)
     sk_col = site.get("sketch_col_base", 0)
     sk_rep = site.get("sketch_rep_base", 0)
@@ -362,8 +362,13 @@ def compute_entries(welcome, hello, site, build=DEFAULT_BUILD):
                                  f"SKETCH_REPORTER_SLOTS {build['sketch_reporter_slots']}")
             out["tbl_region"].append(region_entry(
                 "region_sketch", kind, r["id"], qp, r,
-                extra={"col_base": sk_col, "rep_base": sk_rep, "last_col": columns - 1,
-                       "reporters_m1": sk_reporters - 1}))
+                extra={"col_base": sk_col, "last_col": columns - 1, "reporters_m1": sk_reporters - 1}))
+            # the order-check slot of each reporter 0..n-1; other reporter ids miss and are dropped
+            for rep in range(sk_reporters):
+                out["tbl_sk_reporter"].append({
+                    "key": {"ig_md.collector_idx": cidx, "hdr.dta_sketch.sketch_id": r["id"],
+                            "hdr.dta_sketch.reporter_id": rep},
+                    "action": "reporter_slot", "data": {"slot": sk_rep + rep}})
             # a fresh round: every reporter starts at column 0, no partial column is kept
             out["reg_clear"].append({"registers": ["reg_expected", "reg_expected_copy"],
                                      "start": sk_rep, "count": sk_reporters})
@@ -441,6 +446,8 @@ def load(bfrt, entries, pipe="pipe"):  # pragma: no cover - needs a switch
         "tbl_qpn": ing.roce_response.tbl_qpn,
         "tbl_region": ing.rdma_build.tbl_region,
     }
+    if entries.get("tbl_sk_reporter"):
+        tables["tbl_sk_reporter"] = ing.sketch_reporter.tbl_sk_reporter
     for name, table in tables.items():
         for e in entries[name]:
             args = {k.split(".")[-1]: v for k, v in e["key"].items()}
