@@ -65,6 +65,9 @@ impl Metrics {
     }
 }
 
+/// How long the sender waits without the translator taking a report before it gives up.
+const STALL: Duration = Duration::from_secs(30);
+
 /// A UDP socket in the reporter namespace aimed at the collector's report port.
 pub struct Sender {
     socket: UdpSocket,
@@ -95,14 +98,32 @@ impl Sender {
         let deadline = Instant::now() + timeout;
         let mut i = 0usize;
         let mut sent_here = 0u64;
+        let (mut last_taken, mut last_progress) = (0u64, Instant::now());
         while i < reports.len() {
             let taken = metrics
                 .value("dta_translator_reports_total", "")?
                 .saturating_sub(base);
             let queued = metrics.value("dta_translator_qp_queue", "")?;
+            if taken != last_taken {
+                (last_taken, last_progress) = (taken, Instant::now());
+            }
             if sent_here.saturating_sub(taken) >= window || queued > 16384 {
-                if Instant::now() > deadline {
-                    bail!("sending stalled: {sent_here} sent, {taken} taken by the translator, {queued} queued");
+                // No report taken for this long while the window is full: reports were lost on the way
+                // or the translator is stuck; say which counters show it rather than wait for the watchdog.
+                if Instant::now() > deadline || last_progress.elapsed() > STALL {
+                    let text = metrics.scrape().unwrap_or_default();
+                    let detail: Vec<&str> = text
+                        .lines()
+                        .filter(|l| {
+                            !l.starts_with('#')
+                                && (l.contains("port_") || l.contains("qp_") || l.contains("drops"))
+                        })
+                        .collect();
+                    bail!(
+                        "sending stalled: {sent_here} sent, {taken} taken by the translator, {queued} queued, no progress for {:?}; {}",
+                        last_progress.elapsed(),
+                        detail.join("; ")
+                    );
                 }
                 std::thread::sleep(Duration::from_millis(2));
                 continue;

@@ -2,6 +2,7 @@
 //! translator (bump in the wire on `ta`/`tb`), with configuration files in a scratch directory and a
 //! watchdog that tears everything down and fails the process if the test overruns its time.
 
+use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -167,7 +168,7 @@ impl System {
 
         let pids = Arc::new(Mutex::new(Vec::new()));
         let disarm = Arc::new(AtomicBool::new(false));
-        watchdog(opts.limit, &prefix, pids.clone(), disarm.clone());
+        watchdog(opts.limit, &prefix, &dir, pids.clone(), disarm.clone());
 
         let collector = start_collector(&topo, &dir, &pids)?;
         let cfg = dir.join("translator.toml");
@@ -372,9 +373,17 @@ fn resolve_collector(topo: &Topology) -> Result<()> {
 }
 
 /// After `limit`, kills the daemons, removes the namespaces and exits with failure: a hung test must not
-/// hang `make test`, nor leave namespaces behind.
-fn watchdog(limit: Duration, prefix: &str, pids: Arc<Mutex<Vec<u32>>>, disarm: Arc<AtomicBool>) {
+/// hang `make test`, nor leave namespaces behind. It writes to the process's stderr directly (the test
+/// harness captures `eprintln!` and never shows it when the process exits), with the daemons' log tails.
+fn watchdog(
+    limit: Duration,
+    prefix: &str,
+    dir: &std::path::Path,
+    pids: Arc<Mutex<Vec<u32>>>,
+    disarm: Arc<AtomicBool>,
+) {
     let prefix = prefix.to_string();
+    let dir = dir.to_path_buf();
     std::thread::spawn(move || {
         let end = Instant::now() + limit;
         while Instant::now() < end {
@@ -383,7 +392,20 @@ fn watchdog(limit: Duration, prefix: &str, pids: Arc<Mutex<Vec<u32>>>, disarm: A
             }
             std::thread::sleep(Duration::from_millis(200));
         }
-        eprintln!("WATCHDOG: test {prefix} exceeded {limit:?}; cleaning up and failing");
+        let mut err = std::io::stderr();
+        let _ = writeln!(
+            err,
+            "WATCHDOG: test {prefix} exceeded {limit:?}; cleaning up and failing"
+        );
+        for name in ["translator.log", "collector.log"] {
+            if let Ok(text) = std::fs::read_to_string(dir.join(name)) {
+                let lines: Vec<&str> = text.lines().collect();
+                let _ = writeln!(err, "---- last lines of {name} ----");
+                for l in &lines[lines.len().saturating_sub(30)..] {
+                    let _ = writeln!(err, "{l}");
+                }
+            }
+        }
         if let Ok(v) = pids.lock() {
             for &pid in v.iter() {
                 // SAFETY: kill(2) on PIDs of our own children.
@@ -393,6 +415,7 @@ fn watchdog(limit: Duration, prefix: &str, pids: Arc<Mutex<Vec<u32>>>, disarm: A
         for s in ["r", "t", "c"] {
             let _ = crate::netns::ip(&["netns", "del", &format!("{prefix}{s}")]);
         }
+        let _ = std::fs::remove_dir_all(&dir);
         std::process::exit(1);
     });
 }

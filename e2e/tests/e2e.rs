@@ -1,7 +1,9 @@
 //! The whole system in network namespaces: reporter -> translator (bump in the wire) -> collector with the
 //! software responder, then exact checks through the collector's HTTP API. Each test builds its own
 //! namespaces (removed on drop, and by a watchdog if the test overruns) and prints SKIP without root,
-//! unless DTA_REQUIRE_NETNS=1. Tests run one at a time: they share two CPU cores.
+//! unless DTA_REQUIRE_NETNS=1. Tests run one at a time: they share two CPU cores. Each takes about a
+//! minute on an idle 2-core machine (debug build); the watchdog limits are generous because a loaded
+//! machine (parallel builds) can make them several times slower without anything being wrong.
 
 use std::sync::Mutex;
 use std::time::Duration;
@@ -73,7 +75,7 @@ fn every_primitive_is_exact_through_af_packet() -> Result<()> {
     let opts = Options {
         io: Io::AfPacket,
         faults: None,
-        limit: Duration::from_secs(240),
+        limit: Duration::from_secs(480),
         workers: 1,
         collector_io: Io::AfPacket,
     };
@@ -98,7 +100,7 @@ fn every_primitive_is_exact_through_dpdk_with_two_workers() -> Result<()> {
     let opts = Options {
         io: Io::Dpdk,
         faults: None,
-        limit: Duration::from_secs(240),
+        limit: Duration::from_secs(480),
         workers: 2,
         collector_io: Io::Dpdk,
     };
@@ -129,7 +131,7 @@ fn every_primitive_is_exact_with_one_percent_drop_and_reorder() -> Result<()> {
     let opts = Options {
         io: Io::Dpdk,
         faults: Some((0.01, 0.01)),
-        limit: Duration::from_secs(300),
+        limit: Duration::from_secs(600),
         workers: 2,
         collector_io: Io::AfPacket,
     };
@@ -160,7 +162,7 @@ fn translator_survives_a_collector_restart_and_counts_the_loss() -> Result<()> {
     let opts = Options {
         io: Io::Dpdk,
         faults: None,
-        limit: Duration::from_secs(240),
+        limit: Duration::from_secs(480),
         workers: 2,
         collector_io: Io::AfPacket,
     };
