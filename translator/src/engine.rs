@@ -295,11 +295,15 @@ impl Engine {
     }
 
     fn route_key(&self, key: u32, dst_ip: [u8; 4]) -> Option<usize> {
+        self.route(|| key_checksum(key), dst_ip)
+    }
+
+    /// The collector of a key whose checksum `checksum` gives (called only when more than one collector
+    /// is routed by key hash, so one collector, the common case, costs no hash here).
+    fn route(&self, checksum: impl FnOnce() -> u32, dst_ip: [u8; 4]) -> Option<usize> {
         match self.cfg.routing.keys {
-            // One collector (the common case) needs no hash: the checksum is computed again for the
-            // entry, so skip this copy of the work on the packet path.
             KeyRouting::KeyHash if self.collectors.len() == 1 => Some(0),
-            KeyRouting::KeyHash => Some(key_checksum(key) as usize % self.collectors.len()),
+            KeyRouting::KeyHash => Some(checksum() as usize % self.collectors.len()),
             KeyRouting::DestinationIp => self.collectors.iter().position(|c| c.ip == dst_ip),
         }
     }
@@ -378,11 +382,13 @@ impl Engine {
         let dst = udp.endpoints.dst_ip;
         match r.body {
             Body::KeyWrite(kw) => {
-                let i = self.route_key(kw.key, dst).ok_or(DropReason::NoRegion)?;
+                // Once per report: the entries store it and key-hash routing uses it.
+                let checksum = key_checksum(kw.key);
+                let i = self.route(|| checksum, dst).ok_or(DropReason::NoRegion)?;
                 let col = &mut self.collectors[i];
                 let region = col.regions.key_write.ok_or(DropReason::NoRegion)?;
                 room(&col.qp, usize::from(kw.redundancy))?;
-                keywrite::handle(&kw, &region, &mut col.qp)
+                keywrite::handle_with_checksum(&kw, checksum, &region, &mut col.qp)
             }
             Body::KeyIncrement(ki) => {
                 let i = self.route_key(ki.key, dst).ok_or(DropReason::NoRegion)?;

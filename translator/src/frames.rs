@@ -5,8 +5,123 @@
 //! iCRC prefix is hashed once, and every later frame is a copy of the template with the PSN, the RETH or
 //! AtomicETH and the payload patched in, plus an iCRC over only those bytes.
 
+use std::cell::RefCell;
+use std::fmt;
+use std::ops::{Deref, DerefMut};
+
 use dta_protocol::roce::{bth, BthOpcode, FrameRepr, IcrcPrefix, ICRC_LEN, PSN_MASK};
 use dta_protocol::udp::{UdpEndpoints, HEADERS_LEN};
+use smallvec::SmallVec;
+
+/// Payload bytes a [`Payload`] holds without a heap buffer: the largest Key-Write entry (32 bytes), a
+/// Postcarding chunk (`CHUNK_STRIDE`, 32) and the Append head word (8).
+pub const INLINE_PAYLOAD: usize = 32;
+
+/// Heap buffers kept for reuse per thread (each at most a path MTU, so at most 1 MiB at 4 KiB).
+const POOL_MAX: usize = 256;
+/// Least capacity of a pooled buffer, so buffers of different batch sizes mostly fit each other.
+const POOL_MIN_CAPACITY: usize = 256;
+
+thread_local! {
+    /// Buffers of dropped large payloads (Append and Sketch-Merge batches), reused by the next ones: the
+    /// work request is dropped deep in the requester when its ACK retires it, so the buffer comes back
+    /// here, not to the primitive that filled it.
+    static POOL: RefCell<Vec<Vec<u8>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The bytes of a WRITE. Up to [`INLINE_PAYLOAD`] bytes (Key-Write entries, Postcarding chunks, Append
+/// head words) live inline in the work request; longer ones (Append and Sketch-Merge batches, at most a
+/// path MTU) take a heap buffer from a per-thread pool and give it back when dropped, so the steady state
+/// allocates nothing per report either way.
+pub struct Payload(SmallVec<[u8; INLINE_PAYLOAD]>);
+
+impl Payload {
+    /// An empty payload with room for `n` bytes.
+    pub fn with_capacity(n: usize) -> Self {
+        if n <= INLINE_PAYLOAD {
+            return Payload(SmallVec::new());
+        }
+        let mut v = POOL
+            .try_with(|p| p.borrow_mut().pop())
+            .ok()
+            .flatten()
+            .unwrap_or_default();
+        v.clear();
+        v.reserve(n.max(POOL_MIN_CAPACITY));
+        // The capacity is above the inline capacity, so this keeps `v`'s buffer.
+        Payload(SmallVec::from_vec(v))
+    }
+
+    /// A payload holding a copy of `bytes`.
+    pub fn from_slice(bytes: &[u8]) -> Self {
+        if bytes.len() <= INLINE_PAYLOAD {
+            return Payload(SmallVec::from_slice(bytes));
+        }
+        let mut p = Self::with_capacity(bytes.len());
+        p.0.extend_from_slice(bytes);
+        p
+    }
+
+    /// Appends `bytes` (within the capacity asked for, this does not allocate).
+    pub fn extend_from_slice(&mut self, bytes: &[u8]) {
+        self.0.extend_from_slice(bytes);
+    }
+}
+
+impl Drop for Payload {
+    fn drop(&mut self) {
+        if !self.0.spilled() {
+            return;
+        }
+        let v = std::mem::take(&mut self.0).into_vec();
+        let _ = POOL.try_with(|p| {
+            if let Ok(mut p) = p.try_borrow_mut() {
+                if p.len() < POOL_MAX {
+                    p.push(v);
+                }
+            }
+        });
+    }
+}
+
+impl Deref for Payload {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl DerefMut for Payload {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        &mut self.0
+    }
+}
+
+impl Clone for Payload {
+    fn clone(&self) -> Self {
+        Payload::from_slice(self)
+    }
+}
+
+impl PartialEq for Payload {
+    fn eq(&self, other: &Self) -> bool {
+        self[..] == other[..]
+    }
+}
+
+impl Eq for Payload {}
+
+impl fmt::Debug for Payload {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self[..], f)
+    }
+}
+
+impl From<&[u8]> for Payload {
+    fn from(bytes: &[u8]) -> Self {
+        Payload::from_slice(bytes)
+    }
+}
 
 /// An RDMA operation, as the primitives ask for it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -18,7 +133,7 @@ pub enum Op {
         /// Remote key.
         rkey: u32,
         /// The bytes to write (at most the path MTU).
-        payload: Vec<u8>,
+        payload: Payload,
     },
     /// FETCH_ADD of `add` on the u64 at `va` (8-byte aligned).
     FetchAdd {
@@ -210,12 +325,12 @@ mod tests {
             Op::Write {
                 va: 0x7f00_0000_1000,
                 rkey: 0x1234,
-                payload: vec![1, 2, 3, 4, 5, 6, 7, 8],
+                payload: Payload::from_slice(&[1, 2, 3, 4, 5, 6, 7, 8]),
             },
             Op::Write {
                 va: 0x20,
                 rkey: 9,
-                payload: vec![9, 9, 9],
+                payload: Payload::from_slice(&[9; 40]),
             },
             Op::FetchAdd {
                 va: 0x7f00_0000_2000,
@@ -250,5 +365,25 @@ mod tests {
             }
         }
         assert_eq!(b.shapes.len(), 3);
+    }
+
+    #[test]
+    fn payloads_inline_or_pooled() {
+        let small = Payload::from_slice(&[1; INLINE_PAYLOAD]);
+        assert!(!small.0.spilled());
+        assert_eq!(small.clone(), small);
+        let mut big = Payload::with_capacity(100);
+        big.extend_from_slice(&[7; 60]);
+        big.extend_from_slice(&[8; 40]);
+        assert!(big.0.spilled());
+        assert_eq!(big.len(), 100);
+        assert_eq!((big[59], big[60]), (7, 8));
+        let at = big.as_ptr();
+        drop(big);
+        // The buffer comes back from the pool for the next large payload.
+        let again = Payload::from_slice(&[3; 200]);
+        assert_eq!(again.as_ptr(), at);
+        assert_eq!(&again[..], &[3; 200][..]);
+        assert_ne!(again.clone().as_ptr(), at);
     }
 }

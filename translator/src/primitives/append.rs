@@ -12,6 +12,7 @@ use dta_protocol::dta::{AppendRepr, Opcode};
 use dta_protocol::layout::{AppendGeometry, Geometry, Region};
 
 use crate::counters::{Counters, DropReason};
+use crate::frames::Payload;
 use crate::requester::Requester;
 use crate::time::Instant;
 
@@ -21,6 +22,7 @@ struct List {
     g: AppendGeometry,
     /// Entries written so far (flushed batches); the ring slot is `head mod entries`.
     head: u64,
+    /// The batch being filled; copied into the WRITE's payload at a flush and kept for the next batch.
     buf: Vec<u8>,
     count: u32,
     batches_since_head: u32,
@@ -132,7 +134,8 @@ impl AppendLists {
 
 fn flush(l: &mut List, idle: bool, head_every: u32, qp: &mut Requester, c: &mut Counters) {
     let va = l.region.va + l.g.entry_offset(l.head);
-    let payload = std::mem::take(&mut l.buf);
+    let payload = Payload::from_slice(&l.buf);
+    l.buf.clear();
     super::write(qp, Opcode::Append, va, l.region.rkey, payload);
     l.head += u64::from(l.count);
     l.count = 0;
@@ -145,6 +148,6 @@ fn flush(l: &mut List, idle: bool, head_every: u32, qp: &mut Requester, c: &mut 
 fn write_head(l: &mut List, qp: &mut Requester, c: &mut Counters) {
     l.batches_since_head = 0;
     c.append_head_writes += 1;
-    let head = AppendGeometry::encode_head(l.head).to_vec();
+    let head = Payload::from_slice(&AppendGeometry::encode_head(l.head));
     super::write(qp, Opcode::Append, l.region.va, l.region.rkey, head);
 }

@@ -2,30 +2,107 @@
 //! copy n.
 
 use dta_protocol::dta::{KeyWriteRepr, Opcode};
-use dta_protocol::layout::{Geometry, Region};
+use dta_protocol::hash::key_checksum;
+use dta_protocol::layout::{Geometry, Region, KEY_WRITE_CHECKSUM_LEN};
 
 use crate::counters::DropReason;
+use crate::frames::{Payload, INLINE_PAYLOAD};
 use crate::requester::Requester;
 
 /// Queues the N writes of `r` into `region`. The caller has checked the queue has room for N.
 pub fn handle(r: &KeyWriteRepr, region: &Region, qp: &mut Requester) -> Result<(), DropReason> {
+    handle_with_checksum(r, key_checksum(r.key), region, qp)
+}
+
+/// [`handle`] with the key's checksum (`key_checksum(r.key)`) already computed, by a caller that also
+/// routed on it: the checksum is computed once per report, not once per copy and again for routing.
+pub fn handle_with_checksum(
+    r: &KeyWriteRepr,
+    checksum: u32,
+    region: &Region,
+    qp: &mut Requester,
+) -> Result<(), DropReason> {
     let Geometry::KeyWrite(g) = region.geometry else {
         return Err(DropReason::NoRegion);
     };
-    if r.redundancy > g.n_max() || r.data.len() != g.data_len() {
+    let len = g.entry_size() as usize;
+    if r.redundancy > g.n_max() || r.data.len() != g.data_len() || len > INLINE_PAYLOAD {
         return Err(DropReason::GeometryMismatch);
     }
+    // The layout of `KeyWriteGeometry::encode_entry`, with the checksum given (a test checks they agree).
+    let mut entry = [0u8; INLINE_PAYLOAD];
+    entry[..KEY_WRITE_CHECKSUM_LEN].copy_from_slice(&checksum.to_le_bytes());
+    entry[KEY_WRITE_CHECKSUM_LEN..len].copy_from_slice(r.data);
+    let entry = &entry[..len];
     for n in 0..r.redundancy {
-        let mut entry = vec![0u8; g.entry_size() as usize];
-        g.encode_entry(r.key, r.data, &mut entry)
-            .ok_or(DropReason::GeometryMismatch)?;
         super::write(
             qp,
             Opcode::KeyWrite,
             region.va + g.offset(r.key, n),
             region.rkey,
-            entry,
+            Payload::from_slice(entry),
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{RateConfig, RequesterConfig};
+    use crate::counters::Counters;
+    use crate::frames::FrameBuilder;
+    use crate::requester::RequesterParams;
+    use crate::time::Instant;
+    use dta_protocol::layout::KeyWriteGeometry;
+    use dta_protocol::roce::{Extension, ROCEV2_UDP_PORT};
+    use dta_protocol::udp::UdpEndpoints;
+
+    #[test]
+    fn entries_match_the_layout_encoder() {
+        for entry_size in [8u32, 16, 32] {
+            let g = KeyWriteGeometry::new(1 << 10, entry_size, 4).unwrap();
+            let region = Region {
+                id: 0,
+                va: 0x1000,
+                rkey: 7,
+                geometry: Geometry::KeyWrite(g),
+            };
+            let ep = UdpEndpoints::new(
+                [2, 0, 0, 0, 0, 1],
+                [2, 0, 0, 0, 0, 2],
+                [198, 18, 0, 1],
+                [198, 18, 0, 2],
+                49152,
+                ROCEV2_UDP_PORT,
+            );
+            let params = RequesterParams {
+                cfg: RequesterConfig::default(),
+                rate: RateConfig::default(),
+                max_atomics: 16,
+                start_psn: 0,
+            };
+            let mut qp = Requester::new(params, FrameBuilder::new(ep, 0x11), Instant(0));
+            let data: Vec<u8> = (0..g.data_len() as u8).collect();
+            let r = KeyWriteRepr {
+                redundancy: 3,
+                key: 0xdead_beef,
+                data: &data,
+            };
+            handle(&r, &region, &mut qp).unwrap();
+            let mut want = vec![0u8; entry_size as usize];
+            g.encode_entry(r.key, &data, &mut want).unwrap();
+            let (mut c, mut out) = (Counters::default(), Vec::new());
+            for n in 0..3 {
+                assert!(qp.poll_transmit(Instant(0), &mut c, &mut out));
+                let f = dta_protocol::roce::FrameRepr::parse(&out).unwrap();
+                let Extension::Reth(h) = f.ext else {
+                    panic!("not a WRITE")
+                };
+                assert_eq!(h.va, 0x1000 + g.offset(r.key, n));
+                assert_eq!(f.payload, &want[..]);
+            }
+            assert!(!qp.poll_transmit(Instant(0), &mut c, &mut out));
+        }
+    }
 }

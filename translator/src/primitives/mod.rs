@@ -10,11 +10,11 @@ pub mod sketch;
 
 use dta_protocol::dta::Opcode;
 
-use crate::frames::Op;
+use crate::frames::{Op, Payload};
 use crate::requester::{Requester, WorkRequest};
 
 /// Queues a WRITE of `payload` at `va`.
-pub(crate) fn write(qp: &mut Requester, primitive: Opcode, va: u64, rkey: u32, payload: Vec<u8>) {
+pub(crate) fn write(qp: &mut Requester, primitive: Opcode, va: u64, rkey: u32, payload: Payload) {
     qp.push(WorkRequest {
         op: Op::Write { va, rkey, payload },
         primitive,

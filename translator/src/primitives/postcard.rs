@@ -10,6 +10,7 @@ use dta_protocol::hash::{key_checksum, POSTCARD_BLANK};
 use dta_protocol::layout::{Geometry, PostcardGeometry, Region, MAX_HOPS};
 
 use crate::counters::{Counters, DropReason};
+use crate::frames::Payload;
 use crate::requester::Requester;
 use crate::time::Instant;
 
@@ -152,6 +153,12 @@ fn write_flow(f: &Flow, region: &Region, g: &PostcardGeometry, n: u8, qp: &mut R
     let chunk = g.encode_chunk(f.key, &f.values[..usize::from(g.hops())]);
     for copy in 0..n {
         let va = region.va + g.offset(f.key, copy);
-        super::write(qp, Opcode::Postcard, va, region.rkey, chunk.to_vec());
+        super::write(
+            qp,
+            Opcode::Postcard,
+            va,
+            region.rkey,
+            Payload::from_slice(&chunk),
+        );
     }
 }

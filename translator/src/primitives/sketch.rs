@@ -11,6 +11,7 @@ use dta_protocol::dta::{Opcode, SketchOp, SketchRepr};
 use dta_protocol::layout::{Geometry, Region, SketchGeometry};
 
 use crate::counters::DropReason;
+use crate::frames::Payload;
 use crate::requester::Requester;
 use crate::time::Instant;
 
@@ -175,7 +176,7 @@ fn write_complete(
         }
         let rows = m.g.rows() as usize;
         let cells = &mut m.acc[start as usize * rows..(start + k) as usize * rows];
-        let mut payload = Vec::with_capacity(cells.len() * 4);
+        let mut payload = Payload::with_capacity(cells.len() * 4);
         for v in cells.iter_mut() {
             payload.extend_from_slice(&v.to_be_bytes());
             *v = 0;
