@@ -86,13 +86,14 @@
 #endif
 @noWarn("unused") const bit<32> POSTCARD_BLANK = 0xFFFFFFFF;
 
-/* Translator build profiles. The default build serves Key-Write, Key-Increment and Append. Postcarding
- * (-DTR_POSTCARDING) and Sketch-Merge (-DTR_SKETCH) are profiles that leave Append out to fit Tofino-1's 12
- * stages (p4/README.md); Append reports are then dropped and counted (CNT_UNSUPPORTED_OP). */
+/* Translator build profiles. The default build serves Key-Write, Key-Increment and Append; -DTR_POSTCARDING
+ * adds Postcarding, -DTR_SKETCH adds Sketch-Merge. Both together take 13 ingress and 13 egress stages (more
+ * than Tofino-1's 12, p4/README.md), so they are separate profiles. -DTR_NO_APPEND leaves Append out (its
+ * reports are then dropped and counted, CNT_UNSUPPORTED_OP), which frees stages, e.g. for POSTCARD_HOPS 8. */
 #if defined(TR_POSTCARDING) && defined(TR_SKETCH)
-#error "TR_POSTCARDING and TR_SKETCH are separate profiles"
+#error "TR_POSTCARDING and TR_SKETCH together need 13 stages: build one profile per translator"
 #endif
-#if !defined(TR_POSTCARDING) && !defined(TR_SKETCH)
+#ifndef TR_NO_APPEND
 #define TR_APPEND
 #endif
 

@@ -195,16 +195,19 @@ def test_compute_entries_with_postcarding_build():
     e = cp.compute_entries(WELCOME, HELLO, dict(SITE, qp_base=4, udp_src_port_base=50000), build)
     pc = [r for r in e["tbl_region"] if r["action"] == "region_postcard"]
     assert len(pc) == 1
-    assert pc[0]["data"]["mask"] == 4095 and pc[0]["data"]["qp_idx"] == 4 + 0
-    assert pc[0]["data"]["udp_src_port"] == 50000
+    assert pc[0]["data"]["mask"] == 4095 and pc[0]["data"]["qp_idx"] == 4 + 1
+    assert pc[0]["data"]["udp_src_port"] == 50001
     assert e["tbl_collector"][0]["data"]["mcast_postcard"] == 16 + 2      # n_max 2 chunk copies
     assert e["reg_psn"][0]["index"] == 4
-    # the Postcarding profile has no Append (define.p4 TR_APPEND)
+    assert e["ignored"] == [{"id": 7, "kind": "sketch"}]
+    # -DTR_POSTCARDING -DTR_NO_APPEND: Append is ignored too
+    e = cp.compute_entries(WELCOME, HELLO, SITE, dict(build, append=False))
     assert e["ignored"] == [{"id": 3, "kind": "append"}, {"id": 7, "kind": "sketch"}]
+    assert [r["action"] for r in e["tbl_region"]] == ["region_keyinc", "region_keywrite", "region_postcard"]
 
 
 def test_compute_entries_postcarding_profile_exact():
-    """-DTR_POSTCARDING: Key-Increment (QP 0), Key-Write (QP 1), Postcarding (QP 0); Append and Sketch ignored."""
+    """-DTR_POSTCARDING: Key-Increment (QP 0), Key-Write (QP 1), Append (QP 0), Postcarding (QP 1); Sketch ignored."""
     build = cp.POSTCARDING_BUILD
     e = cp.compute_entries(WELCOME, HELLO, SITE, build)
     assert e["tbl_collector"] == [{"key": {"hdr.ipv4.dst_addr": DST_IP}, "action": "collector",
@@ -215,31 +218,36 @@ def test_compute_entries_postcarding_profile_exact():
     assert e["tbl_region"] == [
         region("region_keyinc", cp.KIND_KEYINC, 0, 0, 139637977772032, 9029, mask=1023, build=build),
         region("region_keywrite", cp.KIND_KEYWRITE, 0, 1, 139637976731648, 4660, mask=255, build=build),
-        region("region_postcard", cp.KIND_POSTCARD, 0, 0, 139637979869184, 17767, mask=4095, build=build),
+        region("region_append", cp.KIND_APPEND, 3, 0, 139637978820608, 13398, build=build,
+               extra={"list_idx": 0, "last_head": 4 * 996}),
+        region("region_postcard", cp.KIND_POSTCARD, 0, 1, 139637979869184, 17767, mask=4095, build=build),
     ]
     # the postcard frame: IPv4 length 20 + 8 + 12 + RETH 16 + chunk 32 + iCRC 4, and its K by hand
     assert cp.ip_total_len(cp.KIND_POSTCARD, build) == 92
-    k = cp.icrc_prefix_constant(cp.KIND_POSTCARD, "198.18.0.1", "198.18.0.2", 49152, 17, build)
-    assert e["tbl_region"][2]["data"]["icrc_k_le"] == int.from_bytes(k.to_bytes(4, "big"), "little")
-    assert e["ignored"] == [{"id": 3, "kind": "append"}, {"id": 7, "kind": "sketch"}]
+    k = cp.icrc_prefix_constant(cp.KIND_POSTCARD, "198.18.0.1", "198.18.0.2", 49153, 18, build)
+    assert e["tbl_region"][3]["data"]["icrc_k_le"] == int.from_bytes(k.to_bytes(4, "big"), "little")
+    assert e["ignored"] == [{"id": 7, "kind": "sketch"}]
     assert e["tbl_qpn"] == [
         {"key": {"hdr.bth.dest_qp": 0x101}, "action": "our_qp", "data": {"qp_idx": 0, "collector_port": 136}},
         {"key": {"hdr.bth.dest_qp": 0x102}, "action": "our_qp", "data": {"qp_idx": 1, "collector_port": 136}}]
     assert e["reg_psn"] == [{"index": 0, "value": 0x100}, {"index": 1, "value": 4}]
     assert len(e["mcast_groups"]) == 8
-    # an Append batch size that the profile does not write is no reason to refuse
-    assert cp.compute_entries(dict(WELCOME, path_mtu=32), HELLO, SITE, build)["ignored"][0]["kind"] == "append"
+    # without Append (-DTR_NO_APPEND) a path MTU of one chunk is enough
+    assert cp.compute_entries(dict(WELCOME, path_mtu=32), HELLO, SITE, dict(build, append=False))["ignored"][0][
+        "kind"] == "append"
 
 
 def test_compute_entries_sketch_profile_exact():
-    """-DTR_SKETCH: Key-Increment (QP 0), Key-Write (QP 1), sketch 7 (QP 0); Append and Postcarding ignored."""
+    """-DTR_SKETCH: Key-Increment (QP 0), Key-Write (QP 1), Append (QP 0), sketch 7 (QP 1); Postcarding ignored."""
     build = cp.SKETCH_BUILD
     site = dict(SITE, sketch_reporters=3, sketch_col_base=100, sketch_rep_base=10)
     e = cp.compute_entries(WELCOME, HELLO, site, build)
     assert e["tbl_region"] == [
         region("region_keyinc", cp.KIND_KEYINC, 0, 0, 139637977772032, 9029, mask=1023, build=build),
         region("region_keywrite", cp.KIND_KEYWRITE, 0, 1, 139637976731648, 4660, mask=255, build=build),
-        region("region_sketch", cp.KIND_SKETCH, 7, 0, 139637980917760, 22136, build=build,
+        region("region_append", cp.KIND_APPEND, 3, 0, 139637978820608, 13398, build=build,
+               extra={"list_idx": 0, "last_head": 4 * 996}),
+        region("region_sketch", cp.KIND_SKETCH, 7, 1, 139637980917760, 22136, build=build,
                extra={"col_base": 100, "last_col": 1023, "reporters_m1": 2}),
     ]
     assert e["tbl_sk_reporter"] == [
@@ -248,7 +256,7 @@ def test_compute_entries_sketch_profile_exact():
     # one column of 4 counters per WRITE: IPv4 length 20 + 8 + 12 + RETH 16 + 16 + iCRC 4
     assert cp.tail_len(cp.KIND_SKETCH, build) == 4 + 16 + 16
     assert cp.ip_total_len(cp.KIND_SKETCH, build) == 76
-    assert e["ignored"] == [{"id": 3, "kind": "append"}, {"id": 0, "kind": "postcarding"}]
+    assert e["ignored"] == [{"id": 0, "kind": "postcarding"}]
     assert e["reg_clear"] == [
         {"registers": ["reg_expected", "reg_expected_copy"], "start": 10, "count": 3},
         {"registers": ["reg_contrib", "reg_row_0", "reg_row_1", "reg_row_2", "reg_row_3"], "start": 100,

@@ -130,21 +130,25 @@ control TrIngress(inout tr_headers_t hdr, inout tr_ig_md_t ig_md,
                     }
 #endif
 #ifdef TR_POSTCARDING
-                    else if (ig_md.pc_ok == 1) {
-                        postcard_cache.apply(hdr, ig_md, ig_tm_md);
-                    } else {
-                        ig_md.handled = 1;
-                        ig_md.drop = 1;
-                        ig_md.count_reason = CNT_BAD_HOP;
+                    else if (ig_md.kind == KIND_POSTCARD) {
+                        if (ig_md.pc_ok == 1) {
+                            postcard_cache.apply(hdr, ig_md, ig_tm_md);
+                        } else {
+                            ig_md.handled = 1;
+                            ig_md.drop = 1;
+                            ig_md.count_reason = CNT_BAD_HOP;
+                        }
                     }
 #endif
 #ifdef TR_SKETCH
-                    else if (ig_md.sk_rep_ok == 1) {
-                        sketch_merge.apply(hdr, ig_md, ig_intr_md, ig_tm_md);
-                    } else {
-                        ig_md.handled = 1;
-                        ig_md.drop = 1;
-                        ig_md.count_reason = CNT_SKETCH_BAD_REPORTER;
+                    else if (ig_md.kind == KIND_SKETCH) {
+                        if (ig_md.sk_rep_ok == 1) {
+                            sketch_merge.apply(hdr, ig_md, ig_intr_md, ig_tm_md);
+                        } else {
+                            ig_md.handled = 1;
+                            ig_md.drop = 1;
+                            ig_md.count_reason = CNT_SKETCH_BAD_REPORTER;
+                        }
                     }
 #endif
                 }

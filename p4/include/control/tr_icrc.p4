@@ -40,12 +40,7 @@ control TrIcrc(inout tr_headers_t hdr, inout tr_eg_md_t eg_md) {
             swap_out();
         }
 #ifdef TR_POSTCARDING
-#ifdef TR_APPEND
-        else if (hdr.bridge.kind == KIND_POSTCARD)
-#else
-        else
-#endif
-        {
+        else if (hdr.bridge.kind == KIND_POSTCARD) {
             c = tail_postcard.get({hdr.bth.ack_req, hdr.bth.reserved7, hdr.bth.psn,
                 hdr.reth.va, hdr.reth.rkey, hdr.reth.dma_len,
                 hdr.pc_chunk.c0, hdr.pc_chunk.c1, hdr.pc_chunk.c2, hdr.pc_chunk.c3,

@@ -133,6 +133,11 @@ control TrRdmaCraft(inout tr_headers_t hdr, inout tr_eg_md_t eg_md,
             } else if (hdr.bridge.kind == KIND_KEYINC) {
                 eg_md.offset = (bit<64>)(eg_md.off32 << 3);
             }
+#ifdef TR_SKETCH
+            else if (hdr.bridge.kind == KIND_SKETCH) {
+                eg_md.offset = (bit<64>)eg_md.off32;   /* the column's byte offset */
+            }
+#endif
 #ifdef TR_APPEND
             else if (hdr.bridge.kind == KIND_POSTCARD) {
                 eg_md.offset = (bit<64>)(eg_md.off32 << 5);
@@ -141,11 +146,6 @@ control TrRdmaCraft(inout tr_headers_t hdr, inout tr_eg_md_t eg_md,
                 eg_md.offset = (bit<64>)(eg_md.off32 + APPEND_HEADER_BYTES);
             }
 #else
-#ifdef TR_SKETCH
-            else if (hdr.bridge.kind == KIND_SKETCH) {
-                eg_md.offset = (bit<64>)eg_md.off32;
-            }
-#endif
             else {
                 /* Postcarding chunk (32 bytes) */
                 eg_md.offset = (bit<64>)(eg_md.off32 << 5);

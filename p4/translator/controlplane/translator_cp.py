@@ -48,20 +48,21 @@ MAX_LISTS = 1024
 
 # compile-time configuration of the P4 program (defaults of include/define.p4; n_max = TR_N_MAX: the copies whose
 # placement polynomial the egress has, 8 by default, 4 with -DTR_N_MAX=4). Profiles (define.p4): the default
-# build serves Key-Write, Key-Increment and Append; postcarding = -DTR_POSTCARDING (Key-Write, Key-Increment,
-# Postcarding: no Append); sketch = -DTR_SKETCH (Key-Write, Key-Increment, Sketch-Merge: no Append).
+# build serves Key-Write, Key-Increment and Append; postcarding = -DTR_POSTCARDING adds Postcarding; sketch =
+# -DTR_SKETCH adds Sketch-Merge; append = False for -DTR_NO_APPEND (Append left out).
 # sketch_rows = SKETCH_ROWS (counters per column), sketch_columns = SKETCH_COLUMNS (columns of all sketches in the
 # row registers), sketch_reporter_slots = SKETCH_REPORTER_SLOTS ((sketch, reporter) slots of the order check).
 DEFAULT_BUILD = {"kw_data_bytes": 4, "append_batch": 4, "postcard_hops": 5, "postcarding": False, "sketch": False,
-                 "n_max": 8, "sketch_rows": 4, "sketch_columns": 32768, "sketch_reporter_slots": 4096}
+                 "append": True, "n_max": 8, "sketch_rows": 4, "sketch_columns": 32768,
+                 "sketch_reporter_slots": 4096}
 POSTCARDING_BUILD = dict(DEFAULT_BUILD, postcarding=True)
 SKETCH_BUILD = dict(DEFAULT_BUILD, sketch=True)
 SKETCH_MAX_COLUMNS = 32768   # the order check compares columns as signed 16-bit differences
 
 
 def has_append(build):
-    """Append is compiled in unless a Postcarding or Sketch-Merge profile replaces it (define.p4 TR_APPEND)."""
-    return not (build.get("postcarding") or build.get("sketch"))
+    """Append is compiled in unless built with -DTR_NO_APPEND (define.p4 TR_APPEND)."""
+    return build.get("append", True)
 
 
 def serves(build, kind):
@@ -243,9 +244,8 @@ def compute_entries(welcome, hello, site, build=DEFAULT_BUILD):
         "udp_src_port_base" (UDP source port of QP i is base + i, default 49152, as the Rust translator)}.
     build: the program's compile-time options (keys of DEFAULT_BUILD; "n_max" is TR_N_MAX, default 8).
     Region i (Key-Increment regions first) uses the collector's QP i mod #QPs. Regions of a kind the build
-    does not serve (`serves`: Postcarding without -DTR_POSTCARDING, Append in the Postcarding and Sketch-Merge
-    profiles, Sketch without -DTR_SKETCH) are listed under "ignored": their reports are dropped and counted
-    by the switch. Raises ValueError when the Welcome does not fit
+    does not serve (`serves`: Postcarding without -DTR_POSTCARDING, Sketch without -DTR_SKETCH, Append with
+    -DTR_NO_APPEND) are listed under "ignored": their reports are dropped and counted by the switch. Raises ValueError when the Welcome does not fit
     the compiled program.
     """
     if welcome.get("type", "welcome") != "welcome":
