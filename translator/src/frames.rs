@@ -52,6 +52,22 @@ impl Payload {
         Payload(SmallVec::from_vec(v))
     }
 
+    /// A payload of `n` bytes written by `fill` (given them zeroed): one memset and the caller's stores,
+    /// instead of an append per field (measurably slower for a sketch column's many 4-byte counters).
+    pub fn filled(n: usize, fill: impl FnOnce(&mut [u8])) -> Self {
+        let mut p = Self::with_capacity(n);
+        if p.0.spilled() {
+            // The pooled Vec behind the SmallVec: resize is a memset there.
+            let mut v = std::mem::take(&mut p.0).into_vec();
+            v.resize(n, 0);
+            p.0 = SmallVec::from_vec(v);
+        } else {
+            p.0.extend_from_slice(&[0u8; INLINE_PAYLOAD][..n]);
+        }
+        fill(&mut p.0);
+        p
+    }
+
     /// A payload holding a copy of `bytes`.
     pub fn from_slice(bytes: &[u8]) -> Self {
         if bytes.len() <= INLINE_PAYLOAD {

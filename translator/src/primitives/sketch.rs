@@ -176,11 +176,12 @@ fn write_complete(
         }
         let rows = m.g.rows() as usize;
         let cells = &mut m.acc[start as usize * rows..(start + k) as usize * rows];
-        let mut payload = Payload::with_capacity(cells.len() * 4);
-        for v in cells.iter_mut() {
-            payload.extend_from_slice(&v.to_be_bytes());
-            *v = 0;
-        }
+        let payload = Payload::filled(cells.len() * 4, |bytes| {
+            for (b, v) in bytes.chunks_exact_mut(4).zip(cells.iter_mut()) {
+                b.copy_from_slice(&v.to_be_bytes());
+                *v = 0;
+            }
+        });
         m.contrib[start as usize..(start + k) as usize].fill(0);
         let va = m.region.va + m.g.column_offset(start);
         super::write(qp, Opcode::SketchMerge, va, m.region.rkey, payload);
