@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # dta p4/: compile both programs for Tofino-1 in both DTA header forms and run the control-plane tests.
 #   bash p4/check.sh            (from anywhere; `make test` calls it)
-# Exit non-zero on any compiler error, any program over 12 stages (bfas rejects it), or a failing test.
+# Exit non-zero on any compiler error or warning of ours, any program over 12 stages (bfas rejects it), or a
+# failing test.
 # Everything is written under one temporary directory that is removed on exit.
 # Environment: P4C_TOOLS (default <repo>/../shared/tools/p4c), P4_CHECK_TIMEOUT (seconds per compile, 900).
 set -euo pipefail
@@ -53,9 +54,19 @@ for prog in "${PROGRAMS[@]}"; do
             fail=1; continue
         fi
         secs=$(( $(date +%s) - start ))
+        # bf-p4c 9.13.4 warns twice per program that "min_parse_depth_accept_loop" will be unrolled: a
+        # parser state the compiler adds itself (it is in none of our sources), so it cannot be fixed here.
+        # Any other warning is ours and counted apart.
         bwarn=$(grep -c "warning" "$out/compile.log" || true)
+        owarn=$(grep "warning" "$out/compile.log" | grep -v -c "min_parse_depth_accept_loop\|warnings generated" || true)
+        # A warning of ours is a failure: fix it (or, if it truly cannot be, explain it here and exempt it).
+        if [ "$nwarn" -ne 0 ] || [ "$owarn" -ne 0 ]; then
+            echo "FAIL $label: warnings"; grep "warning" "$out/p4check.log" "$out/compile.log" \
+                | grep -v "min_parse_depth_accept_loop\|warnings generated"
+            fail=1; continue
+        fi
         line="$("$PY" "$P4DIR/resources.py" "$out/build" "$label")"
-        echo "OK   $line (p4check warnings $nwarn, tofino-compile warnings $bwarn, ${secs}s)"
+        echo "OK   $line (p4check warnings $nwarn, tofino-compile warnings $bwarn of which not the compiler's own parser state: $owarn, ${secs}s)"
         summary+=("$line")
     done
 done

@@ -4,7 +4,10 @@
 control RepReportBuild(inout rep_headers_t hdr, inout rep_eg_md_t eg_md) {
     bit<8>  redundancy;
     bit<16> payload_len;   /* DTA bytes after UDP */
+#ifndef DTA_COMPACT
+    /* Only the seq form numbers its reports (the compact base header has no sequence number). */
     bit<11> seq_index;
+#endif
 
     action set_collector_info(bit<48> switch_mac, bit<48> next_hop_mac, bit<32> switch_ip,
                               bit<32> collector_ip, bit<16> udp_src_port, bit<8> redundancy_) {
