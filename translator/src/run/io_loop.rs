@@ -19,6 +19,13 @@ use super::ports::Port;
 use super::steer::{Steering, Target};
 use super::worker::ToWorker;
 
+/// A worker's two inputs: reports, and RoCE responses that overtake them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Lane {
+    Reports,
+    Responses,
+}
+
 /// Counters of the I/O thread.
 #[derive(Debug, Default)]
 pub struct IoCounters {
@@ -116,10 +123,10 @@ impl IoThread {
                                 mac.copy_from_slice(&f[6..12]);
                                 learned.insert(mac, p);
                             }
-                            self.queue_for_worker(k, f, &mut pending, &mut tx, &learned)?;
+                            self.queue(Lane::Reports, k, f, &mut pending, &mut tx, &learned)?;
                         }
                         Target::Response(k) => {
-                            self.queue_response(k, f, &mut pending_resp, &mut tx, &learned)?
+                            self.queue(Lane::Responses, k, f, &mut pending_resp, &mut tx, &learned)?
                         }
                         Target::Arp => {
                             if let Some(len) = arp::reply(f, local_ip, self.local_mac, &mut arp_buf)
@@ -140,17 +147,9 @@ impl IoThread {
                     self.ports[p].io.send_burst(&replies)?;
                 }
             }
-            self.flush_responses(&mut pending_resp);
-            for (k, slot) in pending.iter_mut().enumerate() {
-                if let Some(b) = slot.take() {
-                    if self.workers[k].send(ToWorker::Frames(b)).is_err() {
-                        // The worker is gone (stopping): its frames go nowhere.
-                        self.counters
-                            .worker_backlog_drops
-                            .fetch_add(1, Ordering::Relaxed);
-                    }
-                }
-            }
+            // Responses first: they retire frames and open the workers' windows.
+            self.flush(Lane::Responses, &mut pending_resp);
+            self.flush(Lane::Reports, &mut pending);
             busy |= self.drain_output(&mut tx, &learned)?;
             if last_publish.elapsed() >= Duration::from_millis(100) {
                 self.publish();
@@ -174,10 +173,38 @@ impl IoThread {
         }
     }
 
-    /// Queues a RoCE response for worker `k`'s response channel; like reports, it waits for a free batch
-    /// rather than dropping (a lost ACK costs a retransmission).
-    fn queue_response(
+    /// Hands worker `k` a filled batch on `lane`; a worker that is gone (stopping) loses it, counted.
+    fn deliver(&self, lane: Lane, k: usize, b: FrameBatch) {
+        let sent = match lane {
+            Lane::Reports => self.workers[k].send(ToWorker::Frames(b)).is_ok(),
+            // The wake makes a sleeping worker look at its response channel; a busy one looks anyway.
+            Lane::Responses => {
+                self.responses[k].send(b).is_ok() && self.workers[k].send(ToWorker::Wake).is_ok()
+            }
+        };
+        if !sent {
+            self.counters
+                .worker_backlog_drops
+                .fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Hands every worker its partly filled batch on `lane`.
+    fn flush(&self, lane: Lane, pending: &mut [Option<FrameBatch>]) {
+        for (k, slot) in pending.iter_mut().enumerate() {
+            if let Some(b) = slot.take() {
+                self.deliver(lane, k, b);
+            }
+        }
+    }
+
+    /// Queues a frame for worker `k` on `lane`. When all of the worker's batches of that lane are in use,
+    /// the I/O thread waits for one instead of dropping (an ACK dropped here costs a retransmission storm
+    /// later): the frames wait in the kernel's socket buffer or the NIC's ring meanwhile, and the worker's
+    /// output keeps flowing so that the worker is never stuck behind us.
+    fn queue(
         &mut self,
+        lane: Lane,
         k: usize,
         f: &[u8],
         pending: &mut [Option<FrameBatch>],
@@ -185,10 +212,16 @@ impl IoThread {
         learned: &HashMap<[u8; 6], usize>,
     ) -> Result<()> {
         if pending[k].as_ref().is_some_and(|b| b.free() == 0) {
-            self.flush_response(k, pending);
+            if let Some(full) = pending[k].take() {
+                self.deliver(lane, k, full);
+            }
         }
         while pending[k].is_none() {
-            match self.responses_recycled[k].recv_timeout(Duration::from_micros(200)) {
+            let pool = match lane {
+                Lane::Reports => &self.recycled[k],
+                Lane::Responses => &self.responses_recycled[k],
+            };
+            match pool.recv_timeout(Duration::from_micros(200)) {
                 Ok(mut b) => {
                     b.clear();
                     pending[k] = Some(b);
@@ -200,64 +233,6 @@ impl IoThread {
             }
         }
         if !pending[k].as_mut().is_some_and(|b| b.push(f).is_ok()) {
-            self.counters
-                .worker_backlog_drops
-                .fetch_add(1, Ordering::Relaxed);
-        }
-        Ok(())
-    }
-
-    fn flush_response(&self, k: usize, pending: &mut [Option<FrameBatch>]) {
-        if let Some(b) = pending[k].take() {
-            // The wake makes a sleeping worker look at its response channel; a busy one looks anyway.
-            if self.responses[k].send(b).is_err() || self.workers[k].send(ToWorker::Wake).is_err() {
-                self.counters
-                    .worker_backlog_drops
-                    .fetch_add(1, Ordering::Relaxed);
-            }
-        }
-    }
-
-    fn flush_responses(&self, pending: &mut [Option<FrameBatch>]) {
-        for k in 0..pending.len() {
-            self.flush_response(k, pending);
-        }
-    }
-
-    /// Queues a frame for worker `k`. When all of the worker's input batches are in use, the I/O thread
-    /// waits for one instead of dropping (an ACK dropped here costs a retransmission storm later): the
-    /// frames wait in the kernel's socket buffer or the NIC's ring meanwhile, and the worker's output keeps
-    /// flowing so that the worker is never stuck behind us.
-    fn queue_for_worker(
-        &mut self,
-        k: usize,
-        f: &[u8],
-        pending: &mut [Option<FrameBatch>],
-        tx: &mut [FrameBatch],
-        learned: &HashMap<[u8; 6], usize>,
-    ) -> Result<()> {
-        if pending[k].as_ref().is_some_and(|b| b.free() == 0) {
-            if let Some(full) = pending[k].take() {
-                let _ = self.workers[k].send(ToWorker::Frames(full));
-            }
-        }
-        while pending[k].is_none() {
-            match self.recycled[k].recv_timeout(Duration::from_micros(200)) {
-                Ok(mut b) => {
-                    b.clear();
-                    pending[k] = Some(b);
-                }
-                Err(_) if self.stop.load(Ordering::Relaxed) => break,
-                Err(_) => {
-                    self.drain_output(tx, learned)?;
-                }
-            }
-        }
-        let queued = match &mut pending[k] {
-            Some(b) => b.push(f).is_ok(),
-            None => false,
-        };
-        if !queued {
             self.counters
                 .worker_backlog_drops
                 .fetch_add(1, Ordering::Relaxed);
