@@ -8,12 +8,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use dta_netio::{FrameBatch, NetioError};
+use dta_netio::{FrameBatch, NetioError, OpenPort as Port};
 
 use crate::error::{Error, Result};
 use crate::memory::Arena;
 use crate::metrics::{Metrics, PortCounters};
-use crate::port::Port;
 use crate::responder::{FaultConfig, FaultInjector, Outcome, Responder, RESPONSE_MAX};
 
 /// How long an idle loop waits for input before it checks for shutdown and releases held frames.

@@ -15,7 +15,7 @@ use crate::http::HttpServer;
 use crate::io_loop;
 use crate::memory::Arena;
 use crate::metrics::Metrics;
-use crate::port::Port;
+use crate::port;
 use crate::responder::{Responder, ResponderConfig};
 
 /// Which backend serves the regions.
@@ -86,7 +86,7 @@ pub fn start(
             };
             let responder = Arc::new(Mutex::new(Responder::new(rc, arena.slots().to_vec())));
             if let Some(ifname) = interface {
-                let mut port = Port::open(c.io, ifname, &c.eal_args)?;
+                let mut port = port::open(c.io, ifname, &c.eal_args)?;
                 let (r, a, m, s) = (
                     responder.clone(),
                     arena.clone(),

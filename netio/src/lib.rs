@@ -28,6 +28,8 @@ pub mod dpdk;
 mod error;
 pub mod memory;
 mod pcap;
+#[cfg(target_os = "linux")]
+pub mod port;
 
 #[cfg(target_os = "linux")]
 pub use afpacket::{AfPacket, AfPacketConfig};
@@ -36,3 +38,5 @@ pub use burst::{RxBurst, RxStats, TxBurst, TxStats};
 pub use error::NetioError;
 pub use memory::MemoryPort;
 pub use pcap::{PcapSink, PcapSource, PCAP_SNAPLEN};
+#[cfg(target_os = "linux")]
+pub use port::{OpenPort, PollPort};
