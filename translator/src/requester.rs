@@ -295,23 +295,24 @@ impl Requester {
         }
     }
 
+    /// The retransmit timeout in ns, backoff included.
     fn rto(&self) -> u64 {
-        let base = if self.p.cfg.adaptive_timeout {
+        self.base_timeout()
+            .saturating_mul(1 << self.backoff.min(self.p.cfg.max_backoff_shift))
+    }
+
+    /// The retransmit timeout in ns before backoff: measured, or the configured one.
+    fn base_timeout(&self) -> u64 {
+        if self.p.cfg.adaptive_timeout {
             self.rtt.timeout()
         } else {
             self.p.cfg.retransmit_timeout_us.saturating_mul(1000)
-        };
-        base.saturating_mul(1 << self.backoff.min(self.p.cfg.max_backoff_shift))
+        }
     }
 
     /// The base retransmit timeout in force (ns, before backoff) and the smoothed RTT, once measured.
     pub fn timeout_ns(&self) -> (u64, Option<u64>) {
-        let base = if self.p.cfg.adaptive_timeout {
-            self.rtt.timeout()
-        } else {
-            self.p.cfg.retransmit_timeout_us.saturating_mul(1000)
-        };
-        (base, self.rtt.srtt())
+        (self.base_timeout(), self.rtt.srtt())
     }
 
     /// The window in force (frames in flight at most), below the configured one after losses.
