@@ -1,6 +1,11 @@
 //! `dta-report`: send DTA reports from the command line, for functional tests of a translator.
 //!
 //! `dta-report keywrite --key 42 --data 7 --redundancy 2 --to 198.18.0.2 --count 10 --increment-key`
+//!
+//! `dta-report dart` writes Key-Writes straight into a collector over the reporter's own RDMA QP, with no
+//! translator (DART mode; see `dart_run.rs`):
+//!
+//! `dta-report dart --control 198.19.0.2:40050 --token T --interface r0 --ip 198.18.0.10 --redundancy 2 --writes writes.txt`
 
 use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
 use std::time::Duration;
@@ -11,14 +16,16 @@ use dta_protocol::dta::{HeaderForm, ReportFormat, SketchOp, DTA_NACK_UDP_PORT, D
 use dta_reporter::pace::Pacer;
 use dta_reporter::{Report, Reporter, ReporterConfig};
 
+mod dart_run;
+
 #[derive(Parser)]
 #[command(
     name = "dta-report",
     version,
-    about = "Build and send DTA reports over UDP"
+    about = "Build and send DTA reports over UDP, or write Key-Writes straight into a collector (DART)"
 )]
 struct Cli {
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = "Report options (not used by `dart`)")]
     common: Common,
     #[command(subcommand)]
     cmd: Cmd,
@@ -138,6 +145,8 @@ enum Cmd {
         #[arg(long, value_delimiter = ',', required = true)]
         counters: Vec<u32>,
     },
+    /// DART: write Key-Writes straight into a collector over our own RDMA RC QP (no translator).
+    Dart(dart_run::DartArgs),
 }
 
 /// Decimal or 0x-prefixed hexadecimal.
@@ -246,6 +255,7 @@ fn template(cmd: &Cmd, fmt: &ReportFormat) -> Result<Report> {
             column: *column,
             counters: counters.clone(),
         },
+        Cmd::Dart(_) => bail!("DART mode sends no DTA reports"),
     })
 }
 
@@ -267,6 +277,9 @@ fn nth(t: &Report, i: u64) -> Report {
 fn main() -> Result<()> {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
     let cli = Cli::parse();
+    if let Cmd::Dart(a) = &cli.cmd {
+        return dart_run::run(a);
+    }
     let c = &cli.common;
     let form = match c.header {
         Form::Seq => HeaderForm::Seq,
