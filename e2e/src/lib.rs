@@ -3,6 +3,7 @@
 //! checks through the collector's HTTP API. The tests in `tests/` and the demo driver use it.
 
 pub mod bins;
+pub mod conformance;
 pub mod http;
 pub mod netns;
 pub mod procs;

@@ -1,21 +1,22 @@
 //! The responder proper: one request frame in, at most one response frame out.
 //!
-//! The order of checks follows rxe's responder: iCRC, then the QP and its PSN (out of sequence: one NAK,
-//! then silence; behind: a duplicate), then lengths, R_Key and bounds, alignment, and only then memory.
-//! A remote access or invalid request error NAKs the request's PSN and moves the QP to the error state,
-//! as a class C error does on an RC QP.
+//! The order of checks follows rxe's responder (Linux 6.1 `rxe_resp.c`, and what
+//! `dta-e2e-conformance` measured against it): iCRC, then the QP and its PSN (out of sequence: one NAK,
+//! then silence; behind: a duplicate), then the opcode sequence and the opcode itself, receive resources,
+//! R_Key and bounds, lengths, alignment, and only then memory. A remote access or invalid request error
+//! NAKs the request's PSN and moves the QP to the error state, as a class C error does on an RC QP; a
+//! request that needs a receive WQE earns an RNR NAK and leaves the QP as it was.
 
 use std::cmp::Ordering;
 use std::collections::HashMap;
 
 use dta_protocol::roce::{
-    AckKind, AethRepr, AtomicEthRepr, BthOpcode, Extension, FrameRepr, NakCode, PSN_MASK,
-    ROCEV2_UDP_PORT,
+    AckKind, AethRepr, AtomicEthRepr, FrameRepr, NakCode, PSN_MASK, ROCEV2_UDP_PORT,
 };
 use dta_protocol::udp::{UdpEndpoints, UdpFrame};
-use dta_protocol::Error as WireError;
 
 use super::qp::{psn_cmp, psn_prev, CachedAtomic, Qp, QpStatus};
+use super::request::{self, Body};
 use super::stats::{DropReason, NakKind, Stats};
 use crate::memory::{resolve, RegionSlot, Resolve};
 
@@ -25,6 +26,10 @@ const UNLIMITED_CREDITS: u8 = 31;
 pub const RESPONSE_MAX: usize = 128;
 /// Default P_Key; only its low 15 bits are compared, as the top bit is the membership type.
 const PKEY_MASK: u16 = 0x7FFF;
+/// RNR NAK timer code (12: 0.64 ms) sent for a request that needs a receive WQE: the value the ibverbs
+/// backend sets as `min_rnr_timer` at RTR (`backend::connect_qp`), which rxe then sends, so both backends
+/// answer alike.
+pub const MIN_RNR_TIMER: u8 = 12;
 
 /// Settings of the responder.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -157,28 +162,22 @@ impl Responder {
         {
             return Err(DropReason::NotForUs);
         }
-        let req = FrameRepr::parse(frame).map_err(|e| match e {
-            WireError::IcrcMismatch { .. } => DropReason::Icrc,
-            WireError::UnsupportedBthOpcode(_) => DropReason::UnsupportedOpcode,
-            _ => DropReason::Malformed,
+        let req = request::parse(&udp, frame, |op| {
+            self.stats.frames_by_opcode[usize::from(op)] += 1;
         })?;
-        self.stats.frames_by_opcode[usize::from(req.bth.opcode.code())] += 1;
-        if !req.bth.opcode.is_request() {
-            return Err(DropReason::NotRequest);
-        }
-        if req.bth.pkey & PKEY_MASK != PKEY_MASK {
+        if req.pkey & PKEY_MASK != PKEY_MASK {
             return Err(DropReason::PKey);
         }
         let max_atomic = self.config.max_dest_rd_atomic as usize;
         let qp = self
             .qps
-            .get_mut(&req.bth.dest_qp)
+            .get_mut(&req.dest_qp)
             .ok_or(DropReason::UnknownQp)?;
         if qp.status.error {
             return Err(DropReason::QpError);
         }
-        let reply = Reply::new(&req, qp.status.peer_qpn);
-        let psn = req.bth.psn;
+        let reply = Reply::new(&req.endpoints, qp.status.peer_qpn);
+        let psn = req.psn;
         match psn_cmp(psn, qp.status.expected_psn) {
             Ordering::Greater => {
                 if qp.status.nak_sent {
@@ -191,61 +190,81 @@ impl Responder {
                 return Ok(reply.nak(out, expected, msn, NakCode::PsnSequenceError));
             }
             Ordering::Less => {
-                return match req.ext {
-                    Extension::Atomic(_) => match qp.cached_atomic(psn) {
+                // A replay carries the MSN of now, not of the original answer: rxe builds every response
+                // from the QP's current MSN.
+                let msn = qp.status.msn;
+                return match req.body {
+                    Body::Atomic { .. } => match qp.cached_atomic(psn) {
                         Some(c) => {
                             self.stats.duplicate_atomics += 1;
                             self.stats.acks += 1;
-                            Ok(reply.atomic_ack(out, c.psn, c.msn, c.orig))
+                            Ok(reply.atomic_ack(out, c.psn, msn, c.orig))
                         }
                         None => Err(DropReason::StaleDuplicateAtomic),
                     },
+                    // A READ is never carried out here, so there is no response to replay (rxe: class D,
+                    // dropped).
+                    Body::Read => Err(DropReason::DuplicateRead),
                     _ => {
                         // Re-ACK everything received so far (C9-105) without touching memory again.
                         self.stats.duplicate_writes += 1;
                         self.stats.acks += 1;
-                        let (last, msn) = (psn_prev(qp.status.expected_psn), qp.status.msn);
-                        Ok(reply.ack(out, last, msn))
+                        Ok(reply.ack(out, psn_prev(qp.status.expected_psn), msn))
                     }
                 };
             }
             Ordering::Equal => qp.status.nak_sent = false,
         }
-        let result = match req.ext {
-            Extension::Reth(reth) => {
-                let len = req.payload.len();
-                if len > self.config.path_mtu as usize {
-                    Err(NakKind::InvalidRequest)
-                } else if len == 0 {
-                    // A zero-length WRITE touches no memory, so its R_Key is not checked (IBA o9-...; rxe).
+        let mtu = self.config.path_mtu as usize;
+        let result = match req.body {
+            Body::WriteOnly { reth, payload, pad } => {
+                let len = reth.dma_len as usize;
+                if len == 0 {
+                    // A zero-length WRITE touches no memory, so its R_Key is not checked (C9-88; rxe).
                     Ok(None)
                 } else {
+                    // R_Key and bounds of the whole DMA length first, then whether the packet carries
+                    // exactly that (rxe's check_rkey order): a bad key wins over a bad length.
                     match checked_range(&self.slots, mem.len(), reth.rkey, reth.va, len) {
+                        Err(k) => Err(k),
+                        Ok(_) if !write_length_ok(len, payload.len(), pad, mtu) => {
+                            Err(NakKind::InvalidRequest)
+                        }
                         Ok(at) => {
-                            mem[at..at + len].copy_from_slice(req.payload);
+                            // A DMA length beyond the MTU with a full-MTU packet writes that packet.
+                            let n = payload.len();
+                            mem[at..at + n].copy_from_slice(payload);
                             self.stats.writes += 1;
-                            self.stats.write_bytes += len as u64;
+                            self.stats.write_bytes += n as u64;
                             Ok(None)
                         }
-                        Err(k) => Err(k),
                     }
                 }
             }
-            // No receive queue: a WRITE with immediate would consume a receive WQE that we never post.
-            Extension::RethImm(..) => Err(NakKind::InvalidRequest),
+            // No receive queue is ever posted: tell the requester to come back later, as rxe does with
+            // an empty receive queue. The QP stays as it was.
+            Body::NeedsReceive => {
+                self.stats.nak(NakKind::ReceiverNotReady);
+                let msn = qp.status.msn;
+                return Ok(reply.rnr_nak(out, psn, msn, MIN_RNR_TIMER));
+            }
+            // The QP grants no remote read; a MIDDLE or LAST lacks its FIRST; a multi-packet WRITE is a
+            // departure from rxe (which carries it out): dta never sends one, and refusing it loudly beats
+            // half-supporting it.
+            Body::Read | Body::MissingFirst | Body::WriteFirst => Err(NakKind::InvalidRequest),
             // Without responder resources an RC QP refuses atomics (max_dest_rd_atomic = 0).
-            Extension::Atomic(_) if max_atomic == 0 => Err(NakKind::InvalidRequest),
-            Extension::Atomic(a) => match checked_range(&self.slots, mem.len(), a.rkey, a.va, 8) {
-                Err(k) => Err(k),
-                Ok(_) if a.va % 8 != 0 => Err(NakKind::InvalidRequest),
-                Ok(at) => {
-                    let orig = apply_atomic(req.bth.opcode, &a, &mut mem[at..at + 8]);
-                    self.stats.atomics += 1;
-                    Ok(Some(orig))
+            Body::Atomic { .. } if max_atomic == 0 => Err(NakKind::InvalidRequest),
+            Body::Atomic { compare_swap, eth } => {
+                match checked_range(&self.slots, mem.len(), eth.rkey, eth.va, 8) {
+                    Err(k) => Err(k),
+                    Ok(_) if eth.va % 8 != 0 => Err(NakKind::InvalidRequest),
+                    Ok(at) => {
+                        let orig = apply_atomic(compare_swap, &eth, &mut mem[at..at + 8]);
+                        self.stats.atomics += 1;
+                        Ok(Some(orig))
+                    }
                 }
-            },
-            // is_request() admitted only the four request opcodes above.
-            _ => Err(NakKind::InvalidRequest),
+            }
         };
         match result {
             Err(kind) => {
@@ -261,13 +280,13 @@ impl Responder {
             Ok(Some(orig)) => {
                 qp.complete();
                 let msn = qp.status.msn;
-                qp.remember_atomic(CachedAtomic { psn, orig, msn }, max_atomic);
+                qp.remember_atomic(CachedAtomic { psn, orig }, max_atomic);
                 self.stats.acks += 1;
                 Ok(reply.atomic_ack(out, psn, msn, orig))
             }
             Ok(None) => {
                 qp.complete();
-                if req.bth.ack_req {
+                if req.ack_req {
                     self.stats.acks += 1;
                     Ok(reply.ack(out, psn, qp.status.msn))
                 } else {
@@ -275,6 +294,16 @@ impl Responder {
                 }
             }
         }
+    }
+}
+
+/// Whether a WRITE ONLY packet carries what its RETH announces (rxe's check): up to the MTU, exactly the
+/// DMA length with the pad that length needs; beyond it, exactly one MTU without pad.
+fn write_length_ok(dma_len: usize, payload: usize, pad: u8, mtu: usize) -> bool {
+    if dma_len > mtu {
+        payload == mtu && pad == 0
+    } else {
+        payload == dma_len && usize::from(pad) == (4 - dma_len % 4) % 4
     }
 }
 
@@ -296,14 +325,14 @@ fn checked_range(
 
 /// Runs FETCH_ADD or COMPARE_SWAP on a native-order u64 (what an RDMA NIC does on the host's memory) and
 /// returns the value it held before.
-fn apply_atomic(opcode: BthOpcode, a: &AtomicEthRepr, target: &mut [u8]) -> u64 {
+fn apply_atomic(compare_swap: bool, a: &AtomicEthRepr, target: &mut [u8]) -> u64 {
     let mut word = [0u8; 8];
     word.copy_from_slice(target);
     let orig = u64::from_ne_bytes(word);
-    let new = match opcode {
-        BthOpcode::CompareSwap if orig == a.compare => a.swap_add,
-        BthOpcode::CompareSwap => orig,
-        _ => orig.wrapping_add(a.swap_add),
+    let new = match compare_swap {
+        true if orig == a.compare => a.swap_add,
+        true => orig,
+        false => orig.wrapping_add(a.swap_add),
     };
     target.copy_from_slice(&new.to_ne_bytes());
     orig
@@ -316,8 +345,7 @@ struct Reply {
 }
 
 impl Reply {
-    fn new(req: &FrameRepr<'_>, peer_qpn: u32) -> Self {
-        let e = &req.endpoints;
+    fn new(e: &UdpEndpoints, peer_qpn: u32) -> Self {
         // Back to the sender, to UDP 4791, from the request's source port so the flow keeps its ECMP path.
         let endpoints = UdpEndpoints {
             dscp: e.dscp,
@@ -360,6 +388,17 @@ impl Reply {
     fn nak(&self, out: &mut [u8], psn: u32, msn: u32, code: NakCode) -> Outcome {
         let aeth = AethRepr {
             kind: AckKind::Nak(code),
+            msn,
+        };
+        self.emit(
+            out,
+            FrameRepr::acknowledge(self.endpoints, self.dest_qp, psn, aeth),
+        )
+    }
+
+    fn rnr_nak(&self, out: &mut [u8], psn: u32, msn: u32, timer: u8) -> Outcome {
+        let aeth = AethRepr {
+            kind: AckKind::RnrNak { timer },
             msn,
         };
         self.emit(

@@ -45,7 +45,6 @@ pub struct QpStatus {
 pub(crate) struct CachedAtomic {
     pub psn: u32,
     pub orig: u64,
-    pub msn: u32,
 }
 
 #[derive(Debug)]
@@ -115,7 +114,6 @@ mod tests {
                 CachedAtomic {
                     psn,
                     orig: u64::from(psn) * 10,
-                    msn: psn,
                 },
                 2,
             );

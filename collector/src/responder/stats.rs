@@ -25,11 +25,13 @@ pub enum DropReason {
     OutOfSequence,
     /// A duplicate atomic older than the response cache: nothing to replay, so it is dropped (as rxe does).
     StaleDuplicateAtomic,
+    /// A duplicate RDMA READ: READs are refused, so there is no response to replay (rxe drops it too).
+    DuplicateRead,
 }
 
 impl DropReason {
     /// Every reason, in a stable order for metrics.
-    pub const ALL: [DropReason; 11] = [
+    pub const ALL: [DropReason; 12] = [
         DropReason::NotRoce,
         DropReason::NotForUs,
         DropReason::Icrc,
@@ -41,6 +43,7 @@ impl DropReason {
         DropReason::QpError,
         DropReason::OutOfSequence,
         DropReason::StaleDuplicateAtomic,
+        DropReason::DuplicateRead,
     ];
 
     /// Metric label.
@@ -57,6 +60,7 @@ impl DropReason {
             DropReason::QpError => "qp_error",
             DropReason::OutOfSequence => "out_of_sequence",
             DropReason::StaleDuplicateAtomic => "stale_duplicate_atomic",
+            DropReason::DuplicateRead => "duplicate_read",
         }
     }
 
@@ -73,18 +77,22 @@ impl DropReason {
 pub enum NakKind {
     /// PSN sequence error.
     PsnSequence,
-    /// Invalid request (misaligned atomic, oversized write, unsupported request, no atomic resources).
+    /// Invalid request (misaligned atomic, bad write length, READ, a MIDDLE or LAST without FIRST, a
+    /// multi-packet WRITE, no atomic resources).
     InvalidRequest,
     /// Remote access error (R_Key or bounds).
     RemoteAccess,
+    /// RNR NAK: the request needs a receive WQE and none is ever posted.
+    ReceiverNotReady,
 }
 
 impl NakKind {
     /// Every kind, in a stable order for metrics.
-    pub const ALL: [NakKind; 3] = [
+    pub const ALL: [NakKind; 4] = [
         NakKind::PsnSequence,
         NakKind::InvalidRequest,
         NakKind::RemoteAccess,
+        NakKind::ReceiverNotReady,
     ];
 
     /// Metric label.
@@ -93,6 +101,7 @@ impl NakKind {
             NakKind::PsnSequence => "psn_sequence",
             NakKind::InvalidRequest => "invalid_request",
             NakKind::RemoteAccess => "remote_access",
+            NakKind::ReceiverNotReady => "rnr",
         }
     }
 }
