@@ -75,8 +75,14 @@ pub fn start(
     let metrics = Arc::new(Metrics::default());
     let stop = Arc::new(AtomicBool::new(false));
     let mut io = None;
+    // The software responder answers from the configured MAC; a NIC answers from its own.
+    let mut mac = parse_mac(&c.mac)?;
     let (arena, opener): (Arc<Arena>, Arc<dyn QpOpener>) = match backend {
-        Backend::Ibverbs => ibverbs_backend(config, &layout, device)?,
+        Backend::Ibverbs => {
+            let (arena, opener, nic_mac) = ibverbs_backend(config, &layout, device)?;
+            mac = nic_mac;
+            (arena, opener)
+        }
         Backend::Soft => {
             let arena = Arc::new(Arena::new(&layout)?);
             let rc = ResponderConfig {
@@ -119,7 +125,7 @@ pub fn start(
             }
             let ad = Advertised {
                 token: cc.token.clone(),
-                mac: parse_mac(&c.mac)?,
+                mac,
                 ip: c.ip.octets(),
                 max_dest_rd_atomic: c.max_dest_rd_atomic,
                 path_mtu: c.path_mtu,
@@ -145,23 +151,59 @@ pub fn start(
     })
 }
 
+/// The ibverbs backend: the device, the regions registered on it, and the MAC its responses come from.
+type VerbsBackend = (Arc<Arena>, Arc<dyn QpOpener>, [u8; 6]);
+
 #[cfg(feature = "ibverbs")]
 fn ibverbs_backend(
     config: &Config,
     layout: &[(u32, dta_protocol::layout::Geometry)],
     device: Option<&str>,
-) -> Result<(Arc<Arena>, Arc<dyn QpOpener>)> {
-    use crate::backend::{ibverbs::IbvDevice, register_arena, QpSettings, VerbsOpener};
+) -> Result<VerbsBackend> {
+    use crate::backend::ibverbs::{netdev_mac, IbvDevice};
+    use crate::backend::{register_arena, roce_v2_gid, QpSettings, Verbs, VerbsOpener};
     // Open the device first: without one, fail before allocating gigabytes of hugepages.
     let mut dev = IbvDevice::open(device)?;
+    let c = &config.collector;
+    // Responses must leave from the GID the translator addresses, the IPv4-mapped RoCE v2 entry of our
+    // address, and from its network device's MAC, which the welcome advertises.
+    let gid = roce_v2_gid(&dev.gid_table()?, c.ip)?;
+    let sgid_index = u8::try_from(gid.index).map_err(|_| {
+        Error::Rdma(format!(
+            "the RoCE v2 GID of {} is at index {}, beyond the 255 a QP's address vector can name",
+            c.ip, gid.index
+        ))
+    })?;
+    let (ifname, mac) = netdev_mac(gid.ifindex)?;
+    let mac_text = fmt_mac(mac);
+    if parse_mac(&c.mac)? != mac {
+        log::warn!(
+            "[collector] mac = {} is not the RDMA device's: responses come from {ifname}'s {mac_text}, \
+             which the translator is told",
+            c.mac
+        );
+    }
+    log::info!("RoCE v2 source GID {gid} on {ifname} ({mac_text})");
     let mut arena = Arena::new(layout)?;
     register_arena(&mut dev, &mut arena)?;
     let settings = QpSettings {
-        path_mtu: config.collector.path_mtu,
-        max_dest_rd_atomic: config.collector.max_dest_rd_atomic.min(255) as u8,
-        sgid_index: 0,
+        path_mtu: c.path_mtu,
+        max_dest_rd_atomic: c.max_dest_rd_atomic.min(255) as u8,
+        sgid_index,
     };
-    Ok((Arc::new(arena), Arc::new(VerbsOpener::new(dev, settings))))
+    Ok((
+        Arc::new(arena),
+        Arc::new(VerbsOpener::new(dev, settings)),
+        mac,
+    ))
+}
+
+#[cfg(feature = "ibverbs")]
+fn fmt_mac(m: [u8; 6]) -> String {
+    m.iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(":")
 }
 
 #[cfg(not(feature = "ibverbs"))]
@@ -169,7 +211,7 @@ fn ibverbs_backend(
     _config: &Config,
     _layout: &[(u32, dta_protocol::layout::Geometry)],
     _device: Option<&str>,
-) -> Result<(Arc<Arena>, Arc<dyn QpOpener>)> {
+) -> Result<VerbsBackend> {
     Err(Error::Rdma(
         "this build has no ibverbs support (feature `ibverbs` off); use --backend soft".into(),
     ))

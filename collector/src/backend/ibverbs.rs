@@ -9,7 +9,7 @@ use std::ptr;
 
 use ibverbs_sys as ffi;
 
-use super::{RtrAttrs, RtsAttrs, Verbs};
+use super::{GidEntry, GidKind, RtrAttrs, RtsAttrs, Verbs};
 use crate::error::{Error, Result};
 
 /// The message every "no device" failure carries, so a user knows the way out.
@@ -20,6 +20,8 @@ pub const NO_DEVICE_HINT: &str =
 const PORT: u8 = 1;
 /// Completion queue depth: the collector posts no work requests, but a QP needs a CQ.
 const CQ_DEPTH: i32 = 16;
+/// GID table entries read at most (rxe has 1024 slots; a NIC port rarely uses more than a few dozen).
+const MAX_GIDS: usize = 1024;
 
 /// An opened device with one protection domain, one CQ, its registrations and its QPs.
 pub struct IbvDevice {
@@ -141,13 +143,81 @@ fn zeroed_attr() -> ffi::ibv_qp_attr {
     unsafe { std::mem::zeroed() }
 }
 
+/// The name and MAC address of network interface `ifindex`: the Ethernet address a RoCE device answers
+/// from is its network device's.
+pub fn netdev_mac(ifindex: u32) -> Result<(String, [u8; 6])> {
+    let mut buf = [0 as libc::c_char; libc::IF_NAMESIZE];
+    // SAFETY: buf has IF_NAMESIZE bytes, as if_indextoname requires.
+    let name = unsafe { libc::if_indextoname(ifindex, buf.as_mut_ptr()) };
+    if name.is_null() {
+        return Err(Error::Rdma(format!(
+            "if_indextoname({ifindex}) for the GID's network device: {}",
+            io::Error::last_os_error()
+        )));
+    }
+    // SAFETY: on success buf holds a NUL-terminated name.
+    let name = unsafe { CStr::from_ptr(buf.as_ptr()) }
+        .to_string_lossy()
+        .into_owned();
+    let path = format!("/sys/class/net/{name}/address");
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| Error::io(format!("reading {path} (the RoCE device's MAC)"), e))?;
+    let mac =
+        crate::config::parse_mac(text.trim()).map_err(|e| Error::Rdma(format!("{path}: {e}")))?;
+    Ok((name, mac))
+}
+
 impl Verbs for IbvDevice {
+    fn gid_table(&mut self) -> Result<Vec<GidEntry>> {
+        // SAFETY: all-zero is a valid value of this plain C struct.
+        let mut entries: Vec<ffi::ibv_gid_entry> = vec![unsafe { std::mem::zeroed() }; MAX_GIDS];
+        // SAFETY: entries has MAX_GIDS elements of the size passed; ctx is open.
+        let n = unsafe {
+            ffi::_ibv_query_gid_table(
+                self.ctx,
+                entries.as_mut_ptr(),
+                MAX_GIDS,
+                0,
+                std::mem::size_of::<ffi::ibv_gid_entry>(),
+            )
+        };
+        if n < 0 {
+            return Err(verb_error(
+                "ibv_query_gid_table",
+                io::Error::from_raw_os_error((-n) as i32),
+            ));
+        }
+        Ok(entries[..n as usize]
+            .iter()
+            .filter(|e| e.port_num == u32::from(PORT))
+            .filter_map(|e| {
+                let kind = match e.gid_type {
+                    0 => GidKind::Ib,
+                    1 => GidKind::RoceV1,
+                    2 => GidKind::RoceV2,
+                    // A type newer than this code: not one we can send from.
+                    _ => return None,
+                };
+                Some(GidEntry {
+                    index: e.gid_index,
+                    // SAFETY: every bit pattern of the union's raw bytes is valid.
+                    gid: unsafe { e.gid.raw },
+                    kind,
+                    ifindex: e.ndev_ifindex,
+                })
+            })
+            .collect())
+    }
+
     fn register(&mut self, addr: u64, len: usize, access: u32) -> Result<u32> {
         // SAFETY: the caller registers memory of the arena, which outlives the device (the server holds
         // both until exit); the NIC may then write it, which is the point.
         let mr = unsafe { ffi::ibv_reg_mr(self.pd, addr as *mut _, len, access as i32) };
         if mr.is_null() {
-            return Err(verb_error("ibv_reg_mr", io::Error::last_os_error()));
+            return Err(verb_error(
+                &format!("ibv_reg_mr(addr={addr:#x} length={len} access={access:#x})"),
+                io::Error::last_os_error(),
+            ));
         }
         self.mrs.push(mr);
         // SAFETY: mr is the valid registration just returned.
@@ -185,7 +255,10 @@ impl Verbs for IbvDevice {
             | ffi::ibv_qp_attr_mask::IBV_QP_PKEY_INDEX.0
             | ffi::ibv_qp_attr_mask::IBV_QP_PORT.0
             | ffi::ibv_qp_attr_mask::IBV_QP_ACCESS_FLAGS.0;
-        self.modify("ibv_modify_qp(INIT)", qpn, &mut a, m)
+        let verb = format!(
+            "ibv_modify_qp(QP {qpn:#x} RESET->INIT: port_num={PORT} qp_access_flags={access:#x})"
+        );
+        self.modify(&verb, qpn, &mut a, m)
     }
 
     fn modify_to_rtr(&mut self, qpn: u32, r: &RtrAttrs) -> Result<()> {
@@ -209,7 +282,29 @@ impl Verbs for IbvDevice {
             | ffi::ibv_qp_attr_mask::IBV_QP_RQ_PSN.0
             | ffi::ibv_qp_attr_mask::IBV_QP_MAX_DEST_RD_ATOMIC.0
             | ffi::ibv_qp_attr_mask::IBV_QP_MIN_RNR_TIMER.0;
-        self.modify("ibv_modify_qp(RTR)", qpn, &mut a, m)
+        let verb = format!(
+            "ibv_modify_qp(QP {qpn:#x} INIT->RTR: dest_qp_num={:#x} rq_psn={:#x} \
+             ah_attr.grh.dgid={} ah_attr.grh.sgid_index={} path_mtu={} max_dest_rd_atomic={})",
+            r.dest_qpn,
+            r.rq_psn,
+            std::net::Ipv6Addr::from(r.remote_gid),
+            r.sgid_index,
+            r.path_mtu,
+            r.max_dest_rd_atomic
+        );
+        self.modify(&verb, qpn, &mut a, m).map_err(|e| {
+            // RTR resolves the destination GID's MAC through the kernel's neighbour table (ARP for an
+            // IPv4-mapped GID) and fails with ETIMEDOUT when nobody answers.
+            if e.to_string().contains("os error 110") {
+                Error::Rdma(format!(
+                    "{e}: the kernel could not resolve {}'s MAC address (no ARP answer on the RDMA \
+                     device's link); the translator answers ARP for its address once its ports are open",
+                    std::net::Ipv6Addr::from(r.remote_gid)
+                ))
+            } else {
+                e
+            }
+        })
     }
 
     fn modify_to_rts(&mut self, qpn: u32, r: &RtsAttrs) -> Result<()> {
@@ -226,7 +321,11 @@ impl Verbs for IbvDevice {
             | ffi::ibv_qp_attr_mask::IBV_QP_RETRY_CNT.0
             | ffi::ibv_qp_attr_mask::IBV_QP_RNR_RETRY.0
             | ffi::ibv_qp_attr_mask::IBV_QP_MAX_QP_RD_ATOMIC.0;
-        self.modify("ibv_modify_qp(RTS)", qpn, &mut a, m)
+        let verb = format!(
+            "ibv_modify_qp(QP {qpn:#x} RTR->RTS: sq_psn={:#x} timeout={} retry_cnt={} rnr_retry={})",
+            r.sq_psn, r.timeout, r.retry_cnt, r.rnr_retry
+        );
+        self.modify(&verb, qpn, &mut a, m)
     }
 
     fn destroy_qp(&mut self, qpn: u32) -> Result<()> {

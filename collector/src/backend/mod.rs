@@ -11,12 +11,13 @@ pub mod ibverbs;
 pub mod soft;
 
 use std::collections::HashMap;
+use std::net::Ipv4Addr;
 use std::sync::Mutex;
 
 use dta_protocol::control::{Hello, RequesterQp, ResponderQp};
 
 use crate::control::QpOpener;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::memory::Arena;
 
 /// `IBV_ACCESS_LOCAL_WRITE`.
@@ -63,8 +64,80 @@ pub struct RtsAttrs {
     pub rnr_retry: u8,
 }
 
+/// The RoCE flavour of a GID table entry (`enum ibv_gid_type`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GidKind {
+    /// InfiniBand (no Ethernet encapsulation).
+    Ib,
+    /// RoCE v1: GRH directly over Ethernet, EtherType 0x8915. The translator does not speak it.
+    RoceV1,
+    /// RoCE v2: over UDP port 4791, what the translator sends.
+    RoceV2,
+}
+
+/// One valid entry of a port's GID table (`struct ibv_gid_entry`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GidEntry {
+    /// Index in the table: the `sgid_index` a QP's address vector names.
+    pub index: u32,
+    /// The GID; for RoCE, an IPv6 address or an IPv4-mapped one (`::ffff:a.b.c.d`).
+    pub gid: [u8; 16],
+    /// Its type.
+    pub kind: GidKind,
+    /// The network device the entry belongs to (0 when none, as on InfiniBand).
+    pub ifindex: u32,
+}
+
+impl std::fmt::Display for GidEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kind = match self.kind {
+            GidKind::Ib => "IB",
+            GidKind::RoceV1 => "RoCE v1",
+            GidKind::RoceV2 => "RoCE v2",
+        };
+        write!(
+            f,
+            "[{}] {} {kind} (ifindex {})",
+            self.index,
+            std::net::Ipv6Addr::from(self.gid),
+            self.ifindex
+        )
+    }
+}
+
+/// The IPv4-mapped GID of `ip` (`::ffff:a.b.c.d`), as RoCE v2 names an IPv4 endpoint.
+pub fn ipv4_gid(ip: Ipv4Addr) -> [u8; 16] {
+    ip.to_ipv6_mapped().octets()
+}
+
+/// The entry a QP must send from to answer the translator over RoCE v2 at `ip`: the RoCE v2 GID whose
+/// address is `ip`. Index 0 is the IPv6 link-local entry on rxe and on ConnectX NICs, and the order of the
+/// rest follows the order in which addresses were configured, so an index cannot be assumed.
+pub fn roce_v2_gid(table: &[GidEntry], ip: Ipv4Addr) -> Result<GidEntry> {
+    let want = ipv4_gid(ip);
+    table
+        .iter()
+        .find(|e| e.kind == GidKind::RoceV2 && e.gid == want)
+        .copied()
+        .ok_or_else(|| {
+            let listed: Vec<String> = table.iter().map(ToString::to_string).collect();
+            Error::Rdma(format!(
+                "ibv_query_gid_table: no RoCE v2 GID ::ffff:{ip} on port 1 (the collector's [collector] ip); \
+                 the table has {}. Configure {ip} on the RDMA device's network interface, or set \
+                 [collector] ip to one of its addresses",
+                if listed.is_empty() {
+                    "no valid entries".to_string()
+                } else {
+                    listed.join(", ")
+                }
+            ))
+        })
+}
+
 /// The verbs the collector uses. Implementations report failures as [`Error::Rdma`] with the verb's name.
 pub trait Verbs: Send {
+    /// The valid entries of port 1's GID table.
+    fn gid_table(&mut self) -> Result<Vec<GidEntry>>;
     /// Registers `[addr, addr + len)` with `access` and returns its R_Key.
     fn register(&mut self, addr: u64, len: usize, access: u32) -> Result<u32>;
     /// Creates an RC QP in RESET and returns its QPN.
@@ -201,6 +274,9 @@ mod tests {
     }
 
     impl Verbs for FakeDevice {
+        fn gid_table(&mut self) -> Result<Vec<GidEntry>> {
+            Ok(rxe_table().to_vec())
+        }
         fn register(&mut self, addr: u64, len: usize, access: u32) -> Result<u32> {
             self.calls
                 .push(format!("reg_mr len={len} access={access:#x}"));
@@ -235,6 +311,59 @@ mod tests {
             self.calls.push(format!("destroy {qpn:#x}"));
             Ok(())
         }
+    }
+
+    /// The GID table rxe shows on a veth with 198.18.0.2 (`ibv_devinfo -v` in the guest): the IPv6
+    /// link-local entry first, then the IPv4-mapped one, both RoCE v2; plus a RoCE v1 twin of the IPv4
+    /// entry as a ConnectX port lists it.
+    fn rxe_table() -> [GidEntry; 3] {
+        let mut link_local = [0u8; 16];
+        link_local[..2].copy_from_slice(&[0xfe, 0x80]);
+        link_local[8..].copy_from_slice(&[0x28, 0x94, 0x3c, 0xff, 0xfe, 0x5b, 0xec, 0x66]);
+        let mapped = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 198, 18, 0, 2];
+        [
+            GidEntry {
+                index: 0,
+                gid: link_local,
+                kind: GidKind::RoceV2,
+                ifindex: 7,
+            },
+            GidEntry {
+                index: 1,
+                gid: mapped,
+                kind: GidKind::RoceV1,
+                ifindex: 7,
+            },
+            GidEntry {
+                index: 3,
+                gid: mapped,
+                kind: GidKind::RoceV2,
+                ifindex: 7,
+            },
+        ]
+    }
+
+    #[test]
+    fn the_source_gid_is_the_roce_v2_entry_of_the_collector_address() {
+        let table = rxe_table();
+        let e = roce_v2_gid(&table, Ipv4Addr::new(198, 18, 0, 2)).unwrap();
+        // Not index 0 (link-local, what the collector used to pass) nor 1 (the RoCE v1 twin).
+        assert_eq!(e.index, 3);
+        assert_eq!(
+            ipv4_gid(Ipv4Addr::new(198, 18, 0, 2)),
+            [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 198, 18, 0, 2]
+        );
+        let err = roce_v2_gid(&table, Ipv4Addr::new(198, 18, 0, 9))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("no RoCE v2 GID ::ffff:198.18.0.9"), "{err}");
+        assert!(
+            err.contains("[0] fe80::2894:3cff:fe5b:ec66 RoCE v2 (ifindex 7)"),
+            "the error lists the table: {err}"
+        );
+        assert!(err.contains("[3] ::ffff:198.18.0.2 RoCE v2"), "{err}");
+        let empty = roce_v2_gid(&[], Ipv4Addr::new(198, 18, 0, 2)).unwrap_err();
+        assert!(empty.to_string().contains("no valid entries"), "{empty}");
     }
 
     fn hello(qps: &[(u32, u32)]) -> Hello {
