@@ -37,6 +37,9 @@ pub struct IoCounters {
     pub arp_replies: AtomicU64,
     /// Frames for a worker dropped at shutdown, when the worker no longer takes input.
     pub worker_backlog_drops: AtomicU64,
+    /// Reports and responses that arrived before the workers started (while the collectors were still
+    /// being connected): dropped, since there is no engine to take them yet.
+    pub startup_drops: AtomicU64,
     /// Frames the workers produced and handed to a port.
     pub engine_frames_out: AtomicU64,
 }
@@ -72,6 +75,8 @@ pub struct IoThread {
     pub port_stats: Arc<Mutex<PortStats>>,
     /// Set when the daemon stops.
     pub stop: Arc<AtomicBool>,
+    /// Set once every worker runs; until then the ports only answer ARP and forward.
+    pub workers_started: Arc<AtomicBool>,
     /// Frames per burst.
     pub burst: usize,
 }
@@ -211,6 +216,11 @@ impl IoThread {
         tx: &mut [FrameBatch],
         learned: &HashMap<[u8; 6], usize>,
     ) -> Result<()> {
+        if !self.workers_started.load(Ordering::Relaxed) {
+            // Waiting for a batch here would stop ARP, and the collector's QP setup needs it.
+            self.counters.startup_drops.fetch_add(1, Ordering::Relaxed);
+            return Ok(());
+        }
         if pending[k].as_ref().is_some_and(|b| b.free() == 0) {
             if let Some(full) = pending[k].take() {
                 self.deliver(lane, k, full);

@@ -227,6 +227,11 @@ impl Sources {
                 "Frames dropped because their worker fell behind.",
                 self.io.worker_backlog_drops.load(Ordering::Relaxed),
             ),
+            (
+                "startup_drops_total",
+                "Reports and responses that arrived before the workers started (collectors still connecting).",
+                self.io.startup_drops.load(Ordering::Relaxed),
+            ),
         ] {
             metric(name, help, "counter", &one(v));
         }
@@ -402,6 +407,11 @@ impl Sources {
             s,
             "  worker backlog drops  {}",
             self.io.worker_backlog_drops.load(Ordering::Relaxed)
+        );
+        let _ = writeln!(
+            s,
+            "  startup drops         {}",
+            self.io.startup_drops.load(Ordering::Relaxed)
         );
         s
     }

@@ -26,7 +26,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use dta_netio::FrameBatch;
 use dta_protocol::control::Welcome;
 use dta_translator::Engine;
@@ -72,6 +72,59 @@ fn pin(core: Option<usize>, who: &str) {
             Ok(()) => log::info!("{who} pinned to core {c}"),
             Err(e) => log::warn!("{who}: {e}"),
         }
+    }
+}
+
+/// The I/O thread's ends of one worker's channels (the worker holds the other ends in its [`WorkerIo`]).
+#[derive(Default)]
+struct Lanes {
+    input: Vec<mpsc::Sender<ToWorker>>,
+    recycled: Vec<mpsc::Receiver<FrameBatch>>,
+    responses: Vec<mpsc::Sender<FrameBatch>>,
+    responses_recycled: Vec<mpsc::Receiver<FrameBatch>>,
+    out_return: Vec<mpsc::Sender<FrameBatch>>,
+}
+
+/// Creates worker `k`'s channels with their batch pools filled: its own ends are returned, the I/O
+/// thread's are added to `lanes`.
+fn worker_channels(
+    lanes: &mut Lanes,
+    k: usize,
+    burst: usize,
+    out: mpsc::SyncSender<(usize, FrameBatch)>,
+    qp_errors: Vec<mpsc::Sender<()>>,
+    snapshots: Arc<Mutex<Vec<Snapshot>>>,
+    stop: Arc<AtomicBool>,
+) -> WorkerIo {
+    let batches = |n: usize, tx: &mpsc::Sender<FrameBatch>| {
+        for _ in 0..n {
+            let _ = tx.send(FrameBatch::new(burst, dta_netio::DEFAULT_SLOT_SIZE));
+        }
+    };
+    let (input, rx) = mpsc::channel::<ToWorker>();
+    let (recycle_tx, recycle_rx) = mpsc::channel();
+    batches(INPUT_BATCHES, &recycle_tx);
+    let (resp_tx, resp_rx) = mpsc::channel();
+    let (resp_recycle_tx, resp_recycle_rx) = mpsc::channel();
+    batches(RESPONSE_BATCHES, &resp_recycle_tx);
+    let (pool_tx, pool_rx) = mpsc::channel();
+    batches(OUTPUT_BATCHES, &pool_tx);
+    lanes.input.push(input);
+    lanes.recycled.push(recycle_rx);
+    lanes.responses.push(resp_tx);
+    lanes.responses_recycled.push(resp_recycle_rx);
+    lanes.out_return.push(pool_tx);
+    WorkerIo {
+        index: k,
+        rx,
+        recycle: recycle_tx,
+        responses: resp_rx,
+        responses_recycle: resp_recycle_tx,
+        out,
+        out_pool: pool_rx,
+        qp_errors,
+        snapshots,
+        stop,
     }
 }
 
@@ -132,14 +185,13 @@ pub fn run(mut s: Settings) -> Result<()> {
     let stop_workers = Arc::new(AtomicBool::new(false));
     let stop_io = Arc::new(AtomicBool::new(false));
     let stop_control = Arc::new(AtomicBool::new(false));
+    let workers_started = Arc::new(AtomicBool::new(false));
 
-    let mut to_workers = Vec::new();
-    let mut worker_rx = Vec::new();
-    for _ in 0..nw {
-        let (tx, rx) = mpsc::channel::<ToWorker>();
-        to_workers.push(tx);
-        worker_rx.push(rx);
-    }
+    let burst = s.daemon.io.burst;
+    let mut lanes = Lanes::default();
+    let mut worker_io = Vec::new();
+    let snapshots = Arc::new(Mutex::new(vec![Snapshot::default(); nw]));
+    let (out_tx, out_rx) = mpsc::sync_channel(nw * OUTPUT_BATCHES);
     let mut qp_error_tx = Vec::new();
     let mut qp_error_rx = Vec::new();
     for _ in 0..nc {
@@ -147,8 +199,62 @@ pub fn run(mut s: Settings) -> Result<()> {
         qp_error_tx.push(tx);
         qp_error_rx.push(rx);
     }
+    for k in 0..nw {
+        worker_io.push(worker_channels(
+            &mut lanes,
+            k,
+            burst,
+            out_tx.clone(),
+            qp_error_tx.clone(),
+            snapshots.clone(),
+            stop_workers.clone(),
+        ));
+    }
+    drop(out_tx);
+    let to_workers = lanes.input.clone();
 
-    // Control clients first: the engines need every collector's welcome.
+    // The ports come alive before the first hello: a collector on an RDMA NIC resolves our MAC (ARP for
+    // the GID its QP is told about) while it moves the QP to RTR, before it answers the hello, so the
+    // I/O thread must already answer ARP. Reports that arrive before the workers exist are dropped and
+    // counted (`startup_drops_total`) rather than stalling the port.
+    let io_counters = Arc::new(IoCounters::default());
+    let port_stats = Arc::new(Mutex::new(Vec::new()));
+    let io_thread = IoThread {
+        ports,
+        steering: Steering {
+            workers: nw,
+            collectors: nc,
+            qpn_base: s.engine.local.qpn_base,
+            local_ip: s.engine.local.ip,
+            report_port: s.engine.report.udp_port,
+            form: s.engine.report.dta_header,
+        },
+        collector_port: cport,
+        local_mac: s.engine.local.mac,
+        workers: lanes.input,
+        recycled: lanes.recycled,
+        responses: lanes.responses,
+        responses_recycled: lanes.responses_recycled,
+        out_rx,
+        out_return: lanes.out_return,
+        counters: io_counters.clone(),
+        port_stats: port_stats.clone(),
+        stop: stop_io.clone(),
+        workers_started: workers_started.clone(),
+        burst,
+    };
+    let io_core = s.daemon.io.core;
+    let io_handle = spawn("dta-io", move || {
+        pin(io_core, "the I/O thread");
+        io_thread.run()
+    })?;
+    let stop_io_thread = |why: anyhow::Error| -> anyhow::Error {
+        stop_control.store(true, Ordering::Relaxed);
+        stop_io.store(true, Ordering::Relaxed);
+        why
+    };
+
+    // Then one control client per collector: the engines need every collector's welcome.
     let (init_tx, init_rx) = mpsc::channel::<(usize, Result<Welcome, String>)>();
     let mut control_counters = Vec::new();
     let mut control_threads = Vec::new();
@@ -176,31 +282,34 @@ pub fn run(mut s: Settings) -> Result<()> {
     let mut welcomes: Vec<Option<Welcome>> = vec![None; nc];
     while welcomes.iter().any(Option::is_none) {
         if stop_signal.load(Ordering::Relaxed) {
-            stop_control.store(true, Ordering::Relaxed);
-            bail!("stopped before every collector answered");
+            return Err(stop_io_thread(anyhow::anyhow!(
+                "stopped before every collector answered"
+            )));
         }
         match init_rx.recv_timeout(Duration::from_millis(100)) {
             Ok((i, Ok(w))) => welcomes[i] = Some(w),
             Ok((i, Err(e))) => {
-                stop_control.store(true, Ordering::Relaxed);
-                bail!("collector {i} ({}): {e}", s.daemon.collectors[i].control);
+                return Err(stop_io_thread(anyhow::anyhow!(
+                    "collector {i} ({}): {e}",
+                    s.daemon.collectors[i].control
+                )));
             }
             Err(RecvTimeoutError::Timeout) => {}
-            Err(RecvTimeoutError::Disconnected) => bail!("control clients ended"),
+            Err(RecvTimeoutError::Disconnected) => {
+                return Err(stop_io_thread(anyhow::anyhow!("control clients ended")))
+            }
+        }
+        if io_handle.is_finished() {
+            return Err(stop_io_thread(anyhow::anyhow!(
+                "the I/O thread ended before every collector answered"
+            )));
         }
     }
     let welcomes: Vec<Welcome> = welcomes.into_iter().flatten().collect();
 
     let clock = Clock::start();
-    let snapshots = Arc::new(Mutex::new(vec![Snapshot::default(); nw]));
-    let (out_tx, out_rx) = mpsc::sync_channel(nw * OUTPUT_BATCHES);
-    let burst = s.daemon.io.burst;
-    let mut recycled = Vec::new();
-    let mut responses = Vec::new();
-    let mut responses_recycled = Vec::new();
-    let mut out_return = Vec::new();
     let mut workers = Vec::new();
-    for (k, rx) in worker_rx.into_iter().enumerate() {
+    for (k, io) in worker_io.into_iter().enumerate() {
         let mine: Vec<Welcome> = welcomes
             .iter()
             .map(|w| {
@@ -210,74 +319,15 @@ pub fn run(mut s: Settings) -> Result<()> {
             })
             .collect();
         let engine = Engine::new(s.worker_config(k), &mine, clock.now())
-            .with_context(|| format!("worker {k}'s engine"))?;
-        let (recycle_tx, recycle_rx) = mpsc::channel();
-        for _ in 0..INPUT_BATCHES {
-            let _ = recycle_tx.send(FrameBatch::new(burst, dta_netio::DEFAULT_SLOT_SIZE));
-        }
-        recycled.push(recycle_rx);
-        let (resp_tx, resp_rx) = mpsc::channel();
-        let (resp_recycle_tx, resp_recycle_rx) = mpsc::channel();
-        for _ in 0..RESPONSE_BATCHES {
-            let _ = resp_recycle_tx.send(FrameBatch::new(burst, dta_netio::DEFAULT_SLOT_SIZE));
-        }
-        responses.push(resp_tx);
-        responses_recycled.push(resp_recycle_rx);
-        let (pool_tx, pool_rx) = mpsc::channel();
-        for _ in 0..OUTPUT_BATCHES {
-            let _ = pool_tx.send(FrameBatch::new(burst, dta_netio::DEFAULT_SLOT_SIZE));
-        }
-        out_return.push(pool_tx);
-        let io = WorkerIo {
-            index: k,
-            rx,
-            recycle: recycle_tx,
-            responses: resp_rx,
-            responses_recycle: resp_recycle_tx,
-            out: out_tx.clone(),
-            out_pool: pool_rx,
-            qp_errors: qp_error_tx.clone(),
-            snapshots: snapshots.clone(),
-            stop: stop_workers.clone(),
-        };
+            .with_context(|| format!("worker {k}'s engine"))
+            .map_err(stop_io_thread)?;
         let core = s.daemon.workers.cores.get(k).copied();
         workers.push(spawn(&format!("dta-worker-{k}"), move || {
             pin(core, &format!("worker {k}"));
             worker::run(engine, io, clock)
         })?);
     }
-    drop(out_tx);
-
-    let io_counters = Arc::new(IoCounters::default());
-    let port_stats = Arc::new(Mutex::new(Vec::new()));
-    let io_thread = IoThread {
-        ports,
-        steering: Steering {
-            workers: nw,
-            collectors: nc,
-            qpn_base: s.engine.local.qpn_base,
-            local_ip: s.engine.local.ip,
-            report_port: s.engine.report.udp_port,
-            form: s.engine.report.dta_header,
-        },
-        collector_port: cport,
-        local_mac: s.engine.local.mac,
-        workers: to_workers,
-        recycled,
-        responses,
-        responses_recycled,
-        out_rx,
-        out_return,
-        counters: io_counters.clone(),
-        port_stats: port_stats.clone(),
-        stop: stop_io.clone(),
-        burst,
-    };
-    let io_core = s.daemon.io.core;
-    let io_handle = spawn("dta-io", move || {
-        pin(io_core, "the I/O thread");
-        io_thread.run()
-    })?;
+    workers_started.store(true, Ordering::Relaxed);
 
     let sources = Sources {
         workers: snapshots,
