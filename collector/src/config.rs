@@ -145,6 +145,11 @@ pub struct RegionConfig {
     /// For sketches: how columns are merged.
     #[serde(default)]
     pub merge: SketchMerge,
+    /// Key-Write, Key-Increment and Postcarding: the redundancy N the reporters (and translators) use,
+    /// which queries take by default. Only a region knows its `n_max`, not how many of those copies a
+    /// report fills: a Key-Increment minimum over more copies than were written reads 0.
+    #[serde(default)]
+    pub redundancy: Option<u8>,
     /// Kind and layout.
     #[serde(flatten)]
     pub geometry: Geometry,
@@ -189,6 +194,24 @@ impl Config {
                     "{kind} region has id {}; only append and sketch regions take ids",
                     r.id
                 )));
+            }
+            if let Some(n) = r.redundancy {
+                let n_max = match &r.geometry {
+                    Geometry::KeyWrite(g) => g.n_max(),
+                    Geometry::KeyIncrement(g) => g.n_max(),
+                    Geometry::Postcarding(g) => g.n_max(),
+                    _ => {
+                        return Err(Error::Config(format!(
+                            "{kind} region has a redundancy; only key_write, key_increment and \
+                             postcarding regions take one"
+                        )))
+                    }
+                };
+                if !(1..=n_max).contains(&n) {
+                    return Err(Error::Config(format!(
+                        "{kind} region: redundancy {n} is not within 1..={n_max} (its n_max)"
+                    )));
+                }
             }
             if matches!(r.geometry, Geometry::Sketch(_)) && r.id > 255 {
                 return Err(Error::Config(format!(
@@ -265,6 +288,9 @@ mod tests {
             ("[faults]\ndrop = 2.0\n", "not in 0..=1"),
             ("[postcarding]\nranges = [[5, 1]]\n", "empty"),
             ("[collector]\npath_mtu = 1000\n", "path_mtu"),
+            ("[[region]]\nkind = \"key_increment\"\nslots = 16\nn_max = 2\nredundancy = 3\n", "redundancy 3 is not within 1..=2"),
+            ("[[region]]\nkind = \"key_increment\"\nslots = 16\nn_max = 2\nredundancy = 0\n", "redundancy 0 is not within 1..=2"),
+            ("[[region]]\nkind = \"append\"\nid = 1\nentries = 16\nentry_size = 4\nbatch_size = 16\nredundancy = 1\n", "only key_write, key_increment and postcarding"),
         ];
         for (text, why) in cases {
             let e = Config::parse(text).unwrap_err().to_string();

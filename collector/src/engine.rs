@@ -39,6 +39,8 @@ pub struct QueryEngine {
     arena: Arc<Arena>,
     decoder: PostcardDecoder,
     merges: HashMap<u32, SketchMerge>,
+    /// The reporters' redundancy per single-instance region kind, where the configuration gives it.
+    redundancy: HashMap<&'static str, u8>,
     metrics: Arc<Metrics>,
 }
 
@@ -52,10 +54,16 @@ impl QueryEngine {
             .filter(|r| matches!(r.geometry, Geometry::Sketch(_)))
             .map(|r| (r.id, r.merge))
             .collect();
+        let redundancy = config
+            .regions
+            .iter()
+            .filter_map(|r| Some((crate::memory::kind_name(&r.geometry), r.redundancy?)))
+            .collect();
         Ok(QueryEngine {
             arena,
             decoder,
             merges,
+            redundancy,
             metrics,
         })
     }
@@ -82,8 +90,10 @@ impl QueryEngine {
         result
     }
 
-    /// Key-Write lookup with redundancy `n` (default: the region's N_max) and threshold `t`.
+    /// Key-Write lookup with redundancy `n` (default: the region's configured redundancy, else its N_max:
+    /// copies never written hold other keys' checksums and do not vote) and threshold `t`.
     pub fn key_write(&self, key: u32, n: Option<u8>, t: u32) -> Result<KeyWriteAnswer> {
+        let n = n.or_else(|| self.redundancy.get("key_write").copied());
         self.run(QueryKind::KeyWrite, "key_write", None, |mem, s| {
             match &s.region.geometry {
                 Geometry::KeyWrite(g) => key_write(mem, g, key, n.unwrap_or(g.n_max()), t),
@@ -95,14 +105,27 @@ impl QueryEngine {
         })
     }
 
-    /// Key-Increment estimate.
+    /// Key-Increment estimate with redundancy `n` (default: the region's configured redundancy). Without
+    /// either the answer would be a guess: the minimum over copies never incremented is 0, an
+    /// undercount the paper's estimator never makes, so the query is refused instead.
     pub fn key_increment(&self, key: u32, n: Option<u8>) -> Result<KeyIncrementAnswer> {
+        let n = n.or_else(|| self.redundancy.get("key_increment").copied());
         self.run(
             QueryKind::KeyIncrement,
             "key_increment",
             None,
             |mem, s| match &s.region.geometry {
-                Geometry::KeyIncrement(g) => key_increment(mem, g, key, n.unwrap_or(g.n_max())),
+                Geometry::KeyIncrement(g) => match n {
+                    Some(n) => key_increment(mem, g, key, n),
+                    // One copy per key is unambiguous.
+                    None if g.n_max() == 1 => key_increment(mem, g, key, 1),
+                    None => Err(Error::BadQuery(format!(
+                        "cannot tell which of the region's {} copies key {key}'s reporters \
+                         incremented: give n (the reporters' redundancy, --n), or set \
+                         `redundancy` in the key_increment region's configuration",
+                        g.n_max()
+                    ))),
+                },
                 _ => Err(Error::NoRegion {
                     kind: "key_increment",
                     id: None,
@@ -113,6 +136,7 @@ impl QueryEngine {
 
     /// Postcarding path of flow `key`.
     pub fn postcard(&self, key: u32, n: Option<u8>) -> Result<PathAnswer> {
+        let n = n.or_else(|| self.redundancy.get("postcarding").copied());
         self.run(
             QueryKind::Postcard,
             "postcarding",
@@ -162,5 +186,46 @@ impl QueryEngine {
                 }),
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dta_protocol::layout::KeyIncrementGeometry;
+
+    fn engine(region: &str) -> QueryEngine {
+        let config = Config::parse(region).unwrap();
+        let arena = Arc::new(Arena::new_normal(&config.region_layout()).unwrap());
+        QueryEngine::new(arena, &config, Arc::new(Metrics::default())).unwrap()
+    }
+
+    /// Key 1's first copy in a 256-counter region (slot 173, the design vector) holds `v`; the second
+    /// copy (slot 100) was never incremented because its reporters use N = 1.
+    fn increment_copy_0(e: &QueryEngine, v: u64) {
+        let g = KeyIncrementGeometry::new(256, 2).unwrap();
+        let at = e.arena().slots()[0].offset + g.offset(1, 0) as usize;
+        assert_eq!(g.offset(1, 0), 173 * 8);
+        e.arena().write().as_mut_slice()[at..at + 8].copy_from_slice(&v.to_ne_bytes());
+    }
+
+    #[test]
+    fn key_increment_without_n_uses_the_configured_redundancy_or_refuses() {
+        let region = "[[region]]\nkind = \"key_increment\"\nslots = 256\nn_max = 2\n";
+        let unknown = engine(region);
+        increment_copy_0(&unknown, 40);
+        // n_max = 2 and nothing says how many copies were written: min(40, 0) = 0 would be an undercount.
+        let e = unknown.key_increment(1, None).unwrap_err().to_string();
+        assert!(
+            e.contains("cannot tell which of the region's 2 copies"),
+            "{e}"
+        );
+        assert_eq!(unknown.key_increment(1, Some(1)).unwrap().estimate, 40);
+        assert_eq!(unknown.key_increment(1, Some(2)).unwrap().estimate, 0);
+
+        let known = engine(&format!("{region}redundancy = 1\n"));
+        increment_copy_0(&known, 40);
+        let a = known.key_increment(1, None).unwrap();
+        assert_eq!((a.estimate, a.counters), (40, vec![40]));
     }
 }

@@ -88,17 +88,19 @@ enum Query {
     Keywrite {
         #[arg(long)]
         key: u32,
-        /// Redundancy the reporter used (default: the region's N_max).
+        /// Redundancy the reporter used (default: the region's `redundancy`, else its n_max).
         #[arg(long)]
         n: Option<u8>,
         /// Votes a value needs.
         #[arg(long, default_value_t = 1)]
         threshold: u32,
     },
-    /// Key-Increment counter of a key.
+    /// Key-Increment counter of a key (count-min over its N counters).
     Keyincrement {
         #[arg(long)]
         key: u32,
+        /// Redundancy the reporters used (default: the region's configured `redundancy`; without one,
+        /// a region with n_max > 1 cannot tell and the query is refused).
         #[arg(long)]
         n: Option<u8>,
     },
@@ -106,6 +108,7 @@ enum Query {
     Postcard {
         #[arg(long)]
         key: u32,
+        /// Redundancy the translator used (default: the region's `redundancy`, else its n_max).
         #[arg(long)]
         n: Option<u8>,
     },
