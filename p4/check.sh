@@ -16,8 +16,21 @@ PY="$REPO/.venv/bin/python"
 
 for t in p4check tofino-compile; do
     if [ ! -x "$TOOLS/$t" ]; then
-        echo "p4/check.sh: $TOOLS/$t not found (set P4C_TOOLS)" >&2
-        exit 2
+        # A user's clone has no ../shared (the p4c front end and the open Tofino compiler live beside the
+        # project, not in it). CI sets DTA_REQUIRE_P4=1 and must fail here; anyone else is told loudly.
+        if [ "${DTA_REQUIRE_P4:-0}" = 1 ]; then
+            echo "p4/check.sh: $TOOLS/$t not found (set P4C_TOOLS); DTA_REQUIRE_P4=1 makes this an error" >&2
+            exit 2
+        fi
+        cat >&2 <<EOF
+################################################################################
+## SKIPPED: the P4 compiles (p4check, tofino-compile) and the P4 control-plane
+## tests: $TOOLS/$t is not here.
+## Point P4C_TOOLS at a directory with p4check and tofino-compile to run them;
+## CI runs them (DTA_REQUIRE_P4=1). The P4-vs-Rust contract check still runs.
+################################################################################
+EOF
+        exit 0
     fi
 done
 
