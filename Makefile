@@ -8,7 +8,7 @@ FUZZ_SMOKE_SECONDS ?= 20
 FUZZ_SECONDS ?= 300
 FUZZ_TARGETS := dta_parse roce_parse
 
-.PHONY: setup build test unit fuzz-smoke fuzz lint fmt p4 bench-protocol bench figures demo clean
+.PHONY: setup build test unit test-rxe fuzz-smoke fuzz lint fmt p4 bench-protocol bench figures demo clean
 
 ## Install every system package and tool (Debian 12), idempotently.
 setup:
@@ -18,10 +18,11 @@ build: setup
 	$(CARGO) build --workspace --all-targets
 
 ## The whole test suite: unit, property and integration tests, the scapy oracle cross-check, lint,
-## the fuzz smoke run and the P4 checks.
+## the Soft-RoCE suite in a VM, the fuzz smoke run and the P4 checks.
 test: setup
 	$(MAKE) --no-print-directory lint
 	$(MAKE) --no-print-directory unit
+	$(MAKE) --no-print-directory test-rxe
 	$(MAKE) --no-print-directory fuzz-smoke
 	$(MAKE) --no-print-directory p4
 
@@ -30,6 +31,11 @@ test: setup
 ## skipping where namespaces cannot be made, so CI cannot pass by skipping them.
 unit:
 	DTA_REQUIRE_ORACLES=1 DTA_REQUIRE_NETNS=1 DTA_ORACLE_PYTHON=$(abspath $(PY)) $(CARGO) test --workspace
+
+## The Soft-RoCE suite: a VM with Debian's kernel and rdma_rxe, the collector on the ibverbs backend over
+## rxe, every primitive exact through it, then under netem loss and reordering (scripts/rxe.sh).
+test-rxe: setup
+	bash scripts/rxe.sh $(RXE_ARGS)
 
 lint:
 	$(CARGO) fmt --all -- --check

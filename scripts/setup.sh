@@ -16,11 +16,14 @@ need_root() {
 
 # Debian packages: DPDK 22.11, its headers and dpdk-testpmd (in dpdk-dev, for the benchmarks), rdma-core for the collector's ibverbs backend (and what
 # ibverbs-sys needs to build rdma-core), clang for bindgen, tshark as an independent dissector, the Python
-# venv for scapy, libz3 and cpp for the Tofino compiler, iproute2 for the end-to-end namespaces.
+# venv for scapy, libz3 and cpp for the Tofino compiler, iproute2 for the end-to-end namespaces; and for the
+# Soft-RoCE suite (scripts/rxe.sh) QEMU, Debian's kernel (it has rdma_rxe, the host's may not) and
+# busybox for virtme-ng's guest init, with ibverbs-utils to inspect the device by hand.
 packages=(
   dpdk dpdk-dev libdpdk-dev pkg-config libclang-dev clang cmake
   libnl-3-dev libnl-route-3-dev libibverbs-dev rdma-core ibverbs-providers
   tshark python3-venv python3-pip libz3-4 cpp iproute2 libpcap-dev
+  qemu-system-x86 linux-image-amd64 busybox-static ibverbs-utils
 )
 missing=()
 for p in "${packages[@]}"; do
@@ -41,6 +44,10 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 if ! "$venv/bin/python" -c 'import scapy.contrib.roce, pytest' >/dev/null 2>&1; then
   "$venv/bin/pip" install -q 'scapy==2.6.1' 'pytest==8.3.4'
+fi
+# virtme-ng boots a kernel with the host's filesystem as the guest's root (the rxe suite).
+if [ ! -x "$venv/bin/vng" ]; then
+  "$venv/bin/pip" install -q 'virtme-ng==1.42'
 fi
 
 # cargo-fuzz for the parser fuzz targets (run with RUSTC_BOOTSTRAP=1 on the stable toolchain).

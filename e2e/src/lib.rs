@@ -7,6 +7,7 @@ pub mod conformance;
 pub mod http;
 pub mod netns;
 pub mod procs;
+pub mod rxe;
 pub mod send;
 pub mod system;
 pub mod topo;

@@ -22,7 +22,8 @@ pub fn ip(args: &[&str]) -> Result<()> {
     Ok(())
 }
 
-/// A namespace deleted with everything in it when dropped.
+/// A namespace deleted with everything in it when dropped, or the init namespace (name `""`), which is
+/// used as it is and never deleted: rxe's UDP socket lives there, so a collector on Soft-RoCE must too.
 #[derive(Debug)]
 pub struct Netns {
     name: String,
@@ -46,13 +47,23 @@ impl Netns {
         Ok(ns)
     }
 
-    /// The name.
+    /// The namespace this process runs in (the VM's init namespace in the rxe suite); not deleted on drop.
+    pub fn init() -> Self {
+        Netns {
+            name: String::new(),
+        }
+    }
+
+    /// The name (`""` for the init namespace).
     pub fn name(&self) -> &str {
         &self.name
     }
 
     /// `ip -n <ns> args`.
     pub fn ip(&self, args: &[&str]) -> Result<()> {
+        if self.name.is_empty() {
+            return ip(args);
+        }
         let mut all = vec!["-n", self.name.as_str()];
         all.extend_from_slice(args);
         ip(&all)
@@ -60,6 +71,21 @@ impl Netns {
 
     /// Runs a command inside (`ip netns exec`).
     pub fn exec(&self, cmd: &[&str]) -> Result<()> {
+        if self.name.is_empty() {
+            let (bin, args) = cmd.split_first().context("empty command")?;
+            let out = Command::new(bin)
+                .args(args)
+                .output()
+                .with_context(|| format!("running {}", cmd.join(" ")))?;
+            if !out.status.success() {
+                bail!(
+                    "{}: {}",
+                    cmd.join(" "),
+                    String::from_utf8_lossy(&out.stderr).trim()
+                );
+            }
+            return Ok(());
+        }
         let mut all = vec!["netns", "exec", self.name.as_str()];
         all.extend_from_slice(cmd);
         ip(&all)
@@ -71,8 +97,15 @@ impl Netns {
     }
 }
 
-/// Runs `f` on a thread that entered namespace `name`.
+/// Runs `f` on a thread that entered namespace `name` (`""`: the init namespace, entered by no one).
 pub fn enter_and_run<T: Send>(name: &str, f: impl FnOnce() -> T + Send) -> Result<T> {
+    if name.is_empty() {
+        return std::thread::scope(|s| {
+            s.spawn(f)
+                .join()
+                .map_err(|_| anyhow::anyhow!("thread in the init namespace panicked"))
+        });
+    }
     let path = format!("/run/netns/{name}");
     let file = std::fs::File::open(&path).with_context(|| format!("opening {path}"))?;
     std::thread::scope(|s| {
@@ -91,6 +124,9 @@ pub fn enter_and_run<T: Send>(name: &str, f: impl FnOnce() -> T + Send) -> Resul
 
 impl Drop for Netns {
     fn drop(&mut self) {
+        if self.name.is_empty() {
+            return;
+        }
         if let Err(e) = ip(&["netns", "del", &self.name]) {
             eprintln!("cleanup: {e:#}");
         }

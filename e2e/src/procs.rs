@@ -21,12 +21,18 @@ pub struct Proc {
 }
 
 impl Proc {
-    /// Starts `bin args` in namespace `ns`, stderr to `log`.
+    /// Starts `bin args` in namespace `ns` (`""`: this process's own), stderr to `log`.
     pub fn spawn(name: &str, ns: &str, bin: &Path, args: &[&str], log: &Path) -> Result<Proc> {
         let err = File::create(log).with_context(|| format!("creating {}", log.display()))?;
-        let mut child = Command::new("ip")
-            .args(["netns", "exec", ns])
-            .arg(bin)
+        // The init namespace (`""`) needs no `ip netns exec`.
+        let mut cmd = if ns.is_empty() {
+            Command::new(bin)
+        } else {
+            let mut c = Command::new("ip");
+            c.args(["netns", "exec", ns]).arg(bin);
+            c
+        };
+        let mut child = cmd
             .args(args)
             .env(
                 "RUST_LOG",

@@ -13,6 +13,7 @@ use anyhow::{Context, Result};
 
 use crate::bins::bin;
 use crate::procs::Proc;
+use crate::rxe::Rxe;
 use crate::send::{Metrics, Sender};
 use crate::topo::{self, Topology};
 use crate::workload::{self, Workload};
@@ -24,6 +25,16 @@ pub enum Io {
     AfPacket,
     /// DPDK `net_af_packet` vdevs on the veths, without hugepages.
     Dpdk,
+}
+
+/// Who holds the collector's memory and answers the translator's RoCE.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Responder {
+    /// dta's software RoCEv2 responder (`--backend soft`) in the collector's namespace.
+    Soft,
+    /// Linux Soft-RoCE: `--backend ibverbs --device rxe0`, the collector in this process's own (init)
+    /// namespace, where rxe receives. Needs a kernel with `rdma_rxe` (the VM suite).
+    Rxe,
 }
 
 /// Options of a run.
@@ -39,10 +50,17 @@ pub struct Options {
     pub workers: usize,
     /// The collector's software responder I/O.
     pub collector_io: Io,
+    /// The responder. With [`Responder::Rxe`], `faults` become netem loss and reorder (percent of
+    /// `faults` × 100) on both directions of the collector's link.
+    pub responder: Responder,
 }
 
-const TOKEN: &str = "e2e-token";
-const CONTROL_PORT: u16 = 40050;
+/// The control token of every run.
+pub const TOKEN: &str = "e2e-token";
+/// The Soft-RoCE device of [`Responder::Rxe`] runs.
+pub const RXE_DEVICE: &str = "rxe0";
+/// The collector's control port (on its management address).
+pub const CONTROL_PORT: u16 = 40050;
 const HTTP_PORT: u16 = 40060;
 const METRICS_PORT: u16 = 9100;
 
@@ -69,6 +87,8 @@ pub struct System {
     pub translator: Proc,
     /// The collector (None while stopped).
     pub collector: Option<Proc>,
+    /// The rxe device, with [`Responder::Rxe`].
+    pub rxe: Option<Rxe>,
     /// The namespaces.
     pub topo: Topology,
     /// Translator metrics.
@@ -82,14 +102,21 @@ pub struct System {
     dir: PathBuf,
     pids: Arc<Mutex<Vec<u32>>>,
     disarm: Arc<AtomicBool>,
+    backend: &'static str,
 }
 
-fn collector_config(faults: Option<(f64, f64)>, io: Io) -> String {
-    let (drop, reorder) = faults.unwrap_or((0.0, 0.0));
-    let port = match io {
-        Io::AfPacket => "interface = \"c0\"".to_string(),
+fn collector_config(faults: Option<(f64, f64)>, io: Io, responder: Responder) -> String {
+    let (drop, reorder) = match responder {
+        Responder::Soft => faults.unwrap_or((0.0, 0.0)),
+        // rxe is impaired by netem, not by the collector.
+        Responder::Rxe => (0.0, 0.0),
+    };
+    let port = match (responder, io) {
+        // The NIC (rxe) answers; the collector has no packet port.
+        (Responder::Rxe, _) => String::new(),
+        (Responder::Soft, Io::AfPacket) => "interface = \"c0\"".to_string(),
         // --no-shconf: no shared runtime files, so the translator's EAL can run beside it.
-        Io::Dpdk => "interface = \"net_af_packet0,iface=c0,framecnt=8192\"\nio = \"dpdk\"\neal_args = [\"-l\", \"0\", \"--no-huge\", \"--no-shconf\", \"-m\", \"256\", \"--no-pci\", \"--log-level=warning\", \"--no-telemetry\"]".to_string(),
+        (Responder::Soft, Io::Dpdk) => "interface = \"net_af_packet0,iface=c0,framecnt=8192\"\nio = \"dpdk\"\neal_args = [\"-l\", \"0\", \"--no-huge\", \"--no-shconf\", \"-m\", \"256\", \"--no-pci\", \"--log-level=warning\", \"--no-telemetry\"]".to_string(),
     };
     format!(
         r#"[collector]
@@ -152,14 +179,27 @@ impl System {
     pub fn start(tag: &str, opts: Options) -> Result<Option<System>> {
         // Short and unique per test process: namespace names show up in `ip netns list`.
         let prefix = format!("dta{}{tag}", std::process::id());
-        let Some(topo) = topo::topology_or_skip(&prefix)? else {
-            return Ok(None);
+        let (topo, rxe, backend) = match opts.responder {
+            Responder::Soft => {
+                let Some(topo) = topo::topology_or_skip(&prefix)? else {
+                    return Ok(None);
+                };
+                (topo, None, "soft")
+            }
+            Responder::Rxe => {
+                let topo = Topology::create_with_collector_here(&prefix)?;
+                let mut rxe = Rxe::create(RXE_DEVICE, "c0")?;
+                if let Some((drop, reorder)) = opts.faults {
+                    rxe.impair(drop * 100.0, reorder * 100.0)?;
+                }
+                (topo, Some(rxe), "ibverbs")
+            }
         };
         let dir = std::env::temp_dir().join(format!("dta-e2e-{prefix}"));
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
         std::fs::write(
             dir.join("collector.toml"),
-            collector_config(opts.faults, opts.collector_io),
+            collector_config(opts.faults, opts.collector_io, opts.responder),
         )?;
         std::fs::write(
             dir.join("translator.toml"),
@@ -170,7 +210,7 @@ impl System {
         let disarm = Arc::new(AtomicBool::new(false));
         watchdog(opts.limit, &prefix, &dir, pids.clone(), disarm.clone());
 
-        let collector = start_collector(&topo, &dir, &pids)?;
+        let collector = start_collector(&topo, &dir, &pids, backend)?;
         let cfg = dir.join("translator.toml");
         let mut translator = Proc::spawn(
             "translator",
@@ -199,6 +239,7 @@ impl System {
         Ok(Some(System {
             translator,
             collector: Some(collector),
+            rxe,
             http: format!("{}:{HTTP_PORT}", topo::COLLECTOR_MGMT).parse()?,
             topo,
             metrics,
@@ -207,6 +248,7 @@ impl System {
             dir,
             pids,
             disarm,
+            backend,
         }))
     }
 
@@ -220,7 +262,12 @@ impl System {
     /// Starts the collector again (new process, new memory).
     pub fn restart_collector(&mut self) -> Result<()> {
         self.kill_collector();
-        self.collector = Some(start_collector(&self.topo, &self.dir, &self.pids)?);
+        self.collector = Some(start_collector(
+            &self.topo,
+            &self.dir,
+            &self.pids,
+            self.backend,
+        )?);
         Ok(())
     }
 
@@ -322,19 +369,28 @@ impl Drop for System {
     }
 }
 
-fn start_collector(topo: &Topology, dir: &std::path::Path, pids: &Mutex<Vec<u32>>) -> Result<Proc> {
+fn start_collector(
+    topo: &Topology,
+    dir: &std::path::Path,
+    pids: &Mutex<Vec<u32>>,
+    backend: &str,
+) -> Result<Proc> {
     let cfg = dir.join("collector.toml");
+    let mut args = vec![
+        "serve",
+        "--backend",
+        backend,
+        "--config",
+        cfg.to_str().context("path")?,
+    ];
+    if backend == "ibverbs" {
+        args.extend(["--device", RXE_DEVICE]);
+    }
     let mut p = Proc::spawn(
         "collector",
         topo.collector.name(),
         &bin("dta-collector")?,
-        &[
-            "serve",
-            "--backend",
-            "soft",
-            "--config",
-            cfg.to_str().context("path")?,
-        ],
+        &args,
         &dir.join("collector.log"),
     )?;
     if let Ok(mut v) = pids.lock() {

@@ -41,6 +41,17 @@ pub struct Topology {
 impl Topology {
     /// Creates the namespaces `<prefix>r`, `<prefix>t`, `<prefix>c` and wires them.
     pub fn create(prefix: &str) -> Result<Self> {
+        Self::build(prefix, false)
+    }
+
+    /// As [`create`](Self::create), with the collector's side (`c0`, `cm`) in this process's own (init)
+    /// namespace instead of `<prefix>c`: Soft-RoCE (rxe) receives RoCEv2 only there. Deleting the
+    /// translator's namespace deletes those links with their peers.
+    pub fn create_with_collector_here(prefix: &str) -> Result<Self> {
+        Self::build(prefix, true)
+    }
+
+    fn build(prefix: &str, collector_here: bool) -> Result<Self> {
         // Leftovers of a run that was killed (same prefix) would make `ip netns add` fail.
         for s in ["r", "t", "c"] {
             let _ = crate::netns::ip(&["netns", "del", &format!("{prefix}{s}")]);
@@ -48,7 +59,11 @@ impl Topology {
         let t = Topology {
             reporter: Netns::create(&format!("{prefix}r"))?,
             translator: Netns::create(&format!("{prefix}t"))?,
-            collector: Netns::create(&format!("{prefix}c"))?,
+            collector: if collector_here {
+                Netns::init()
+            } else {
+                Netns::create(&format!("{prefix}c"))?
+            },
         };
         let (r, tr, c) = (t.reporter.name(), t.translator.name(), t.collector.name());
         t.reporter.ip(&[

@@ -37,6 +37,10 @@ pub const PC_UNIVERSE: u32 = 64;
 pub const APPEND_LIST: u32 = 3;
 /// Its capacity (holds every entry of a run, so all can be read back in order).
 pub const APPEND_ENTRIES: u64 = 1 << 17;
+/// A small Append list that a run wraps many times.
+pub const APPEND_WRAP_LIST: u32 = 4;
+/// Its capacity.
+pub const APPEND_WRAP_ENTRIES: u64 = 1024;
 /// The sketch.
 pub const SKETCH_ID: u8 = 1;
 /// Sketch rows.
@@ -74,6 +78,13 @@ n_max = {PC_N}
 kind = "append"
 id = {APPEND_LIST}
 entries = {APPEND_ENTRIES}
+entry_size = 4
+batch_size = 16
+
+[[region]]
+kind = "append"
+id = {APPEND_WRAP_LIST}
+entries = {APPEND_WRAP_ENTRIES}
 entry_size = 4
 batch_size = 16
 
@@ -150,52 +161,109 @@ pub struct Workload {
     pub verify: Verify,
 }
 
-/// Key-Write: `keys` keys, each updated `rounds` times; the last value must be found for every key.
+/// Key-Write: `keys` keys, each updated `rounds` times with N = [`KW_N`]; the last value must be found for
+/// every key.
 pub fn key_write(keys: u32, rounds: u32, salt: u64) -> Result<Workload> {
+    key_write_n(keys, rounds, salt, KW_N)
+}
+
+/// [`key_write`] with reports of redundancy `n` (1..=[`KW_N`], the region's `n_max`).
+pub fn key_write_n(keys: u32, rounds: u32, salt: u64, n: u8) -> Result<Workload> {
+    let (writes, verify) = key_write_model(keys, rounds, salt, n, 0)?;
+    let reports = writes
+        .iter()
+        .map(|(key, data)| {
+            emit(
+                Body::KeyWrite(KeyWriteRepr {
+                    redundancy: n,
+                    key: *key,
+                    data,
+                }),
+                *key,
+            )
+        })
+        .collect();
+    Ok(Workload {
+        name: match n {
+            1 => "key-write N=1",
+            2 => "key-write N=2",
+            3 => "key-write N=3",
+            _ => "key-write",
+        },
+        reports,
+        verify,
+    })
+}
+
+/// First key of the DART workload: above the translator workloads' keys, so their models stay apart.
+pub const DART_KEY_BASE: u32 = 1 << 24;
+
+/// DART: the Key-Writes a reporter writes straight into the collector (`dta-report dart`), as its
+/// `--writes` file (`<key> <data-hex>` per line), with the check of every key. Keys from
+/// [`DART_KEY_BASE`], `rounds` values each, redundancy `n`.
+pub fn dart_key_write(keys: u32, rounds: u32, salt: u64, n: u8) -> Result<(String, Verify)> {
+    let (writes, verify) = key_write_model(keys, rounds, salt, n, DART_KEY_BASE)?;
+    let mut file = String::with_capacity(writes.len() * 20);
+    for (key, data) in &writes {
+        file.push_str(&format!("{key} {}\n", hex(data)));
+    }
+    Ok((file, verify))
+}
+
+/// One Key-Write: key and data.
+type KeyWriteOp = (u32, [u8; 4]);
+
+/// The Key-Writes of `keys` keys from `base`, `rounds` rounds of changing values, in send order, and the
+/// check that every key's last value is found with redundancy `n`.
+fn key_write_model(
+    keys: u32,
+    rounds: u32,
+    salt: u64,
+    n: u8,
+    base: u32,
+) -> Result<(Vec<KeyWriteOp>, Verify)> {
+    ensure!(
+        (1..=KW_N).contains(&n),
+        "Key-Write redundancy {n} is not 1..={KW_N}"
+    );
     let g = KeyWriteGeometry::new(KW_SLOTS, 8, KW_N).context("Key-Write geometry")?;
-    let mut reports = Vec::with_capacity((keys * rounds) as usize);
+    let mut writes = Vec::with_capacity((keys * rounds) as usize);
     let mut mem: HashMap<u64, (u32, [u8; 4])> = HashMap::new();
     let mut last = vec![[0u8; 4]; keys as usize];
     for round in 0..rounds {
-        for key in 0..keys {
+        for i in 0..keys {
+            let key = base + i;
             let data = (mix(salt ^ (u64::from(round) << 32) ^ u64::from(key)) as u32).to_be_bytes();
-            let body = Body::KeyWrite(KeyWriteRepr {
-                redundancy: KW_N,
-                key,
-                data: &data,
-            });
-            reports.push(emit(body, key));
-            for n in 0..KW_N {
-                mem.insert(g.slot(key, n), (key_checksum(key), data));
+            writes.push((key, data));
+            for copy in 0..n {
+                mem.insert(g.slot(key, copy), (key_checksum(key), data));
             }
-            last[key as usize] = data;
+            last[i as usize] = data;
         }
     }
     // The model must find every key: otherwise the layout, not the system, would lose data.
-    for key in 0..keys {
-        let found = (0..KW_N)
-            .filter_map(|n| mem.get(&g.slot(key, n)))
-            .any(|&(c, d)| c == key_checksum(key) && d == last[key as usize]);
+    for i in 0..keys {
+        let key = base + i;
+        let found = (0..n)
+            .filter_map(|copy| mem.get(&g.slot(key, copy)))
+            .any(|&(c, d)| c == key_checksum(key) && d == last[i as usize]);
         ensure!(
             found,
             "Key-Write layout loses key {key} to collisions; enlarge the region"
         );
     }
     let verify: Verify = Box::new(move |http| {
-        for key in 0..keys {
-            let a = get_json(http, &format!("/query/keywrite?key={key}&n={KW_N}"))?;
-            let want = hex(&last[key as usize]);
+        for i in 0..keys {
+            let key = base + i;
+            let a = get_json(http, &format!("/query/keywrite?key={key}&n={n}"))?;
+            let want = hex(&last[i as usize]);
             if a["outcome"] != "found" || a["data"] != want.as_str() {
                 bail!("Key-Write key {key}: expected found {want}, collector says {a}");
             }
         }
         Ok(u64::from(keys))
     });
-    Ok(Workload {
-        name: "key-write",
-        reports,
-        verify,
-    })
+    Ok((writes, verify))
 }
 
 /// Key-Increment: `reports` increments over `keys` keys; every key's estimate must be its exact sum.
@@ -296,6 +364,69 @@ pub fn append(n: u32) -> Result<Workload> {
     });
     Ok(Workload {
         name: "append",
+        reports,
+        verify,
+    })
+}
+
+/// Append past the end: `n` entries (their index, big-endian) to the [`APPEND_WRAP_ENTRIES`]-entry list
+/// [`APPEND_WRAP_LIST`], which wraps; the head word must count all `n`, and a read from the start must
+/// report the overwritten entries as overrun and return exactly the newest [`APPEND_WRAP_ENTRIES`] in
+/// order.
+pub fn append_wrapping(n: u32) -> Result<Workload> {
+    let n64 = u64::from(n);
+    ensure!(
+        n64 > 2 * APPEND_WRAP_ENTRIES,
+        "{n} entries do not wrap the list twice"
+    );
+    let reports = (0..n)
+        .map(|i| {
+            let data = i.to_be_bytes();
+            emit(
+                Body::Append(AppendRepr {
+                    list_id: APPEND_WRAP_LIST,
+                    data: &data,
+                }),
+                i,
+            )
+        })
+        .collect();
+    let verify: Verify = Box::new(move |http| {
+        let a = get_json(
+            http,
+            &format!("/query/append?list={APPEND_WRAP_LIST}&tail=0&max=65536"),
+        )?;
+        let oldest = n64 - APPEND_WRAP_ENTRIES;
+        if a["head"].as_u64() != Some(n64)
+            || a["first"].as_u64() != Some(oldest)
+            || a["overrun"].as_u64() != Some(oldest)
+        {
+            bail!(
+                "Append (wrapping): expected head {n}, first and overrun {oldest}, collector says head {} first {} overrun {}",
+                a["head"],
+                a["first"],
+                a["overrun"]
+            );
+        }
+        let entries = a["entries"].as_array().context("entries")?;
+        ensure!(
+            entries.len() as u64 == APPEND_WRAP_ENTRIES,
+            "Append (wrapping): {} entries, expected {APPEND_WRAP_ENTRIES}",
+            entries.len()
+        );
+        for (k, e) in entries.iter().enumerate() {
+            let want = format!("{:08x}", oldest + k as u64);
+            if e.as_str() != Some(want.as_str()) {
+                bail!(
+                    "Append (wrapping) entry {}: expected {want}, collector says {e}",
+                    oldest + k as u64
+                );
+            }
+        }
+        Ok(APPEND_WRAP_ENTRIES + 1)
+    });
+    Ok(Workload {
+        name: "append wrapping",
         reports,
         verify,
     })

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use anyhow::{ensure, Result};
 use dta_e2e::http::metric;
-use dta_e2e::system::{Io, Options, Outcome, System};
+use dta_e2e::system::{Io, Options, Outcome, Responder, System};
 use dta_e2e::workload;
 
 static SERIAL: Mutex<()> = Mutex::new(());
@@ -78,6 +78,7 @@ fn every_primitive_is_exact_through_af_packet() -> Result<()> {
         limit: Duration::from_secs(480),
         workers: 1,
         collector_io: Io::AfPacket,
+        responder: Responder::Soft,
     };
     let Some(mut sys) = System::start("a", opts)? else {
         return Ok(());
@@ -103,6 +104,7 @@ fn every_primitive_is_exact_through_dpdk_with_two_workers() -> Result<()> {
         limit: Duration::from_secs(480),
         workers: 2,
         collector_io: Io::Dpdk,
+        responder: Responder::Soft,
     };
     let Some(mut sys) = System::start("d", opts)? else {
         return Ok(());
@@ -134,6 +136,7 @@ fn every_primitive_is_exact_with_one_percent_drop_and_reorder() -> Result<()> {
         limit: Duration::from_secs(600),
         workers: 2,
         collector_io: Io::AfPacket,
+        responder: Responder::Soft,
     };
     let Some(mut sys) = System::start("f", opts)? else {
         return Ok(());
@@ -165,6 +168,7 @@ fn translator_survives_a_collector_restart_and_counts_the_loss() -> Result<()> {
         limit: Duration::from_secs(480),
         workers: 2,
         collector_io: Io::AfPacket,
+        responder: Responder::Soft,
     };
     let Some(mut sys) = System::start("k", opts)? else {
         return Ok(());

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use clap::Parser;
 use dta_e2e::http::metric;
-use dta_e2e::system::{Io, Options, System};
+use dta_e2e::system::{Io, Options, Responder, System};
 use dta_e2e::workload;
 
 #[derive(Parser)]
@@ -42,6 +42,7 @@ fn main() -> Result<()> {
         limit: Duration::from_secs(300),
         workers: a.workers,
         collector_io: io,
+        responder: Responder::Soft,
     };
     std::env::set_var("DTA_REQUIRE_NETNS", "1");
     let mut sys = System::start("demo", opts)?.context("network namespaces")?;
