@@ -28,21 +28,23 @@ impl QpOpener for SoftOpener {
     fn open(&self, hello: &Hello) -> Result<Vec<ResponderQp>, String> {
         let mut r = self.responder.lock().unwrap_or_else(|e| e.into_inner());
         let mut by_peer = self.by_peer.lock().unwrap_or_else(|e| e.into_inner());
-        Ok(hello
+        hello
             .qps
             .iter()
             .map(|q| {
                 if let Some(old) = by_peer.remove(&q.qpn) {
                     r.close_qp(old);
                 }
-                let qpn = r.allocate_qp(q.qpn, q.start_psn);
+                let qpn = r
+                    .allocate_qp(q.qpn, q.start_psn)
+                    .ok_or("the software responder has no free QPN left")?;
                 by_peer.insert(q.qpn, qpn);
-                ResponderQp {
+                Ok(ResponderQp {
                     qpn,
                     peer_qpn: q.qpn,
-                }
+                })
             })
-            .collect())
+            .collect()
     }
 }
 

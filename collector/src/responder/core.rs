@@ -73,8 +73,16 @@ pub struct Responder {
     stats: Stats,
 }
 
-/// First QPN handed out; QPNs 0 and 1 are special in InfiniBand.
-const FIRST_QPN: u32 = 0x100;
+/// First QPN handed out, also after the counter wraps; QPNs 0 and 1 are special in InfiniBand.
+pub const FIRST_QPN: u32 = 0x100;
+
+/// The QPN the allocator tries after `qpn`: the next one on 24 bits, back to [`FIRST_QPN`] after 0xFFFFFF.
+fn next_qpn_after(qpn: u32) -> u32 {
+    match (qpn + 1) & PSN_MASK {
+        q if q < FIRST_QPN => FIRST_QPN,
+        q => q,
+    }
+}
 
 impl Responder {
     /// A responder serving `slots` (offsets into the arena bytes that [`handle`](Self::handle) receives).
@@ -104,18 +112,23 @@ impl Responder {
         self.qps.insert(qpn & PSN_MASK, qp);
     }
 
-    /// Opens a QP with a fresh QPN and returns that QPN.
-    pub fn allocate_qp(&mut self, peer_qpn: u32, start_psn: u32) -> u32 {
-        while self.qps.contains_key(&self.next_qpn) {
-            self.next_qpn = (self.next_qpn + 1) & PSN_MASK;
-            if self.next_qpn < FIRST_QPN {
-                self.next_qpn = FIRST_QPN;
+    /// Opens a QP with a fresh QPN and returns that QPN, or `None` when every QPN from [`FIRST_QPN`] to
+    /// 0xFFFFFF is in use. QPNs below [`FIRST_QPN`] are never handed out, not even after the counter wraps:
+    /// 0 and 1 are the special QPs of InfiniBand (SMI and GSI), and a translator would take a QPN it
+    /// sees once as the start of the 24-bit space.
+    pub fn allocate_qp(&mut self, peer_qpn: u32, start_psn: u32) -> Option<u32> {
+        let usable = (PSN_MASK - FIRST_QPN + 1) as usize;
+        if self.qps.keys().filter(|&&q| q >= FIRST_QPN).count() >= usable {
+            return None;
+        }
+        loop {
+            let qpn = self.next_qpn;
+            self.next_qpn = next_qpn_after(qpn);
+            if qpn >= FIRST_QPN && !self.qps.contains_key(&qpn) {
+                self.open_qp(qpn, peer_qpn, start_psn);
+                return Some(qpn);
             }
         }
-        let qpn = self.next_qpn;
-        self.open_qp(qpn, peer_qpn, start_psn);
-        self.next_qpn = (qpn + 1) & PSN_MASK;
-        qpn
     }
 
     /// Closes QP `qpn`; its frames are dropped as unknown afterwards.
@@ -416,5 +429,33 @@ impl Reply {
         };
         let f = FrameRepr::atomic_acknowledge(self.endpoints, self.dest_qp, psn, aeth, orig);
         self.emit(out, f)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn qpns_wrap_to_the_first_qpn_never_to_0_or_1_and_skip_those_in_use() {
+        let mut r = Responder::new(ResponderConfig::default(), vec![]);
+        assert_eq!(r.allocate_qp(0x11, 0), Some(FIRST_QPN));
+        r.open_qp(FIRST_QPN + 1, 0x12, 0);
+        r.next_qpn = 0xFF_FFFE;
+        assert_eq!(r.allocate_qp(0x13, 0), Some(0xFF_FFFE));
+        assert_eq!(r.allocate_qp(0x14, 0), Some(0xFF_FFFF));
+        // After the wrap: not 0, 1 or 2, and not 0x100 and 0x101, which are still open.
+        assert_eq!(r.allocate_qp(0x15, 0), Some(FIRST_QPN + 2));
+        r.close_qp(FIRST_QPN);
+        r.next_qpn = 0xFF_FFFF;
+        r.close_qp(0xFF_FFFF);
+        let got: Vec<u32> = (0..3)
+            .map(|i| r.allocate_qp(0x20 + i, 0).unwrap())
+            .collect();
+        assert_eq!(got, [0xFF_FFFF, FIRST_QPN, FIRST_QPN + 3]);
+        for q in [0, 1, 2] {
+            assert!(r.qp(q).is_none(), "QPN {q} handed out");
+        }
+        assert_eq!(r.qp(FIRST_QPN).unwrap().peer_qpn, 0x21);
     }
 }
