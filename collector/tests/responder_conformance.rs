@@ -10,6 +10,8 @@ use dta_protocol::udp::UdpEndpoints;
 
 const QPN: u32 = 0x100;
 const PEER: u32 = 0x11;
+/// The requester the QP is connected to: the source of every frame of [`endpoints`].
+const PEER_IP: [u8; 4] = [198, 18, 0, 1];
 
 fn endpoints() -> UdpEndpoints {
     UdpEndpoints::new(
@@ -42,7 +44,7 @@ impl Rig {
         ])
         .unwrap();
         let mut resp = Responder::new(config, arena.slots().to_vec());
-        resp.open_qp(QPN, PEER, start_psn);
+        resp.open_qp(QPN, PEER_IP, PEER, start_psn);
         Rig { arena, resp }
     }
 
@@ -285,7 +287,7 @@ fn misaligned_atomic_is_an_invalid_request_and_errors_the_qp() {
     assert_eq!(o, Outcome::Dropped(DropReason::QpError));
     assert_eq!(rig.resp.stats().naks_for(NakKind::InvalidRequest), 1);
     // Re-opening over the control channel starts over.
-    rig.resp.open_qp(QPN, PEER, 8);
+    rig.resp.open_qp(QPN, PEER_IP, PEER, 8);
     let (_, b) = rig.fetch_add(8, va, rkey, 1);
     assert_eq!(atomic_ack(&b), (8, 1, 1));
 }
@@ -297,12 +299,12 @@ fn rkey_and_bounds_violations_nak_remote_access() {
     let (_, b) = rig.write(0, false, va, rkey ^ 0x40, &[1; 8]);
     assert_eq!(b, nak(0, NakCode::RemoteAccessError, 0));
     for (va, len) in [(va + 2048 - 4, 8), (va - 8, 8), (u64::MAX - 3, 8)] {
-        rig.resp.open_qp(QPN, PEER, 0);
+        rig.resp.open_qp(QPN, PEER_IP, PEER, 0);
         let (_, b) = rig.write(0, false, va, rkey, &vec![1; len]);
         assert_eq!(b, nak(0, NakCode::RemoteAccessError, 0), "va {va:#x}");
     }
     // The Key-Increment key does not open the Key-Write region.
-    rig.resp.open_qp(QPN, PEER, 0);
+    rig.resp.open_qp(QPN, PEER_IP, PEER, 0);
     let (_, ki_rkey) = rig.ki();
     let (_, b) = rig.fetch_add(0, va, ki_rkey, 1);
     assert_eq!(b, nak(0, NakCode::RemoteAccessError, 0));

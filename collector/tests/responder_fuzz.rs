@@ -14,6 +14,8 @@ use rand_core::{RngCore, SeedableRng};
 
 const GUARD_FILL: u8 = 0xA5;
 const QPNS: [u32; 2] = [0x100, 0x101];
+/// The requester the QPs are connected to: the source of every frame.
+const PEER_IP: [u8; 4] = [198, 18, 0, 1];
 
 fn below(rng: &mut ChaCha8Rng, n: u64) -> u64 {
     rng.next_u64() % n.max(1)
@@ -42,7 +44,7 @@ fn hostile_frames_never_write_outside_a_region() {
     arena.write().as_mut_slice().fill(GUARD_FILL);
     let mut resp = Responder::new(ResponderConfig::default(), slots.clone());
     for q in QPNS {
-        resp.open_qp(q, 0x11, 0);
+        resp.open_qp(q, PEER_IP, 0x11, 0);
     }
     let ep = UdpEndpoints::new(
         [2, 0, 0, 0, 0, 1],
@@ -117,7 +119,7 @@ fn hostile_frames_never_write_outside_a_region() {
         // An errored QP is re-opened, as the translator would over the control channel, to keep writing.
         for q in QPNS {
             if resp.qp(q).is_some_and(|s| s.error) {
-                resp.open_qp(q, 0x11, rng.next_u64() as u32);
+                resp.open_qp(q, PEER_IP, 0x11, rng.next_u64() as u32);
             }
         }
     }

@@ -23,7 +23,7 @@ fn dart_key_writes_are_queryable_at_the_collector() {
         qpn: 0x77,
         start_psn: 0xFF_FFF0, // wraps during the test
     };
-    responder.open_qp(0x100, local.qpn, local.start_psn);
+    responder.open_qp(0x100, local.ip, local.qpn, local.start_psn);
     let welcome = Welcome {
         version: CONTROL_VERSION,
         mac: [2, 0, 0, 0, 0, 2],

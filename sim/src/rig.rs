@@ -63,7 +63,12 @@ impl Rig {
             end = offset + len;
         }
         let mut responder = Responder::new(ResponderConfig::default(), slots.clone());
-        responder.open_qp(COLLECTOR_QPN, cfg.local.qpn_base, cfg.local.start_psn);
+        responder.open_qp(
+            COLLECTOR_QPN,
+            cfg.local.ip,
+            cfg.local.qpn_base,
+            cfg.local.start_psn,
+        );
         let welcome = Welcome {
             version: CONTROL_VERSION,
             mac: COLLECTOR_MAC,

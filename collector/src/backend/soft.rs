@@ -36,7 +36,7 @@ impl QpOpener for SoftOpener {
                     r.close_qp(old);
                 }
                 let qpn = r
-                    .allocate_qp(q.qpn, q.start_psn)
+                    .allocate_qp(hello.ip, q.qpn, q.start_psn)
                     .ok_or("the software responder has no free QPN left")?;
                 by_peer.insert(q.qpn, qpn);
                 Ok(ResponderQp {

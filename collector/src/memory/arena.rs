@@ -2,7 +2,12 @@
 //! table from R_Key to region. The responder resolves `(R_Key, VA, length)` through [`Arena::resolve`]
 //! before touching memory, so a request can only ever reach the bytes of the one region its key names.
 
+use std::collections::HashSet;
+use std::io::Read;
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use rand_chacha::ChaCha20Rng;
+use rand_core::{RngCore, SeedableRng};
 
 use dta_protocol::layout::{Geometry, Region};
 
@@ -14,8 +19,6 @@ use crate::error::{Error, Result};
 pub const GUARD_LEN: usize = 64;
 /// Regions start on this alignment: a cache line, and a multiple of 8 for atomics.
 const REGION_ALIGN: usize = 64;
-/// First soft-backend R_Key. Keys are not secrets in RDMA; they only have to name one region each.
-const SOFT_RKEY_BASE: u32 = 0x0000_1000;
 
 /// One region and where its bytes are in the arena.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,6 +80,7 @@ impl Arena {
         }
         let mapping = map(end + GUARD_LEN)?;
         let base = mapping.addr();
+        let rkeys = soft_rkeys(regions.len());
         let slots = regions
             .iter()
             .zip(offsets)
@@ -85,7 +89,7 @@ impl Arena {
                 region: Region {
                     id,
                     va: base + offset as u64,
-                    rkey: SOFT_RKEY_BASE + i as u32,
+                    rkey: rkeys[i],
                     geometry,
                 },
                 offset,
@@ -134,6 +138,36 @@ impl Arena {
             })
             .ok_or(Error::NoRegion { kind, id })
     }
+}
+
+/// `n` distinct, non-zero R_Keys that cannot be guessed from each other or from earlier runs: a ChaCha20
+/// stream seeded from the OS (`/dev/urandom`). An R_Key is the only thing besides QPN and PSN that an
+/// off-path sender has to guess, so the software backend does not hand out 0x1000, 0x1001, ... as it
+/// used to (ibverbs keys come from the device). Where the OS has no randomness device the seed falls back
+/// to the clock, the process id and the address of a stack variable, with a warning.
+fn soft_rkeys(n: usize) -> Vec<u32> {
+    let mut seed = [0u8; 32];
+    let from_os = std::fs::File::open("/dev/urandom").and_then(|mut f| f.read_exact(&mut seed));
+    if let Err(e) = from_os {
+        log::warn!("/dev/urandom: {e}; R_Keys are seeded from the clock and are guessable");
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        seed[..16].copy_from_slice(&nanos.to_le_bytes());
+        seed[16..20].copy_from_slice(&std::process::id().to_le_bytes());
+        let here = std::ptr::addr_of!(seed) as usize as u64;
+        seed[24..].copy_from_slice(&here.to_le_bytes());
+    }
+    let mut rng = ChaCha20Rng::from_seed(seed);
+    let mut seen = HashSet::with_capacity(n);
+    let mut keys = Vec::with_capacity(n);
+    while keys.len() < n {
+        let k = rng.next_u32();
+        if k != 0 && seen.insert(k) {
+            keys.push(k);
+        }
+    }
+    keys
 }
 
 /// The snake_case kind name of a geometry, as configuration and the HTTP API spell it.
@@ -196,7 +230,7 @@ mod tests {
         assert_eq!(s[1].offset, 2176);
         assert_eq!(s[1].len(), 24);
         assert_eq!(s[1].region.va - s[0].region.va, 2112);
-        assert_eq!((s[0].region.rkey, s[1].region.rkey), (0x1000, 0x1001));
+        assert_ne!(s[0].region.rkey, s[1].region.rkey);
         assert!(a.read().as_slice().len() >= 2176 + 24 + 64);
         assert_eq!(a.find("sketch", Some(3)).unwrap().offset, 2176);
         assert!(matches!(
@@ -211,13 +245,45 @@ mod tests {
         let a = arena();
         let s = a.slots();
         let va = s[0].region.va;
-        assert_eq!(resolve(s, 0x1000, va, 8), Resolve::Ok(64));
-        assert_eq!(resolve(s, 0x1000, va + 2040, 8), Resolve::Ok(64 + 2040));
-        assert_eq!(resolve(s, 0x1000, va + 2041, 8), Resolve::OutOfBounds);
-        assert_eq!(resolve(s, 0x1000, va - 1, 1), Resolve::OutOfBounds);
-        assert_eq!(resolve(s, 0x1000, u64::MAX - 3, 8), Resolve::OutOfBounds);
-        assert_eq!(resolve(s, 0x1002, va, 8), Resolve::BadRkey);
+        let (kw, sk) = (s[0].region.rkey, s[1].region.rkey);
+        let unknown = (1..).find(|k| *k != kw && *k != sk).unwrap();
+        assert_eq!(resolve(s, kw, va, 8), Resolve::Ok(64));
+        assert_eq!(resolve(s, kw, va + 2040, 8), Resolve::Ok(64 + 2040));
+        assert_eq!(resolve(s, kw, va + 2041, 8), Resolve::OutOfBounds);
+        assert_eq!(resolve(s, kw, va - 1, 1), Resolve::OutOfBounds);
+        assert_eq!(resolve(s, kw, u64::MAX - 3, 8), Resolve::OutOfBounds);
+        assert_eq!(resolve(s, unknown, va, 8), Resolve::BadRkey);
         // The sketch's key does not reach the Key-Write region, even though both live in one mapping.
-        assert_eq!(resolve(s, 0x1001, va, 8), Resolve::OutOfBounds);
+        assert_eq!(resolve(s, sk, va, 8), Resolve::OutOfBounds);
+    }
+
+    #[test]
+    fn rkeys_are_unique_nonzero_and_unpredictable() {
+        let regions: Vec<(u32, Geometry)> = (0..64)
+            .map(|i| (i, Geometry::Sketch(SketchGeometry::new(1, 2).unwrap())))
+            .collect();
+        let keys = |a: &Arena| a.regions().iter().map(|r| r.rkey).collect::<Vec<u32>>();
+        let (a, b) = (
+            keys(&Arena::new_normal(&regions).unwrap()),
+            keys(&Arena::new_normal(&regions).unwrap()),
+        );
+        for k in [&a, &b] {
+            assert_eq!(k.iter().collect::<HashSet<_>>().len(), 64, "unique: {k:x?}");
+            assert!(!k.contains(&0));
+        }
+        // Not a sequence: the old keys were 0x1000 + i, one apart.
+        assert!(
+            a.windows(2)
+                .filter(|w| w[1].wrapping_sub(w[0]) == 1)
+                .count()
+                < 4,
+            "{a:x?}"
+        );
+        assert!(!a.contains(&0x1000), "{a:x?}");
+        // Two arenas (two runs) do not share keys: 64 keys of 32 random bits almost never collide.
+        assert!(
+            a.iter().filter(|k| b.contains(k)).count() <= 1,
+            "{a:x?} {b:x?}"
+        );
     }
 }

@@ -31,6 +31,12 @@ const PKEY_MASK: u16 = 0x7FFF;
 /// answer alike.
 pub const MIN_RNR_TIMER: u8 = 12;
 
+/// UDP source ports a request may come from: 0xC000..=0xFFFF, the range the Linux RDMA core gives RoCE v2
+/// flows (`IB_ROCE_UDP_ENCAP_VALID_PORT_MIN..=MAX`, IANA's dynamic ports) and where the translator's
+/// `udp_src_port_base` (default 49152) and DART's default port lie. A translator configured below it is
+/// dropped as [`DropReason::WrongSource`]; the hello does not declare ports, so the range is fixed.
+pub const ROCEV2_SOURCE_PORTS: std::ops::RangeInclusive<u16> = 0xC000..=0xFFFF;
+
 /// Settings of the responder.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ResponderConfig {
@@ -101,10 +107,12 @@ impl Responder {
         &self.config
     }
 
-    /// Opens (or re-opens, resetting its state) QP `qpn`, connected to the translator's `peer_qpn`, expecting
-    /// `start_psn` first.
-    pub fn open_qp(&mut self, qpn: u32, peer_qpn: u32, start_psn: u32) {
+    /// Opens (or re-opens, resetting its state) QP `qpn`, connected to QP `peer_qpn` of the requester at
+    /// IPv4 address `peer_ip`, expecting `start_psn` first. Requests from any other source address are
+    /// dropped (see [`DropReason::WrongSource`]).
+    pub fn open_qp(&mut self, qpn: u32, peer_ip: [u8; 4], peer_qpn: u32, start_psn: u32) {
         let qp = Qp::new(
+            peer_ip,
             peer_qpn & PSN_MASK,
             start_psn,
             self.config.max_dest_rd_atomic as usize,
@@ -116,7 +124,7 @@ impl Responder {
     /// 0xFFFFFF is in use. QPNs below [`FIRST_QPN`] are never handed out, not even after the counter wraps:
     /// 0 and 1 are the special QPs of InfiniBand (SMI and GSI), and a translator would take a QPN it
     /// sees once as the start of the 24-bit space.
-    pub fn allocate_qp(&mut self, peer_qpn: u32, start_psn: u32) -> Option<u32> {
+    pub fn allocate_qp(&mut self, peer_ip: [u8; 4], peer_qpn: u32, start_psn: u32) -> Option<u32> {
         let usable = (PSN_MASK - FIRST_QPN + 1) as usize;
         if self.qps.keys().filter(|&&q| q >= FIRST_QPN).count() >= usable {
             return None;
@@ -125,7 +133,7 @@ impl Responder {
             let qpn = self.next_qpn;
             self.next_qpn = next_qpn_after(qpn);
             if qpn >= FIRST_QPN && !self.qps.contains_key(&qpn) {
-                self.open_qp(qpn, peer_qpn, start_psn);
+                self.open_qp(qpn, peer_ip, peer_qpn, start_psn);
                 return Some(qpn);
             }
         }
@@ -186,6 +194,13 @@ impl Responder {
             .qps
             .get_mut(&req.dest_qp)
             .ok_or(DropReason::UnknownQp)?;
+        // Only the QP's requester may use it (rxe's check_addr: the source address must be the QP's path).
+        // The UDP source port carries ECMP entropy and may change per packet, so only its range is checked.
+        if req.endpoints.src_ip != qp.status.peer_ip
+            || !ROCEV2_SOURCE_PORTS.contains(&req.endpoints.src_port)
+        {
+            return Err(DropReason::WrongSource);
+        }
         if qp.status.error {
             return Err(DropReason::QpError);
         }
@@ -438,19 +453,20 @@ mod tests {
 
     #[test]
     fn qpns_wrap_to_the_first_qpn_never_to_0_or_1_and_skip_those_in_use() {
+        const IP: [u8; 4] = [198, 18, 0, 1];
         let mut r = Responder::new(ResponderConfig::default(), vec![]);
-        assert_eq!(r.allocate_qp(0x11, 0), Some(FIRST_QPN));
-        r.open_qp(FIRST_QPN + 1, 0x12, 0);
+        assert_eq!(r.allocate_qp(IP, 0x11, 0), Some(FIRST_QPN));
+        r.open_qp(FIRST_QPN + 1, IP, 0x12, 0);
         r.next_qpn = 0xFF_FFFE;
-        assert_eq!(r.allocate_qp(0x13, 0), Some(0xFF_FFFE));
-        assert_eq!(r.allocate_qp(0x14, 0), Some(0xFF_FFFF));
+        assert_eq!(r.allocate_qp(IP, 0x13, 0), Some(0xFF_FFFE));
+        assert_eq!(r.allocate_qp(IP, 0x14, 0), Some(0xFF_FFFF));
         // After the wrap: not 0, 1 or 2, and not 0x100 and 0x101, which are still open.
-        assert_eq!(r.allocate_qp(0x15, 0), Some(FIRST_QPN + 2));
+        assert_eq!(r.allocate_qp(IP, 0x15, 0), Some(FIRST_QPN + 2));
         r.close_qp(FIRST_QPN);
         r.next_qpn = 0xFF_FFFF;
         r.close_qp(0xFF_FFFF);
         let got: Vec<u32> = (0..3)
-            .map(|i| r.allocate_qp(0x20 + i, 0).unwrap())
+            .map(|i| r.allocate_qp(IP, 0x20 + i, 0).unwrap())
             .collect();
         assert_eq!(got, [0xFF_FFFF, FIRST_QPN, FIRST_QPN + 3]);
         for q in [0, 1, 2] {

@@ -10,7 +10,10 @@ mod qp;
 mod request;
 mod stats;
 
-pub use self::core::{Outcome, Responder, ResponderConfig, FIRST_QPN, MIN_RNR_TIMER, RESPONSE_MAX};
+pub use self::core::{
+    Outcome, Responder, ResponderConfig, FIRST_QPN, MIN_RNR_TIMER, RESPONSE_MAX,
+    ROCEV2_SOURCE_PORTS,
+};
 pub use faults::{FaultConfig, FaultCounts, FaultInjector};
 pub use qp::{psn_cmp, QpStatus};
 pub use stats::{DropReason, NakKind, Stats};

@@ -26,6 +26,8 @@ pub fn psn_prev(psn: u32) -> u32 {
 /// A public snapshot of one QP.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct QpStatus {
+    /// The requester's IPv4 address: the only source the QP accepts requests from.
+    pub peer_ip: [u8; 4],
     /// The translator's QPN that responses go to.
     pub peer_qpn: u32,
     /// The PSN the responder accepts next.
@@ -55,9 +57,10 @@ pub(crate) struct Qp {
 }
 
 impl Qp {
-    pub fn new(peer_qpn: u32, start_psn: u32, max_dest_rd_atomic: usize) -> Self {
+    pub fn new(peer_ip: [u8; 4], peer_qpn: u32, start_psn: u32, max_dest_rd_atomic: usize) -> Self {
         Qp {
             status: QpStatus {
+                peer_ip,
                 peer_qpn,
                 expected_psn: start_psn & PSN_MASK,
                 msn: 0,
@@ -108,7 +111,7 @@ mod tests {
 
     #[test]
     fn atomic_cache_keeps_the_newest() {
-        let mut qp = Qp::new(1, 0, 2);
+        let mut qp = Qp::new([10, 0, 0, 1], 1, 0, 2);
         for psn in 0..3 {
             qp.remember_atomic(
                 CachedAtomic {

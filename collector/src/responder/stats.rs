@@ -19,6 +19,9 @@ pub enum DropReason {
     PKey,
     /// No QP with that number.
     UnknownQp,
+    /// The QP exists, but the request's source IPv4 address is not the QP's requester, or its UDP source
+    /// port lies outside the RoCE v2 range (a spoofed or misdirected request; rxe drops these too).
+    WrongSource,
     /// The QP is in the error state.
     QpError,
     /// Out of sequence after the one PSN NAK was already sent.
@@ -31,7 +34,7 @@ pub enum DropReason {
 
 impl DropReason {
     /// Every reason, in a stable order for metrics.
-    pub const ALL: [DropReason; 12] = [
+    pub const ALL: [DropReason; 13] = [
         DropReason::NotRoce,
         DropReason::NotForUs,
         DropReason::Icrc,
@@ -40,6 +43,7 @@ impl DropReason {
         DropReason::NotRequest,
         DropReason::PKey,
         DropReason::UnknownQp,
+        DropReason::WrongSource,
         DropReason::QpError,
         DropReason::OutOfSequence,
         DropReason::StaleDuplicateAtomic,
@@ -57,6 +61,7 @@ impl DropReason {
             DropReason::NotRequest => "not_request",
             DropReason::PKey => "pkey",
             DropReason::UnknownQp => "unknown_qp",
+            DropReason::WrongSource => "wrong_source",
             DropReason::QpError => "qp_error",
             DropReason::OutOfSequence => "out_of_sequence",
             DropReason::StaleDuplicateAtomic => "stale_duplicate_atomic",
