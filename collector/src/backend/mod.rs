@@ -212,10 +212,15 @@ pub fn connect_qp(
     })
 }
 
-/// The control channel's [`QpOpener`] on a verbs device: a hello replaces the QPs of any translator QPN it
-/// names (re-establishment after an error) and connects new ones.
+/// A translator QP as the collector tells peers apart: the translator's GID (its address) and its QPN.
+/// Every translator numbers its QPs from the same default base, so the QPN alone does not name a peer.
+type PeerKey = ([u8; 16], u32);
+
+/// The control channel's [`QpOpener`] on a verbs device: a hello replaces the QPs of every (GID, QPN) it
+/// names (re-establishment after an error by the same translator) and connects new ones; QPs of other
+/// translators with the same QPNs are left alone.
 pub struct VerbsOpener<V: Verbs> {
-    inner: Mutex<(V, HashMap<u32, u32>)>,
+    inner: Mutex<(V, HashMap<PeerKey, u32>)>,
     settings: QpSettings,
 }
 
@@ -241,7 +246,7 @@ impl<V: Verbs> QpOpener for VerbsOpener<V> {
         let (verbs, by_peer) = &mut *g;
         let mut out = Vec::with_capacity(hello.qps.len());
         for peer in &hello.qps {
-            if let Some(old) = by_peer.remove(&peer.qpn) {
+            if let Some(old) = by_peer.remove(&(hello.gid, peer.qpn)) {
                 if let Err(e) = verbs.destroy_qp(old) {
                     log::warn!(
                         "destroying QP {old:#x} of translator QP {:#x}: {e}",
@@ -251,7 +256,7 @@ impl<V: Verbs> QpOpener for VerbsOpener<V> {
             }
             let qp =
                 connect_qp(verbs, peer, hello.gid, &self.settings).map_err(|e| e.to_string())?;
-            by_peer.insert(peer.qpn, qp.qpn);
+            by_peer.insert((hello.gid, peer.qpn), qp.qpn);
             out.push(qp);
         }
         Ok(out)
@@ -367,15 +372,16 @@ mod tests {
     }
 
     fn hello(qps: &[(u32, u32)]) -> Hello {
-        let mut gid = [0u8; 16];
-        gid[10..12].copy_from_slice(&[0xff, 0xff]);
-        gid[12..].copy_from_slice(&[198, 18, 0, 1]);
+        hello_from([198, 18, 0, 1], qps)
+    }
+
+    fn hello_from(ip: [u8; 4], qps: &[(u32, u32)]) -> Hello {
         Hello {
             version: CONTROL_VERSION,
             token: "t".into(),
-            mac: [2, 0, 0, 0, 0, 1],
-            ip: [198, 18, 0, 1],
-            gid,
+            mac: [2, 0, 0, 0, 0, ip[3]],
+            ip,
+            gid: ipv4_gid(Ipv4Addr::from(ip)),
             qps: qps
                 .iter()
                 .map(|&(qpn, start_psn)| RequesterQp { qpn, start_psn })
@@ -459,6 +465,52 @@ mod tests {
             }]
         );
         opener.with_verbs(|d| assert_eq!(d.calls[0], "destroy 0x41"));
+    }
+
+    #[test]
+    fn two_translators_with_equal_qpns_keep_their_qps_and_a_re_hello_replaces_only_its_own() {
+        let opener = VerbsOpener::new(
+            FakeDevice::default(),
+            QpSettings {
+                path_mtu: 1024,
+                max_dest_rd_atomic: 16,
+                sgid_index: 3,
+            },
+        );
+        let (a, b) = ([198, 18, 0, 1], [198, 18, 0, 3]);
+        let qa = opener
+            .open(&hello_from(a, &[(0x100, 1), (0x101, 1)]))
+            .unwrap();
+        let qb = opener
+            .open(&hello_from(b, &[(0x100, 2), (0x101, 2)]))
+            .unwrap();
+        let qpns = |v: &[ResponderQp]| v.iter().map(|q| q.qpn).collect::<Vec<_>>();
+        assert_eq!((qpns(&qa), qpns(&qb)), (vec![0x41, 0x42], vec![0x43, 0x44]));
+        opener.with_verbs(|d| {
+            assert!(
+                !d.calls.iter().any(|c| c.starts_with("destroy")),
+                "B's hello destroyed A's QPs: {:?}",
+                d.calls
+            );
+            // B's QPs are connected to B's GID.
+            assert!(d.calls.contains(
+                &"rtr 0x43 dest=0x100 rq_psn=0x2 gid_last=3 mtu=1024 max_dest_rd_atomic=16".into()
+            ));
+            d.calls.clear();
+        });
+        // A says hello again: A's QPs are replaced, B's stay.
+        let qa2 = opener
+            .open(&hello_from(a, &[(0x100, 9), (0x101, 9)]))
+            .unwrap();
+        assert_eq!(qpns(&qa2), [0x45, 0x46]);
+        opener.with_verbs(|d| {
+            let destroyed: Vec<&String> = d
+                .calls
+                .iter()
+                .filter(|c| c.starts_with("destroy"))
+                .collect();
+            assert_eq!(destroyed, ["destroy 0x41", "destroy 0x42"]);
+        });
     }
 
     #[test]

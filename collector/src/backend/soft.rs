@@ -8,10 +8,13 @@ use dta_protocol::control::{Hello, ResponderQp};
 use crate::control::QpOpener;
 use crate::responder::Responder;
 
-/// Opens responder QPs for translators; a hello naming a translator QPN again replaces its old QP.
+/// Opens responder QPs for translators. A peer is a translator QP at an address, `(IPv4, QPN)`: every
+/// translator numbers its QPs from the same default base, so the QPN alone would let one translator's
+/// hello close another's QPs. A hello naming the same address and QPN again (re-establishment) replaces
+/// that peer's old QP.
 pub struct SoftOpener {
     responder: Arc<Mutex<Responder>>,
-    by_peer: Mutex<HashMap<u32, u32>>,
+    by_peer: Mutex<HashMap<([u8; 4], u32), u32>>,
 }
 
 impl SoftOpener {
@@ -32,13 +35,13 @@ impl QpOpener for SoftOpener {
             .qps
             .iter()
             .map(|q| {
-                if let Some(old) = by_peer.remove(&q.qpn) {
+                if let Some(old) = by_peer.remove(&(hello.ip, q.qpn)) {
                     r.close_qp(old);
                 }
                 let qpn = r
                     .allocate_qp(hello.ip, q.qpn, q.start_psn)
                     .ok_or("the software responder has no free QPN left")?;
-                by_peer.insert(q.qpn, qpn);
+                by_peer.insert((hello.ip, q.qpn), qpn);
                 Ok(ResponderQp {
                     qpn,
                     peer_qpn: q.qpn,
@@ -90,5 +93,68 @@ mod tests {
             }]
         );
         assert!(r.lock().unwrap().qp(0x100).is_none(), "old QP closed");
+    }
+
+    #[test]
+    fn equal_qpns_from_two_addresses_are_two_peers() {
+        let r = Arc::new(Mutex::new(Responder::new(
+            ResponderConfig::default(),
+            vec![],
+        )));
+        let o = SoftOpener::new(r.clone());
+        let hello = |ip: [u8; 4], start_psn| Hello {
+            version: CONTROL_VERSION,
+            token: String::new(),
+            mac: [0; 6],
+            ip,
+            gid: [0; 16],
+            qps: vec![
+                RequesterQp {
+                    qpn: 0x100,
+                    start_psn,
+                },
+                RequesterQp {
+                    qpn: 0x101,
+                    start_psn,
+                },
+            ],
+        };
+        let (a, b) = ([198, 18, 0, 1], [198, 18, 0, 3]);
+        let qa: Vec<u32> = o
+            .open(&hello(a, 1))
+            .unwrap()
+            .iter()
+            .map(|q| q.qpn)
+            .collect();
+        let qb: Vec<u32> = o
+            .open(&hello(b, 2))
+            .unwrap()
+            .iter()
+            .map(|q| q.qpn)
+            .collect();
+        assert_eq!(
+            (qa.as_slice(), qb.as_slice()),
+            (&[0x100, 0x101][..], &[0x102, 0x103][..])
+        );
+        {
+            let r = r.lock().unwrap();
+            for (q, ip, psn) in [(0x100, a, 1), (0x101, a, 1), (0x102, b, 2), (0x103, b, 2)] {
+                let s = r.qp(q).unwrap_or_else(|| panic!("QP {q:#x} closed"));
+                assert_eq!((s.peer_ip, s.expected_psn), (ip, psn));
+            }
+        }
+        // A's re-hello replaces A's two QPs and leaves B's alone.
+        let qa2: Vec<u32> = o
+            .open(&hello(a, 7))
+            .unwrap()
+            .iter()
+            .map(|q| q.qpn)
+            .collect();
+        assert_eq!(qa2, [0x104, 0x105]);
+        let r = r.lock().unwrap();
+        assert!(r.qp(0x100).is_none() && r.qp(0x101).is_none());
+        assert_eq!(r.qp(0x102).unwrap().expected_psn, 2);
+        assert_eq!(r.qp(0x103).unwrap().peer_ip, b);
+        assert_eq!(r.qp(0x104).unwrap().expected_psn, 7);
     }
 }
