@@ -2,13 +2,19 @@
 //! its addresses and QPs; the collector checks version and token, opens one responder QP per translator
 //! QP through a [`QpOpener`] (the software responder or the ibverbs backend), and answers with a welcome
 //! that lists every region. A bad hello gets a refusal with a reason and the connection is closed.
+//!
+//! Before the token is checked a connection is anyone's, so it is bounded ([`ControlLimits`]): a number
+//! of connections in total and per address (more are refused at once, with a refusal line), one deadline
+//! for the whole hello line rather than a timeout per read, and a size limit on it. Every refusal is
+//! logged with its reason; refusals over the connection limits are logged as a count.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use dta_protocol::control::{
     CollectorMessage, Hello, Refusal, ResponderQp, TranslatorMessage, Welcome, CONTROL_VERSION,
@@ -17,13 +23,45 @@ use dta_protocol::layout::Region;
 
 use crate::error::{Error, Result};
 
-/// Longest line accepted: a hello with thousands of QPs fits; a stream without newlines does not grow
-/// memory without bound.
-const MAX_LINE: u64 = 1 << 20;
-/// A peer that sends nothing for this long is disconnected.
-const READ_TIMEOUT: Duration = Duration::from_secs(30);
 /// How often the accept loop checks for shutdown.
 const POLL: Duration = Duration::from_millis(50);
+/// How long writing an answer may take before the connection is given up (a peer that does not read).
+const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
+/// After a refusal, how long and how much of the peer's further input is read and discarded.
+const DRAIN: Duration = Duration::from_millis(400);
+const DRAIN_BYTES: usize = 1 << 20;
+/// Refusals of connections over the limits are logged at most this often, with a count.
+const REFUSAL_LOG_EVERY: Duration = Duration::from_secs(10);
+
+/// What one control connection may cost before it is authenticated. A connection is a thread and a
+/// buffer: the limits bound both, and a deadline on the whole hello (not on each read) keeps a peer that
+/// trickles a byte at a time from holding one forever.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ControlLimits {
+    /// Connections served at once; more are refused with a refusal line and closed.
+    pub max_connections: usize,
+    /// Connections served at once from one IP address, so that one host cannot take every slot.
+    pub max_per_address: usize,
+    /// The whole first hello line, from accept to its newline, must arrive within this.
+    pub hello_deadline: Duration,
+    /// A later hello on a welcomed connection (re-establishment) must arrive whole within this.
+    pub idle_deadline: Duration,
+    /// Longest hello line, newline included.
+    pub max_hello: usize,
+}
+
+impl Default for ControlLimits {
+    fn default() -> Self {
+        ControlLimits {
+            max_connections: 64,
+            max_per_address: 8,
+            hello_deadline: Duration::from_secs(10),
+            idle_deadline: Duration::from_secs(30),
+            // About 7,000 QPs; a translator sends one per worker.
+            max_hello: 256 << 10,
+        }
+    }
+}
 
 /// Opens the collector's side of the translator's QPs: the backend-specific part of a handshake.
 pub trait QpOpener: Send + Sync {
@@ -53,11 +91,23 @@ pub struct ControlServer {
     addr: SocketAddr,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
+    slots: Arc<Slots>,
 }
 
 impl ControlServer {
-    /// Binds `addr` (required: there is no default of every interface) and serves in a background thread.
+    /// Binds `addr` (required: there is no default of every interface) and serves in a background thread
+    /// with the default [`ControlLimits`].
     pub fn start(addr: SocketAddr, ad: Advertised, opener: Arc<dyn QpOpener>) -> Result<Self> {
+        Self::start_with(addr, ad, opener, ControlLimits::default())
+    }
+
+    /// As [`start`](Self::start) with explicit limits.
+    pub fn start_with(
+        addr: SocketAddr,
+        ad: Advertised,
+        opener: Arc<dyn QpOpener>,
+        limits: ControlLimits,
+    ) -> Result<Self> {
         let listener = TcpListener::bind(addr)
             .map_err(|e| Error::io(format!("binding control port {addr}"), e))?;
         let addr = listener
@@ -67,17 +117,31 @@ impl ControlServer {
             .set_nonblocking(true)
             .map_err(|e| Error::io("control port non-blocking", e))?;
         let stop = Arc::new(AtomicBool::new(false));
-        let flag = stop.clone();
-        let ad = Arc::new(ad);
+        let slots = Arc::new(Slots::default());
+        let server = Shared {
+            ad,
+            opener,
+            limits,
+            stop: stop.clone(),
+            slots: slots.clone(),
+        };
         let thread = std::thread::Builder::new()
             .name("dta-control".into())
-            .spawn(move || accept_loop(listener, flag, ad, opener))
+            .spawn(move || accept_loop(listener, Arc::new(server)))
             .map_err(|e| Error::io("spawning the control thread", e))?;
-        log::info!("control server on {addr}");
+        log::info!(
+            "control server on {addr} (at most {} connections, {} per address; hello within {:?}, \
+             at most {} bytes)",
+            limits.max_connections,
+            limits.max_per_address,
+            limits.hello_deadline,
+            limits.max_hello
+        );
         Ok(ControlServer {
             addr,
             stop,
             thread: Some(thread),
+            slots,
         })
     }
 
@@ -86,7 +150,12 @@ impl ControlServer {
         self.addr
     }
 
-    /// Stops accepting and waits for the accept thread.
+    /// Connections being served now.
+    pub fn connections(&self) -> usize {
+        self.slots.lock().total
+    }
+
+    /// Stops accepting and waits for the accept thread. Connection threads end at their deadline.
     pub fn stop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
         if let Some(t) = self.thread.take() {
@@ -101,20 +170,106 @@ impl Drop for ControlServer {
     }
 }
 
-fn accept_loop(
-    listener: TcpListener,
-    stop: Arc<AtomicBool>,
-    ad: Arc<Advertised>,
+/// What every connection thread shares.
+struct Shared {
+    ad: Advertised,
     opener: Arc<dyn QpOpener>,
-) {
-    while !stop.load(Ordering::Relaxed) {
+    limits: ControlLimits,
+    stop: Arc<AtomicBool>,
+    slots: Arc<Slots>,
+}
+
+/// Connections in service, in total and per address.
+#[derive(Default)]
+struct Slots(Mutex<SlotCount>);
+
+#[derive(Default)]
+struct SlotCount {
+    total: usize,
+    by_ip: HashMap<IpAddr, usize>,
+}
+
+impl Slots {
+    fn lock(&self) -> std::sync::MutexGuard<'_, SlotCount> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Takes a slot for a connection from `ip`, or says which limit it would exceed.
+    fn take(
+        self: &Arc<Self>,
+        ip: IpAddr,
+        limits: &ControlLimits,
+    ) -> std::result::Result<Slot, String> {
+        let mut g = self.lock();
+        let mine = g.by_ip.get(&ip).copied().unwrap_or(0);
+        if g.total >= limits.max_connections {
+            return Err(format!(
+                "too many control connections ({} at once); try again later",
+                limits.max_connections
+            ));
+        }
+        if mine >= limits.max_per_address {
+            return Err(format!(
+                "too many control connections from {ip} ({} at once); try again later",
+                limits.max_per_address
+            ));
+        }
+        g.total += 1;
+        *g.by_ip.entry(ip).or_default() += 1;
+        Ok(Slot {
+            slots: self.clone(),
+            ip,
+        })
+    }
+}
+
+/// A connection's place in [`Slots`], given back when the connection ends.
+struct Slot {
+    slots: Arc<Slots>,
+    ip: IpAddr,
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let mut g = self.slots.lock();
+        g.total -= 1;
+        if let Some(n) = g.by_ip.get_mut(&self.ip) {
+            *n -= 1;
+            if *n == 0 {
+                g.by_ip.remove(&self.ip);
+            }
+        }
+    }
+}
+
+fn accept_loop(listener: TcpListener, server: Arc<Shared>) {
+    let (mut refused, mut last_log) = (0u64, None::<Instant>);
+    while !server.stop.load(Ordering::Relaxed) {
         match listener.accept() {
             Ok((stream, peer)) => {
-                let (ad, opener) = (ad.clone(), opener.clone());
+                let slot = match server.slots.take(peer.ip(), &server.limits) {
+                    Ok(slot) => slot,
+                    Err(why) => {
+                        // Log the first refusal, then a count at most every REFUSAL_LOG_EVERY: a flood
+                        // of connections must not become a flood of log lines.
+                        refused += 1;
+                        if last_log.map_or(true, |t| t.elapsed() >= REFUSAL_LOG_EVERY) {
+                            log::warn!(
+                                "refusing control connection from {peer}: {why} ({refused} refused since the last \
+                                 such message)"
+                            );
+                            (refused, last_log) = (0, Some(Instant::now()));
+                        }
+                        refuse_quickly(stream, why);
+                        continue;
+                    }
+                };
+                let s = server.clone();
                 let spawned = std::thread::Builder::new()
                     .name("dta-control-conn".into())
                     .spawn(move || {
-                        if let Err(e) = serve_connection(stream, &ad, opener.as_ref()) {
+                        let _slot = slot;
+                        if let Err(e) = serve_connection(stream, peer, &s) {
                             log::warn!("control connection from {peer}: {e}");
                         }
                     });
@@ -131,41 +286,171 @@ fn accept_loop(
     }
 }
 
-/// Answers hellos on one connection until EOF or a refusal. A translator may say hello again on the same
-/// connection to re-establish its QPs after an error.
-fn serve_connection(
-    stream: TcpStream,
-    ad: &Advertised,
-    opener: &dyn QpOpener,
-) -> std::io::Result<()> {
-    stream.set_nonblocking(false)?;
-    stream.set_read_timeout(Some(READ_TIMEOUT))?;
-    let mut writer = stream.try_clone()?;
-    let mut reader = BufReader::new(stream);
+/// Sends a refusal on a connection over the limits without waiting for it, and closes it.
+fn refuse_quickly(mut stream: TcpStream, error: String) {
+    let _ = stream.set_nonblocking(true);
+    let _ = stream.write_all(refusal_line(error).as_bytes());
+    let _ = stream.shutdown(std::net::Shutdown::Both);
+}
+
+fn refusal_line(error: String) -> String {
+    let r = CollectorMessage::Refusal(Refusal {
+        version: CONTROL_VERSION,
+        error,
+    });
+    let mut text = serde_json::to_string(&r).unwrap_or_default();
+    text.push('\n');
+    text
+}
+
+/// How reading one line ended.
+enum LineRead {
+    /// A whole line, newline included.
+    Line(Vec<u8>),
+    /// The peer closed the connection; `partial` bytes of an unfinished line were dropped.
+    Eof { partial: usize },
+    /// No newline within the size limit.
+    TooLong,
+    /// The deadline passed; `partial` bytes had arrived.
+    TimedOut { partial: usize },
+}
+
+/// Reads one line that must arrive whole before `deadline` and within `max` bytes. Bytes after the newline
+/// stay in `pending` for the next line.
+fn read_line_by(
+    stream: &mut TcpStream,
+    pending: &mut Vec<u8>,
+    deadline: Instant,
+    max: usize,
+    stop: &AtomicBool,
+) -> std::io::Result<LineRead> {
+    let mut scanned = 0;
+    let mut chunk = [0u8; 4096];
     loop {
-        let mut line = String::new();
-        let n = (&mut reader).take(MAX_LINE).read_line(&mut line)?;
-        if n == 0 {
-            return Ok(());
+        if let Some(i) = pending[scanned..].iter().position(|&b| b == b'\n') {
+            let rest = pending.split_off(scanned + i + 1);
+            return Ok(LineRead::Line(std::mem::replace(pending, rest)));
         }
-        let (reply, keep) = match answer(&line, ad, opener) {
-            Ok(w) => (CollectorMessage::Welcome(w), true),
-            Err(error) => {
-                log::warn!("refusing translator: {error}");
-                let r = Refusal {
-                    version: CONTROL_VERSION,
-                    error,
-                };
-                (CollectorMessage::Refusal(r), false)
+        scanned = pending.len();
+        if pending.len() >= max {
+            return Ok(LineRead::TooLong);
+        }
+        let now = Instant::now();
+        if now >= deadline || stop.load(Ordering::Relaxed) {
+            return Ok(LineRead::TimedOut {
+                partial: pending.len(),
+            });
+        }
+        // Wake at least every second to notice a server stop.
+        stream.set_read_timeout(Some((deadline - now).min(Duration::from_secs(1))))?;
+        let want = chunk.len().min(max - pending.len());
+        match stream.read(&mut chunk[..want]) {
+            Ok(0) => {
+                return Ok(LineRead::Eof {
+                    partial: pending.len(),
+                })
             }
-        };
-        let mut text = serde_json::to_string(&reply).map_err(std::io::Error::other)?;
-        text.push('\n');
-        writer.write_all(text.as_bytes())?;
-        if !keep {
-            return Ok(());
+            Ok(n) => pending.extend_from_slice(&chunk[..n]),
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock
+                        | std::io::ErrorKind::TimedOut
+                        | std::io::ErrorKind::Interrupted
+                ) => {}
+            Err(e) => return Err(e),
         }
     }
+}
+
+/// Answers hellos on one connection until EOF, a refusal or a deadline. A translator may say hello again
+/// on the same connection to re-establish its QPs after an error.
+fn serve_connection(
+    mut stream: TcpStream,
+    peer: SocketAddr,
+    server: &Shared,
+) -> std::io::Result<()> {
+    let limits = &server.limits;
+    stream.set_nonblocking(false)?;
+    stream.set_write_timeout(Some(WRITE_TIMEOUT))?;
+    let mut pending = Vec::new();
+    let mut deadline = Instant::now() + limits.hello_deadline;
+    let mut welcomed = false;
+    loop {
+        let line = match read_line_by(
+            &mut stream,
+            &mut pending,
+            deadline,
+            limits.max_hello,
+            &server.stop,
+        )? {
+            LineRead::Line(l) => l,
+            LineRead::Eof { .. } | LineRead::TimedOut { partial: 0 } if welcomed => return Ok(()),
+            LineRead::Eof { partial } => {
+                if partial > 0 || !welcomed {
+                    log::info!(
+                        "control connection from {peer} closed without a complete hello ({partial} bytes)"
+                    );
+                }
+                return Ok(());
+            }
+            LineRead::TimedOut { partial } => {
+                let why = format!(
+                    "no complete hello within {:?} ({partial} bytes received)",
+                    if welcomed {
+                        limits.idle_deadline
+                    } else {
+                        limits.hello_deadline
+                    }
+                );
+                return refuse(&mut stream, peer, why);
+            }
+            LineRead::TooLong => {
+                let why = format!("hello longer than {} bytes", limits.max_hello);
+                return refuse(&mut stream, peer, why);
+            }
+        };
+        let reply = match String::from_utf8(line) {
+            Err(e) => Err(format!(
+                "hello is not UTF-8 text (invalid byte at offset {})",
+                e.utf8_error().valid_up_to()
+            )),
+            Ok(text) => answer(&text, &server.ad, server.opener.as_ref()),
+        };
+        match reply {
+            Ok(w) => {
+                let mut text = serde_json::to_string(&CollectorMessage::Welcome(w))
+                    .map_err(std::io::Error::other)?;
+                text.push('\n');
+                stream.write_all(text.as_bytes())?;
+                welcomed = true;
+                deadline = Instant::now() + limits.idle_deadline;
+            }
+            Err(why) => return refuse(&mut stream, peer, why),
+        }
+    }
+}
+
+/// Logs why, sends the refusal line and ends the connection.
+fn refuse(stream: &mut TcpStream, peer: SocketAddr, why: String) -> std::io::Result<()> {
+    log::warn!("refusing translator at {peer}: {why}");
+    stream.write_all(refusal_line(why).as_bytes())?;
+    let _ = stream.shutdown(std::net::Shutdown::Write);
+    // Read what the peer still sends for a moment, so that closing with unread bytes (which sends a reset)
+    // does not destroy the refusal before the peer has read it.
+    let end = Instant::now() + DRAIN;
+    let mut sink = [0u8; 4096];
+    let mut drained = 0;
+    while drained < DRAIN_BYTES && Instant::now() < end {
+        let _ = stream.set_read_timeout(Some(DRAIN / 4));
+        match stream.read(&mut sink) {
+            Ok(0) => break,
+            Ok(n) => drained += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => break,
+        }
+    }
+    Ok(())
 }
 
 /// Checks a hello line and builds the welcome, or says why not.
@@ -174,9 +459,6 @@ pub fn answer(
     ad: &Advertised,
     opener: &dyn QpOpener,
 ) -> std::result::Result<Welcome, String> {
-    if !line.ends_with('\n') && line.len() as u64 >= MAX_LINE {
-        return Err(format!("hello longer than {MAX_LINE} bytes"));
-    }
     // The version is checked before the rest of the schema, so that a peer of another version learns that,
     // not that its fields look malformed to us.
     let value: serde_json::Value =
