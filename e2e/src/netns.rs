@@ -6,20 +6,25 @@ use std::process::Command;
 
 use anyhow::{bail, Context, Result};
 
-/// Runs `ip` with `args`; the error carries the command and its stderr.
-pub fn ip(args: &[&str]) -> Result<()> {
-    let out = Command::new("ip")
+/// Runs `cmd args` and returns its stdout; the error carries the command and its stderr.
+pub fn run(cmd: &str, args: &[&str]) -> Result<String> {
+    let out = Command::new(cmd)
         .args(args)
         .output()
-        .with_context(|| format!("running ip {}", args.join(" ")))?;
+        .with_context(|| format!("running {cmd} {}", args.join(" ")))?;
     if !out.status.success() {
         bail!(
-            "ip {}: {}",
+            "{cmd} {}: {}",
             args.join(" "),
             String::from_utf8_lossy(&out.stderr).trim()
         );
     }
-    Ok(())
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Runs `ip` with `args`; the error carries the command and its stderr.
+pub fn ip(args: &[&str]) -> Result<()> {
+    run("ip", args).map(drop)
 }
 
 /// A namespace deleted with everything in it when dropped, or the init namespace (name `""`), which is
@@ -73,18 +78,7 @@ impl Netns {
     pub fn exec(&self, cmd: &[&str]) -> Result<()> {
         if self.name.is_empty() {
             let (bin, args) = cmd.split_first().context("empty command")?;
-            let out = Command::new(bin)
-                .args(args)
-                .output()
-                .with_context(|| format!("running {}", cmd.join(" ")))?;
-            if !out.status.success() {
-                bail!(
-                    "{}: {}",
-                    cmd.join(" "),
-                    String::from_utf8_lossy(&out.stderr).trim()
-                );
-            }
-            return Ok(());
+            return run(bin, args).map(drop);
         }
         let mut all = vec!["netns", "exec", self.name.as_str()];
         all.extend_from_slice(cmd);

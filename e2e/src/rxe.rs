@@ -5,25 +5,10 @@
 //! bypasses its own qdisc).
 
 use std::collections::BTreeMap;
-use std::process::Command;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 
-/// Runs `cmd args` and fails with its stderr.
-fn run(cmd: &str, args: &[&str]) -> Result<String> {
-    let out = Command::new(cmd)
-        .args(args)
-        .output()
-        .with_context(|| format!("running {cmd} {}", args.join(" ")))?;
-    if !out.status.success() {
-        bail!(
-            "{cmd} {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-}
+use crate::netns::run;
 
 /// An rxe device on a network interface of this (init) namespace.
 #[derive(Debug)]

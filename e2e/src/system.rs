@@ -12,10 +12,11 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 
 use crate::bins::bin;
+use crate::netns::Netns;
 use crate::procs::Proc;
 use crate::rxe::Rxe;
 use crate::send::{Metrics, Sender};
-use crate::topo::{self, Topology};
+use crate::topo::{self, SecondPath, Topology};
 use crate::workload::{self, Workload};
 
 /// Packet I/O of the translator.
@@ -53,6 +54,20 @@ pub struct Options {
     /// The responder. With [`Responder::Rxe`], `faults` become netem loss and reorder (percent of
     /// `faults` × 100) on both directions of the collector's link.
     pub responder: Responder,
+    /// Translators in front of the collector: 1, or 2 (each with its own reporter, both with the same
+    /// QPNs, as every translator has by default; the software responder over AF_PACKET only).
+    pub translators: usize,
+}
+
+/// The second reporter and translator of a two-translator run.
+pub struct Second {
+    /// The translator.
+    pub translator: Proc,
+    /// Its metrics.
+    pub metrics: Metrics,
+    sender: Sender,
+    /// Its namespaces (dropped after the process).
+    pub path: SecondPath,
 }
 
 /// The control token of every run.
@@ -87,6 +102,8 @@ pub struct System {
     pub translator: Proc,
     /// The collector (None while stopped).
     pub collector: Option<Proc>,
+    /// The second translator, with `translators: 2`.
+    pub second: Option<Second>,
     /// The rxe device, with [`Responder::Rxe`].
     pub rxe: Option<Rxe>,
     /// The namespaces.
@@ -105,7 +122,12 @@ pub struct System {
     backend: &'static str,
 }
 
-fn collector_config(faults: Option<(f64, f64)>, io: Io, responder: Responder) -> String {
+fn collector_config(
+    faults: Option<(f64, f64)>,
+    io: Io,
+    responder: Responder,
+    interface: &str,
+) -> String {
     let (drop, reorder) = match responder {
         Responder::Soft => faults.unwrap_or((0.0, 0.0)),
         // rxe is impaired by netem, not by the collector.
@@ -114,7 +136,7 @@ fn collector_config(faults: Option<(f64, f64)>, io: Io, responder: Responder) ->
     let port = match (responder, io) {
         // The NIC (rxe) answers; the collector has no packet port.
         (Responder::Rxe, _) => String::new(),
-        (Responder::Soft, Io::AfPacket) => "interface = \"c0\"".to_string(),
+        (Responder::Soft, Io::AfPacket) => format!("interface = \"{interface}\""),
         // --no-shconf: no shared runtime files, so the translator's EAL can run beside it.
         (Responder::Soft, Io::Dpdk) => "interface = \"net_af_packet0,iface=c0,framecnt=8192\"\nio = \"dpdk\"\neal_args = [\"-l\", \"0\", \"--no-huge\", \"--no-shconf\", \"-m\", \"256\", \"--no-pci\", \"--log-level=warning\", \"--no-telemetry\"]".to_string(),
     };
@@ -146,7 +168,7 @@ seed = 7
     )
 }
 
-fn translator_config(io: Io, workers: usize) -> String {
+fn translator_config(io: Io, workers: usize, ip: &str, mgmt: &str) -> String {
     let io_section = match io {
         Io::AfPacket => "[io]\nkind = \"af_packet\"\nports = [\"ta\", \"tb\"]\n".to_string(),
         // The PMD's default ring (512 frames) overflows under the sender's 4,096-report window, and
@@ -166,10 +188,11 @@ token = "{TOKEN}"
 bind = "{tm}:{METRICS_PORT}"
 
 [local]
-ip = [198, 18, 0, 1]
+ip = [{ip}]
 {engine}"#,
+        ip = ip.replace('.', ", "),
         cm = topo::COLLECTOR_MGMT,
-        tm = topo::TRANSLATOR_MGMT,
+        tm = mgmt,
         engine = workload::translator_engine_sections(),
     )
 }
@@ -195,15 +218,39 @@ impl System {
                 (topo, Some(rxe), "ibverbs")
             }
         };
+        anyhow::ensure!(
+            matches!(opts.translators, 1 | 2),
+            "{} translators: runs have 1 or 2",
+            opts.translators
+        );
+        let second_path = if opts.translators == 2 {
+            anyhow::ensure!(
+                opts.responder == Responder::Soft && opts.collector_io == Io::AfPacket,
+                "two translators run with the software responder on AF_PACKET"
+            );
+            Some(topo.add_second_path(&prefix)?)
+        } else {
+            None
+        };
         let dir = std::env::temp_dir().join(format!("dta-e2e-{prefix}"));
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
         std::fs::write(
             dir.join("collector.toml"),
-            collector_config(opts.faults, opts.collector_io, opts.responder),
+            collector_config(
+                opts.faults,
+                opts.collector_io,
+                opts.responder,
+                if second_path.is_some() { "br0" } else { "c0" },
+            ),
         )?;
         std::fs::write(
             dir.join("translator.toml"),
-            translator_config(opts.io, opts.workers),
+            translator_config(
+                opts.io,
+                opts.workers,
+                topo::TRANSLATOR_IP,
+                topo::TRANSLATOR_MGMT,
+            ),
         )?;
 
         let pids = Arc::new(Mutex::new(Vec::new()));
@@ -211,34 +258,48 @@ impl System {
         watchdog(opts.limit, &prefix, &dir, pids.clone(), disarm.clone());
 
         let collector = start_collector(&topo, &dir, &pids, backend)?;
-        let cfg = dir.join("translator.toml");
-        let mut translator = Proc::spawn(
+        let (translator, metrics, sender) = start_translator(
+            &topo.translator,
+            &topo.reporter,
+            &dir,
             "translator",
-            topo.translator.name(),
-            &bin("dta-translator")?,
-            &["run", "--config", cfg.to_str().context("path")?],
-            &dir.join("translator.log"),
+            topo::TRANSLATOR_MGMT,
+            topo::REPORTER_IP,
+            &pids,
         )?;
-        pids.lock()
-            .map_err(|_| anyhow::anyhow!("poisoned"))?
-            .push(translator.pid());
-        translator.wait_line("translator running", Duration::from_secs(60))?;
-        let metrics = Metrics {
-            ns: topo.translator.name().to_string(),
-            addr: format!("{}:{METRICS_PORT}", topo::TRANSLATOR_MGMT).parse()?,
+        let second = match second_path {
+            Some(path) => {
+                std::fs::write(
+                    dir.join("translator2.toml"),
+                    translator_config(
+                        opts.io,
+                        opts.workers,
+                        topo::TRANSLATOR2_IP,
+                        topo::TRANSLATOR2_MGMT,
+                    ),
+                )?;
+                let (translator, metrics, sender) = start_translator(
+                    &path.translator,
+                    &path.reporter,
+                    &dir,
+                    "translator2",
+                    topo::TRANSLATOR2_MGMT,
+                    topo::REPORTER2_IP,
+                    &pids,
+                )?;
+                Some(Second {
+                    translator,
+                    metrics,
+                    sender,
+                    path,
+                })
+            }
+            None => None,
         };
-        // Resolve the collector's MAC through the bump before sending: the reporter's kernel queues only a
-        // handful of datagrams while ARP is unresolved and drops the rest.
-        resolve_collector(&topo)
-            .context("ARP from the reporter to the collector through the translator")?;
-        let sender = Sender::open(
-            topo.reporter.name(),
-            format!("{}:40041", topo::REPORTER_IP).parse()?,
-            format!("{}:40040", topo::COLLECTOR_IP).parse()?,
-        )?;
         Ok(Some(System {
             translator,
             collector: Some(collector),
+            second,
             rxe,
             http: format!("{}:{HTTP_PORT}", topo::COLLECTOR_MGMT).parse()?,
             topo,
@@ -285,43 +346,20 @@ impl System {
 
     /// Sends a workload, waits for the translator to settle, checks every answer.
     pub fn run(&mut self, w: &Workload) -> Result<Outcome> {
-        let base = self.reports_taken()?;
-        let resent = self
-            .metrics
-            .value("dta_translator_retransmitted_frames_total", "")?;
-        let timeouts = self
-            .metrics
-            .value("dta_translator_retransmit_timeouts_total", "")?;
-        let start = Instant::now();
-        let n = w.reports.len() as u64;
-        self.sender
-            .send_all(
-                &w.reports,
-                &self.metrics,
-                base,
-                4096,
-                Duration::from_secs(240),
-            )
-            .with_context(|| format!("sending {}", w.name))?;
-        self.metrics
-            .wait_settled(base + n, Duration::from_secs(60))
-            .with_context(|| format!("settling after {}", w.name))?;
-        let seconds = start.elapsed().as_secs_f64();
-        let checked = self.verify(w)?;
-        Ok(Outcome {
-            name: w.name,
-            reports: n,
-            seconds,
-            checked,
-            retransmitted: self
-                .metrics
-                .value("dta_translator_retransmitted_frames_total", "")?
-                - resent,
-            timeouts: self
-                .metrics
-                .value("dta_translator_retransmit_timeouts_total", "")?
-                - timeouts,
-        })
+        let o = send_and_settle(&mut self.sender, &self.metrics, w)?;
+        self.finish(w, o)
+    }
+
+    /// [`run`](Self::run) through the second reporter and translator.
+    pub fn run_second(&mut self, w: &Workload) -> Result<Outcome> {
+        let s = self.second.as_mut().context("no second translator")?;
+        let o = send_and_settle(&mut s.sender, &s.metrics, w)?;
+        self.finish(w, o)
+    }
+
+    fn finish(&self, w: &Workload, mut o: Outcome) -> Result<Outcome> {
+        o.checked = self.verify(w)?;
+        Ok(o)
     }
 
     /// Runs a workload's check from inside the collector namespace.
@@ -349,7 +387,7 @@ impl System {
 impl Drop for System {
     fn drop(&mut self) {
         self.disarm.store(true, Ordering::Relaxed);
-        for name in ["translator.log", "collector.log"] {
+        for name in ["translator.log", "translator2.log", "collector.log"] {
             let path = self.dir.join(name);
             if self.quiet {
                 break;
@@ -367,6 +405,70 @@ impl Drop for System {
             let _ = std::fs::remove_dir_all(&self.dir);
         }
     }
+}
+
+/// Sends `w` through `sender` and waits for the translator behind `metrics` to settle; `checked` is left
+/// 0 for the caller's check.
+fn send_and_settle(sender: &mut Sender, metrics: &Metrics, w: &Workload) -> Result<Outcome> {
+    let base = metrics.value("dta_translator_reports_total", "")?;
+    let resent = metrics.value("dta_translator_retransmitted_frames_total", "")?;
+    let timeouts = metrics.value("dta_translator_retransmit_timeouts_total", "")?;
+    let start = Instant::now();
+    let n = w.reports.len() as u64;
+    sender
+        .send_all(&w.reports, metrics, base, 4096, Duration::from_secs(240))
+        .with_context(|| format!("sending {}", w.name))?;
+    metrics
+        .wait_settled(base + n, Duration::from_secs(60))
+        .with_context(|| format!("settling after {}", w.name))?;
+    let seconds = start.elapsed().as_secs_f64();
+    Ok(Outcome {
+        name: w.name,
+        reports: n,
+        seconds,
+        checked: 0,
+        retransmitted: metrics.value("dta_translator_retransmitted_frames_total", "")? - resent,
+        timeouts: metrics.value("dta_translator_retransmit_timeouts_total", "")? - timeouts,
+    })
+}
+
+/// Starts a translator in `ns` with `<name>.toml` from `dir`, waits until it runs, resolves the
+/// collector's MAC from `reporter` through it and opens the reporter's sender.
+fn start_translator(
+    ns: &Netns,
+    reporter: &Netns,
+    dir: &std::path::Path,
+    name: &str,
+    mgmt: &str,
+    reporter_ip: &str,
+    pids: &Mutex<Vec<u32>>,
+) -> Result<(Proc, Metrics, Sender)> {
+    let cfg = dir.join(format!("{name}.toml"));
+    let mut translator = Proc::spawn(
+        name,
+        ns.name(),
+        &bin("dta-translator")?,
+        &["run", "--config", cfg.to_str().context("path")?],
+        &dir.join(format!("{name}.log")),
+    )?;
+    pids.lock()
+        .map_err(|_| anyhow::anyhow!("poisoned"))?
+        .push(translator.pid());
+    translator.wait_line("translator running", Duration::from_secs(60))?;
+    let metrics = Metrics {
+        ns: ns.name().to_string(),
+        addr: format!("{mgmt}:{METRICS_PORT}").parse()?,
+    };
+    // Resolve the collector's MAC through the bump before sending: the reporter's kernel queues only a
+    // handful of datagrams while ARP is unresolved and drops the rest.
+    resolve_collector(reporter)
+        .with_context(|| format!("ARP from the reporter to the collector through {name}"))?;
+    let sender = Sender::open(
+        reporter.name(),
+        format!("{reporter_ip}:40041").parse()?,
+        format!("{}:40040", topo::COLLECTOR_IP).parse()?,
+    )?;
+    Ok((translator, metrics, sender))
 }
 
 fn start_collector(
@@ -402,24 +504,18 @@ fn start_collector(
 
 /// Sends one datagram to the discard port (the translator forwards it like any foreign frame) and waits
 /// until the reporter's kernel has learnt the collector's MAC.
-fn resolve_collector(topo: &Topology) -> Result<()> {
+fn resolve_collector(reporter: &Netns) -> Result<()> {
     let to: SocketAddr = format!("{}:9", topo::COLLECTOR_IP).parse()?;
     let deadline = Instant::now() + Duration::from_secs(10);
     while Instant::now() < deadline {
-        topo.reporter.run_in(move || -> Result<()> {
+        reporter.run_in(move || -> Result<()> {
             let s = std::net::UdpSocket::bind("0.0.0.0:0")?;
             s.send_to(b"arp", to)?;
             Ok(())
         })??;
         std::thread::sleep(Duration::from_millis(100));
         let out = std::process::Command::new("ip")
-            .args([
-                "-n",
-                topo.reporter.name(),
-                "neigh",
-                "show",
-                topo::COLLECTOR_IP,
-            ])
+            .args(["-n", reporter.name(), "neigh", "show", topo::COLLECTOR_IP])
             .output()?;
         if String::from_utf8_lossy(&out.stdout).contains(topo::COLLECTOR_MAC) {
             return Ok(());
@@ -453,7 +549,7 @@ fn watchdog(
             err,
             "WATCHDOG: test {prefix} exceeded {limit:?}; cleaning up and failing"
         );
-        for name in ["translator.log", "collector.log"] {
+        for name in ["translator.log", "translator2.log", "collector.log"] {
             if let Ok(text) = std::fs::read_to_string(dir.join(name)) {
                 let lines: Vec<&str> = text.lines().collect();
                 let _ = writeln!(err, "---- last lines of {name} ----");
@@ -468,7 +564,7 @@ fn watchdog(
                 unsafe { libc::kill(pid as i32, libc::SIGKILL) };
             }
         }
-        for s in ["r", "t", "c"] {
+        for s in ["r", "t", "c", "s", "u"] {
             let _ = crate::netns::ip(&["netns", "del", &format!("{prefix}{s}")]);
         }
         let _ = std::fs::remove_dir_all(&dir);

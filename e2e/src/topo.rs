@@ -27,6 +27,30 @@ pub const COLLECTOR_MGMT: &str = "198.19.0.2";
 /// Translator management address (metrics).
 pub const TRANSLATOR_MGMT: &str = "198.19.0.1";
 
+/// Second translator's address (the pair topology).
+pub const TRANSLATOR2_IP: &str = "198.18.0.3";
+/// Second reporter's address.
+pub const REPORTER2_IP: &str = "198.18.0.11";
+/// Second translator's management address (metrics; control through the collector's 198.19.1.2).
+pub const TRANSLATOR2_MGMT: &str = "198.19.1.1";
+
+/// The second path of the pair topology: another reporter and another translator (bump in the wire)
+/// into the same collector, whose data links are then bridged (`br0` carries its address and MAC).
+///
+/// ```text
+///  reporter ns  r0 198.18.0.10 ─ ta [translator 1 ns] tb ─ c0 ┐
+///                                                              br0 198.18.0.2 (collector ns)
+///  reporter2 ns r0 198.18.0.11 ─ ta [translator 2 ns] tb ─ c1 ┘
+///                                   tm 198.19.1.1 ───────── cm2 198.19.1.2
+/// ```
+#[derive(Debug)]
+pub struct SecondPath {
+    /// Second reporter.
+    pub reporter: Netns,
+    /// Second translator.
+    pub translator: Netns,
+}
+
 /// The three namespaces; dropping removes them and their links.
 #[derive(Debug)]
 pub struct Topology {
@@ -99,6 +123,69 @@ impl Topology {
         }
         let _ = (r, c);
         Ok(t)
+    }
+}
+
+impl Topology {
+    /// Adds a second reporter and translator into the same collector: the collector's data links are
+    /// bridged (the responder then listens on `br0`, which takes over the collector's address and MAC).
+    pub fn add_second_path(&self, prefix: &str) -> Result<SecondPath> {
+        for s in ["s", "u"] {
+            let _ = crate::netns::ip(&["netns", "del", &format!("{prefix}{s}")]);
+        }
+        let p = SecondPath {
+            reporter: Netns::create(&format!("{prefix}s"))?,
+            translator: Netns::create(&format!("{prefix}u"))?,
+        };
+        let (r2, t2) = (p.reporter.name(), p.translator.name());
+        let c = &self.collector;
+        p.reporter.ip(&[
+            "link", "add", "r0", "type", "veth", "peer", "name", "ta", "netns", t2,
+        ])?;
+        c.ip(&[
+            "link", "add", "c1", "type", "veth", "peer", "name", "tb", "netns", t2,
+        ])?;
+        c.ip(&[
+            "link", "add", "cm2", "type", "veth", "peer", "name", "tm", "netns", t2,
+        ])?;
+        p.reporter
+            .ip(&["link", "set", "r0", "address", "02:00:00:00:00:0b"])?;
+        p.reporter
+            .ip(&["addr", "add", &format!("{REPORTER2_IP}/24"), "dev", "r0"])?;
+        // The collector's address and MAC move from c0 to a bridge over both data links.
+        c.ip(&["addr", "del", &format!("{COLLECTOR_IP}/24"), "dev", "c0"])?;
+        c.ip(&["link", "set", "c0", "address", "02:00:00:00:00:12"])?;
+        c.ip(&["link", "add", "br0", "type", "bridge"])?;
+        c.ip(&["link", "set", "br0", "address", COLLECTOR_MAC])?;
+        c.ip(&["addr", "add", &format!("{COLLECTOR_IP}/24"), "dev", "br0"])?;
+        for dev in ["c0", "c1"] {
+            c.ip(&["link", "set", dev, "master", "br0"])?;
+            c.ip(&["link", "set", dev, "up"])?;
+        }
+        c.ip(&["link", "set", "br0", "up"])?;
+        c.ip(&["addr", "add", "198.19.1.2/24", "dev", "cm2"])?;
+        c.ip(&["link", "set", "cm2", "up"])?;
+        p.translator.ip(&[
+            "addr",
+            "add",
+            &format!("{TRANSLATOR2_MGMT}/24"),
+            "dev",
+            "tm",
+        ])?;
+        p.reporter.ip(&["link", "set", "r0", "up"])?;
+        for dev in ["ta", "tb", "tm"] {
+            p.translator.ip(&["link", "set", dev, "up"])?;
+        }
+        // The collector's control port is on its first management address.
+        p.translator.ip(&[
+            "route",
+            "add",
+            &format!("{COLLECTOR_MGMT}/32"),
+            "via",
+            "198.19.1.2",
+        ])?;
+        let _ = r2;
+        Ok(p)
     }
 }
 

@@ -79,6 +79,7 @@ fn every_primitive_is_exact_through_af_packet() -> Result<()> {
         workers: 1,
         collector_io: Io::AfPacket,
         responder: Responder::Soft,
+        translators: 1,
     };
     let Some(mut sys) = System::start("a", opts)? else {
         return Ok(());
@@ -105,6 +106,7 @@ fn every_primitive_is_exact_through_dpdk_with_two_workers() -> Result<()> {
         workers: 2,
         collector_io: Io::Dpdk,
         responder: Responder::Soft,
+        translators: 1,
     };
     let Some(mut sys) = System::start("d", opts)? else {
         return Ok(());
@@ -137,6 +139,7 @@ fn every_primitive_is_exact_with_one_percent_drop_and_reorder() -> Result<()> {
         workers: 2,
         collector_io: Io::AfPacket,
         responder: Responder::Soft,
+        translators: 1,
     };
     let Some(mut sys) = System::start("f", opts)? else {
         return Ok(());
@@ -169,6 +172,7 @@ fn translator_survives_a_collector_restart_and_counts_the_loss() -> Result<()> {
         workers: 2,
         collector_io: Io::AfPacket,
         responder: Responder::Soft,
+        translators: 1,
     };
     let Some(mut sys) = System::start("k", opts)? else {
         return Ok(());
@@ -210,5 +214,55 @@ fn translator_survives_a_collector_restart_and_counts_the_loss() -> Result<()> {
         );
     eprintln!("writes lost or reports refused while the collector was down: {lost}");
     ensure!(lost > 0, "the loss during the outage is counted:\n{m}");
+    Ok(())
+}
+
+/// DTA scales by adding translators: two translator processes with the same QPNs (every translator's
+/// default `qpn_base`), each behind its own reporter, on one collector. Neither evicts the other's QPs
+/// (the collector keys a peer by address and QPN), and both write exactly.
+#[test]
+fn two_translators_share_one_collector() -> Result<()> {
+    let _g = serial();
+    let opts = Options {
+        io: Io::AfPacket,
+        faults: None,
+        limit: Duration::from_secs(480),
+        workers: 1,
+        collector_io: Io::AfPacket,
+        responder: Responder::Soft,
+        translators: 2,
+    };
+    let Some(mut sys) = System::start("p", opts)? else {
+        return Ok(());
+    };
+    // Interleaved, so both translators' QPs carry traffic while the other's exist.
+    let mut outcomes = vec![
+        sys.run(&workload::key_write(5_000, 4, 21)?)?,
+        sys.run_second(&workload::key_increment(1_000, 20_000, 22)?)?,
+        sys.run(&workload::append(20_000)?)?,
+        sys.run_second(&workload::postcard(1_000, 4, 23)?)?,
+    ];
+    // And the first translator again after the second one's traffic: its QPs are still its own.
+    outcomes.push(sys.run(&workload::key_write(5_000, 2, 24)?)?);
+    print(&outcomes);
+    let second = sys.second.as_ref().expect("a second translator");
+    for (who, m) in [
+        ("first", sys.metrics.scrape()?),
+        ("second", second.metrics.scrape()?),
+    ] {
+        for (name, what) in [
+            ("dta_translator_qp_errors_total", "QP errors"),
+            ("dta_translator_report_drops_total", "reports dropped"),
+            ("dta_translator_collector_restarts_total", "restarts seen"),
+        ] {
+            ensure!(metric(&m, name, "") == 0, "{who} translator: {what}:\n{m}");
+        }
+        // One welcome each: nobody's QPs were re-established because the other said hello.
+        ensure!(
+            metric(&m, "dta_translator_control_welcomes_total", "") == 1,
+            "{who} translator was welcomed {} times",
+            metric(&m, "dta_translator_control_welcomes_total", "")
+        );
+    }
     Ok(())
 }

@@ -54,18 +54,8 @@ const SOFT_COLLECTOR_MAC: &str = "02:dc:00:02:00:02";
 const SOFT_PEER_MAC: [u8; 6] = [0x02, 0xdc, 0, 2, 0, 1];
 
 fn sh(args: &[&str]) -> Result<()> {
-    let out = Command::new(args[0])
-        .args(&args[1..])
-        .output()
-        .with_context(|| format!("running {}", args.join(" ")))?;
-    if !out.status.success() {
-        bail!(
-            "{} failed: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    Ok(())
+    let (cmd, rest) = args.split_first().context("empty command")?;
+    dta_e2e::netns::run(cmd, rest).map(drop)
 }
 
 /// Removes what a run creates; every step may fail when the thing is already gone.

@@ -43,6 +43,7 @@ fn main() -> Result<()> {
         workers: a.workers,
         collector_io: io,
         responder: Responder::Soft,
+        translators: 1,
     };
     std::env::set_var("DTA_REQUIRE_NETNS", "1");
     let mut sys = System::start("demo", opts)?.context("network namespaces")?;

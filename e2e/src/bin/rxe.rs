@@ -74,6 +74,7 @@ fn suite(
         workers: 1,
         collector_io: Io::AfPacket,
         responder: Responder::Rxe,
+        translators: 1,
     };
     let mut sys = System::start("rxe", opts)?.context("the rxe topology")?;
     // What the collector chose: the source GID and the pages its registered regions live on.
@@ -88,26 +89,12 @@ fn suite(
     }
     let mut rows = Vec::new();
     for w in workloads {
-        let before = sys.rxe.as_ref().context("rxe")?.counters()?;
-        let outcome = sys.run(w).with_context(|| format!("{title}: {}", w.name))?;
-        let after = sys.rxe.as_ref().context("rxe")?.counters()?;
-        let row = Row {
-            outcome,
-            rxe: delta(&after, &before),
-        };
-        print_row(&row);
-        rows.push(row);
+        rows.push(measured(&mut sys, |sys| {
+            sys.run(w).with_context(|| format!("{title}: {}", w.name))
+        })?);
     }
     // DART: a reporter writing Key-Writes over its own QP, through the bump in the wire, into rxe.
-    let before = sys.rxe.as_ref().context("rxe")?.counters()?;
-    let outcome = dart(&sys, dart_writes, salt)?;
-    let after = sys.rxe.as_ref().context("rxe")?.counters()?;
-    let row = Row {
-        outcome,
-        rxe: delta(&after, &before),
-    };
-    print_row(&row);
-    rows.push(row);
+    rows.push(measured(&mut sys, |sys| dart(sys, dart_writes, salt))?);
     let m = sys.metrics.scrape()?;
     for (name, what) in [
         ("dta_translator_report_drops_total", "reports dropped"),
@@ -240,6 +227,19 @@ fn dart(sys: &System, writes: u32, salt: u64) -> Result<Outcome> {
         retransmitted: field("retransmitted"),
         timeouts: field("timeouts"),
     })
+}
+
+/// Runs `f` and prints its outcome with what rxe counted meanwhile.
+fn measured(sys: &mut System, f: impl FnOnce(&mut System) -> Result<Outcome>) -> Result<Row> {
+    let before = sys.rxe.as_ref().context("rxe")?.counters()?;
+    let outcome = f(sys)?;
+    let after = sys.rxe.as_ref().context("rxe")?.counters()?;
+    let row = Row {
+        outcome,
+        rxe: delta(&after, &before),
+    };
+    print_row(&row);
+    Ok(row)
 }
 
 fn print_row(r: &Row) {
