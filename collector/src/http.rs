@@ -625,6 +625,27 @@ fn error(status: u16, msg: &str) -> (u16, &'static str, String) {
     )
 }
 
+/// A region as `/regions` shows it to anyone who reaches the API: its id and layout, what a query needs.
+/// Not its virtual address and R_Key: with those and a live QPN a host on the data path could write the
+/// memory. Translators get them in the control channel's welcome, after the token check.
+#[derive(Debug, serde::Serialize)]
+struct PublicRegion {
+    id: u32,
+    len: u64,
+    #[serde(flatten)]
+    geometry: dta_protocol::layout::Geometry,
+}
+
+impl From<dta_protocol::layout::Region> for PublicRegion {
+    fn from(r: dta_protocol::layout::Region) -> Self {
+        PublicRegion {
+            id: r.id,
+            len: r.len(),
+            geometry: r.geometry,
+        }
+    }
+}
+
 /// Answers one request: status, content type and body.
 pub fn route(
     method: &str,
@@ -639,7 +660,12 @@ pub fn route(
     let p = params(query);
     match path {
         "/metrics" => (200, "text/plain; version=0.0.4", metrics.render()),
-        "/regions" => json(Ok(engine.arena().regions())),
+        "/regions" => json(Ok(engine
+            .arena()
+            .regions()
+            .into_iter()
+            .map(PublicRegion::from)
+            .collect::<Vec<_>>())),
         "/query/keywrite" => json((|| {
             engine.key_write(
                 required(&p, "key")?,

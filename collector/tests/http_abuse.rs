@@ -284,3 +284,19 @@ fn connections_beyond_the_cap_are_refused_until_idle_ones_time_out() {
         assert_eq!(c.read(&mut b).unwrap(), 0);
     }
 }
+
+/// `/regions` tells anyone the layouts but not the virtual addresses and R_Keys: with those and a live
+/// QPN, any host on the data path could write the collector's memory.
+#[test]
+fn regions_are_listed_without_their_keys() {
+    let s = serve();
+    let (status, body) = get(&s.http, "/regions").expect("GET /regions");
+    assert_eq!(status, 200, "{body}");
+    let regions: serde_json::Value = serde_json::from_str(&body).expect("JSON");
+    let list = regions.as_array().expect("a list");
+    assert!(!list.is_empty(), "{body}");
+    for r in list {
+        assert!(r.get("kind").is_some() && r.get("len").is_some(), "{r}");
+        assert!(r.get("va").is_none() && r.get("rkey").is_none(), "{r}");
+    }
+}
