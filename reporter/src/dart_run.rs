@@ -52,8 +52,9 @@ pub struct DartArgs {
     /// responses of an earlier one.
     #[arg(long, value_parser = parse_qpn)]
     psn: Option<u32>,
-    /// UDP source port of the RoCE frames (ECMP entropy); default 0xC000 | (QPN & 0x3FFF).
-    #[arg(long)]
+    /// UDP source port of the RoCE frames (ECMP entropy), in the RoCE v2 range 0xC000..=0xFFFF (a
+    /// responder drops requests from other ports); default 0xC000 | (QPN & 0x3FFF).
+    #[arg(long, value_parser = clap::value_parser!(u16).range(0xC000..=0xFFFF))]
     udp_src_port: Option<u16>,
     /// Give up (non-zero exit) if not every write is acknowledged within this many seconds.
     #[arg(long, default_value_t = 60)]

@@ -302,6 +302,9 @@ impl Default for SketchConfig {
     }
 }
 
+/// Lowest UDP source port of a RoCE v2 request.
+pub const ROCEV2_MIN_SOURCE_PORT: u16 = 0xC000;
+
 fn bad(field: &'static str, value: u64, why: &'static str) -> ConfigError {
     ConfigError::Invalid { field, value, why }
 }
@@ -358,11 +361,19 @@ impl Config {
         if self.local.qpn_base > 0xFF_FFFF {
             return Err(bad("local.qpn_base", self.local.qpn_base.into(), "24 bits"));
         }
-        if self.local.dscp > 63 || self.local.ecn > 3 {
+        if self.local.dscp > 63 {
+            return Err(bad("local.dscp", self.local.dscp.into(), "6 bits"));
+        }
+        if self.local.ecn > 3 {
+            return Err(bad("local.ecn", self.local.ecn.into(), "2 bits"));
+        }
+        // RoCE v2 requesters send from 0xC000..=0xFFFF (Linux's RDMA core draws its ports there); dta's
+        // responder drops requests from any other source port, as traffic that is not a QP's.
+        if self.local.udp_src_port_base < ROCEV2_MIN_SOURCE_PORT {
             return Err(bad(
-                "local.dscp/ecn",
-                self.local.dscp.into(),
-                "6 and 2 bits",
+                "local.udp_src_port_base",
+                self.local.udp_src_port_base.into(),
+                "at least 49152 (0xC000): RoCE v2 source ports are 0xC000..=0xFFFF",
             ));
         }
         let rate = &self.rate;
@@ -455,5 +466,32 @@ mod tests {
                 why: "1..=8"
             })
         );
+        // Each field names itself (an ECN of 4 used to be reported as "dscp = 0").
+        assert_eq!(
+            Config::from_toml("[local]\necn = 4\n"),
+            Err(ConfigError::Invalid {
+                field: "local.ecn",
+                value: 4,
+                why: "2 bits"
+            })
+        );
+        assert!(matches!(
+            Config::from_toml("[local]\ndscp = 64\n"),
+            Err(ConfigError::Invalid {
+                field: "local.dscp",
+                value: 64,
+                ..
+            })
+        ));
+        // A source port below the RoCE v2 range would have every frame dropped by the responder.
+        assert!(matches!(
+            Config::from_toml("[local]\nudp_src_port_base = 4791\n"),
+            Err(ConfigError::Invalid {
+                field: "local.udp_src_port_base",
+                value: 4791,
+                ..
+            })
+        ));
+        assert!(Config::from_toml("[local]\nudp_src_port_base = 49152\n").is_ok());
     }
 }

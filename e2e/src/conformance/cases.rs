@@ -145,8 +145,9 @@ fn at_write(psn: i32, at: Addr, len: usize) -> Step {
     )
 }
 
-/// A key no region has: rxe's keys are `index << 8 | key`, the soft responder's 0x1000 + i, so a flipped
-/// top byte names nothing on either.
+/// A key no region has: rxe's keys are `index << 8 | key`, so a flipped top byte names no index; the soft
+/// responder's are drawn at random per region, so it names another of the collector's few regions with a
+/// chance of about one in 10^9.
 const BAD_KEY: Key = Key::Xor(0x5A00_0000);
 
 /// One case of the script.
