@@ -41,6 +41,7 @@ pub struct Hello {
 
 /// One collector QP, connected to one translator QP.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ResponderQp {
     /// The collector's QP number, the destination QP of the translator's frames.
     pub qpn: u32,

@@ -508,6 +508,7 @@ impl Geometry {
 
 /// A registered region as the collector advertises it: where it is and how it is laid out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Region {
     /// List id for Append, sketch id for sketches, 0 otherwise.
     pub id: u32,

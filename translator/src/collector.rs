@@ -30,6 +30,31 @@ pub struct StaticCollector {
     pub regions: Vec<Region>,
 }
 
+impl StaticCollector {
+    /// What a collector's welcome would guarantee: QPNs of 24 bits, an IB path MTU, and regions that
+    /// [`Regions::new`] accepts.
+    fn validate(&self, collector: usize) -> Result<(), ConfigError> {
+        let bad = |why: String| ConfigError::Collector { collector, why };
+        if self.qps.is_empty() {
+            return Err(bad("no QPs (qps = [{ qpn, peer_qpn }])".into()));
+        }
+        for q in &self.qps {
+            for (name, v) in [("qpn", q.qpn), ("peer_qpn", q.peer_qpn)] {
+                if v > 0xFF_FFFF {
+                    return Err(bad(format!("{name} {v:#x} does not fit 24 bits")));
+                }
+            }
+        }
+        if !(256..=4096).contains(&self.path_mtu) || !self.path_mtu.is_power_of_two() {
+            return Err(bad(format!(
+                "path_mtu {} is not one of 256, 512, 1024, 2048, 4096",
+                self.path_mtu
+            )));
+        }
+        Regions::new(collector, &self.regions).map(drop)
+    }
+}
+
 fn default_rd_atomic() -> u32 {
     16
 }
@@ -50,6 +75,9 @@ impl RegionsFile {
     /// Parses a regions TOML into the [`Welcome`]s a control channel would have given.
     pub fn from_toml(text: &str) -> Result<Vec<Welcome>, ConfigError> {
         let f: RegionsFile = toml::from_str(text).map_err(|e| ConfigError::Toml(e.to_string()))?;
+        for (i, c) in f.collectors.iter().enumerate() {
+            c.validate(i)?;
+        }
         Ok(f.collectors
             .into_iter()
             .map(|c| Welcome {
@@ -87,6 +115,35 @@ impl Regions {
             collector,
             why: format!("more than one {what} region"),
         };
+        let bad = |why: String| ConfigError::Collector { collector, why };
+        // Where each region is: it must fit the address space, must not overlap another (a write to
+        // one would land in the other), and counters must be 8-byte aligned (FETCH_ADD needs it; an
+        // RDMA NIC NAKs a misaligned atomic).
+        let mut spans = Vec::with_capacity(regions.len());
+        for r in regions {
+            let name = kind_name(&r.geometry);
+            let end = r.va.checked_add(r.len()).ok_or_else(|| {
+                bad(format!(
+                    "{name} region at {:#x} + {} bytes passes the end of the address space",
+                    r.va,
+                    r.len()
+                ))
+            })?;
+            if matches!(r.geometry, Geometry::KeyIncrement(_)) && r.va % 8 != 0 {
+                return Err(bad(format!(
+                    "key_increment region at {:#x} is not 8-byte aligned (atomics need it)",
+                    r.va
+                )));
+            }
+            spans.push((r.va, end, name));
+        }
+        spans.sort_unstable();
+        if let Some(w) = spans.windows(2).find(|w| w[1].0 < w[0].1) {
+            return Err(bad(format!(
+                "{} region [{:#x}, {:#x}) overlaps {} region [{:#x}, {:#x})",
+                w[0].2, w[0].0, w[0].1, w[1].2, w[1].0, w[1].1
+            )));
+        }
         let mut out = Regions::default();
         for r in regions {
             let slot = match r.geometry {
@@ -181,5 +238,33 @@ geometry = { kind = "append", entries = 64, entry_size = 4, batch_size = 16 }
             Regions::new(0, &twice),
             Err(ConfigError::Collector { collector: 0, .. })
         ));
+    }
+
+    #[test]
+    fn refuses_bad_regions_files_with_reasons() {
+        let cases = [
+            (FILE.replace("rkey = 0x1234\ngeometry = { kind = \"append\"", "rkey = 0x1234\nbogus = 1\ngeometry = { kind = \"append\""), "unknown field `bogus`"),
+            (FILE.replace("qpn = 17,", "qpn = 0x1000000,"), "qpn 0x1000000 does not fit 24 bits"),
+            (FILE.replace("peer_qpn = 256", "peer_qpn = 256, extra = 3"), "unknown field `extra`"),
+            (FILE.replace("va = 0x20000", "va = 0x10100"), "overlaps"),
+            (FILE.replace("qps = [{ qpn = 17, peer_qpn = 256 }]", "qps = [{ qpn = 17, peer_qpn = 256 }]\npath_mtu = 1000"), "path_mtu 1000"),
+            (
+                FILE.replace(
+                    "geometry = { kind = \"append\", entries = 64, entry_size = 4, batch_size = 16 }",
+                    "geometry = { kind = \"key_increment\", slots = 64, n_max = 2 }",
+                )
+                .replace("va = 0x20000", "va = 0x20004"),
+                "not 8-byte aligned",
+            ),
+        ];
+        for (text, why) in cases {
+            let e = RegionsFile::from_toml(&text).unwrap_err().to_string();
+            assert!(e.contains(why), "{why}: {e}");
+        }
+        // TOML integers stop at 2^63, a welcome's JSON does not.
+        let mut r = RegionsFile::from_toml(FILE).unwrap()[0].regions[1];
+        r.va = u64::MAX - 100;
+        let e = Regions::new(0, &[r]).unwrap_err().to_string();
+        assert!(e.contains("passes the end of the address space"), "{e}");
     }
 }

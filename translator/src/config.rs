@@ -302,6 +302,16 @@ impl Default for SketchConfig {
     }
 }
 
+/// Largest `requester.window` (frames in flight per QP, each kept for go-back-N).
+pub const MAX_WINDOW: u32 = 1 << 16;
+/// Largest `requester.queue_capacity` (work requests waiting per QP).
+pub const MAX_QUEUE: u32 = 1 << 20;
+/// Largest per-worker table: Postcarding cache flows, Key-Increment coalescing keys, tracked reporters.
+/// Tables are sized at start, so a bound here is a bound on memory (about 2^22 x 64 B = 256 MiB).
+pub const MAX_TABLE: usize = 1 << 22;
+/// Largest `sketch.column_batch`.
+pub const MAX_COLUMN_BATCH: u32 = 1024;
+
 /// Lowest UDP source port of a RoCE v2 request.
 pub const ROCEV2_MIN_SOURCE_PORT: u16 = 0xC000;
 
@@ -327,12 +337,17 @@ impl Config {
         if r.ack_every == 0 {
             return Err(bad("requester.ack_every", 0, "at least 1"));
         }
-        // Half the PSN space keeps "before" and "after" unambiguous for every PSN in flight.
-        if r.window == 0 || r.window >= 1 << 23 {
-            return Err(bad("requester.window", r.window.into(), "1..2^23"));
+        // Every frame in flight is kept for go-back-N; half the PSN space would keep "before" and "after"
+        // unambiguous, but a window that large only multiplies what one loss resends.
+        if r.window == 0 || r.window > MAX_WINDOW {
+            return Err(bad("requester.window", r.window.into(), "1..=65536"));
         }
-        if r.queue_capacity == 0 {
-            return Err(bad("requester.queue_capacity", 0, "at least 1"));
+        if r.queue_capacity == 0 || r.queue_capacity > MAX_QUEUE {
+            return Err(bad(
+                "requester.queue_capacity",
+                r.queue_capacity.into(),
+                "1..=2^20 work requests per QP",
+            ));
         }
         if r.retransmit_timeout_us == 0 {
             return Err(bad("requester.retransmit_timeout_us", 0, "at least 1"));
@@ -387,8 +402,21 @@ impl Config {
                 "at least one frame (1600) when limited",
             ));
         }
-        if self.key_increment.coalesce_capacity == 0 {
-            return Err(bad("key_increment.coalesce_capacity", 0, "at least 1"));
+        let ki = self.key_increment.coalesce_capacity;
+        if ki == 0 || ki > MAX_TABLE {
+            return Err(bad(
+                "key_increment.coalesce_capacity",
+                ki as u64,
+                "1..=2^22 keys",
+            ));
+        }
+        let sq = self.sequence.max_reporters;
+        if sq > MAX_TABLE {
+            return Err(bad(
+                "sequence.max_reporters",
+                sq as u64,
+                "at most 2^22 reporters",
+            ));
         }
         let a = &self.append;
         if a.head_every_batches == 0 || a.head_every_batches > 32 {
@@ -405,15 +433,24 @@ impl Config {
         if !(1..=8).contains(&p.redundancy) {
             return Err(bad("postcard.redundancy", p.redundancy.into(), "1..=8"));
         }
-        if p.cache_size == 0 {
-            return Err(bad("postcard.cache_size", 0, "at least 1"));
+        // The cache is allocated whole at start: 2^60 entries used to abort on "capacity overflow".
+        if p.cache_size == 0 || p.cache_size > MAX_TABLE {
+            return Err(bad(
+                "postcard.cache_size",
+                p.cache_size as u64,
+                "1..=2^22 flows",
+            ));
         }
         let s = &self.sketch;
         if s.reporters == 0 {
             return Err(bad("sketch.reporters", 0, "at least 1"));
         }
-        if s.column_batch == 0 {
-            return Err(bad("sketch.column_batch", 0, "at least 1"));
+        if s.column_batch == 0 || s.column_batch > MAX_COLUMN_BATCH {
+            return Err(bad(
+                "sketch.column_batch",
+                s.column_batch.into(),
+                "1..=1024 columns per WRITE",
+            ));
         }
         Ok(())
     }
@@ -493,5 +530,31 @@ mod tests {
             })
         ));
         assert!(Config::from_toml("[local]\nudp_src_port_base = 49152\n").is_ok());
+        // Sizes have upper bounds with a clear error, not an allocation failure at start.
+        for (text, field) in [
+            (
+                "[postcard]\ncache_size = 1152921504606846976\n",
+                "postcard.cache_size",
+            ),
+            (
+                "[requester]\nqueue_capacity = 4294967295\n",
+                "requester.queue_capacity",
+            ),
+            ("[requester]\nwindow = 8388607\n", "requester.window"),
+            (
+                "[key_increment]\ncoalesce_capacity = 1099511627776\n",
+                "key_increment.coalesce_capacity",
+            ),
+            (
+                "[sequence]\nmax_reporters = 1099511627776\n",
+                "sequence.max_reporters",
+            ),
+            ("[sketch]\ncolumn_batch = 100000\n", "sketch.column_batch"),
+        ] {
+            match Config::from_toml(text) {
+                Err(ConfigError::Invalid { field: f, .. }) => assert_eq!(f, field, "{text}"),
+                other => panic!("{text}: {other:?}"),
+            }
+        }
     }
 }
