@@ -15,5 +15,6 @@ pub mod port;
 pub mod query;
 pub mod responder;
 pub mod server;
+pub mod signals;
 
 pub use error::{Error, Result};

@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use dta_collector::client;
 use dta_collector::config::Config;
 use dta_collector::port::IoKind;
+use dta_collector::signals::StopSignals;
 use dta_collector::server::{self, Backend};
 
 #[derive(Parser)]
@@ -188,13 +189,24 @@ fn serve(a: ServeArgs) -> Result<()> {
         BackendArg::Soft => Backend::Soft,
         BackendArg::Ibverbs => Backend::Ibverbs,
     };
-    let running = server::start(&config, backend, interface.as_deref(), device.as_deref())
+    // Before any thread exists, so that every thread inherits the mask and the signal comes here.
+    let signals = StopSignals::block().context("blocking SIGINT and SIGTERM")?;
+    let mut running = server::start(&config, backend, interface.as_deref(), device.as_deref())
         .context("starting the collector")?;
     // Scripts and tests read the bound addresses from stdout (ports may be 0 in the config).
     for (what, addr) in server::listening(&running) {
         println!("{what} listening on {addr}");
     }
-    running.wait()?;
+    let why = match running.wait_for_stop(&signals)? {
+        Some(sig) => sig,
+        None => "the end of the I/O loop",
+    };
+    log::info!("stopping on {why}");
+    let summary = running.summary();
+    // Stops the I/O loop, the control and HTTP servers, and joins them.
+    drop(running);
+    println!("dta-collector stopped on {why}");
+    print!("{summary}");
     Ok(())
 }
 

@@ -17,6 +17,7 @@ use crate::memory::Arena;
 use crate::metrics::Metrics;
 use crate::port;
 use crate::responder::{Responder, ResponderConfig};
+use crate::signals::StopSignals;
 
 /// Which backend serves the regions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,21 +36,37 @@ pub struct Running {
     pub control: Option<ControlServer>,
     stop: Arc<AtomicBool>,
     io: Option<JoinHandle<Result<()>>>,
+    metrics: Arc<Metrics>,
     // The ibverbs device must outlive nothing but the arena it registered; it lives in the opener.
     _opener: Arc<dyn QpOpener>,
 }
 
 impl Running {
-    /// Waits for the I/O loop (which runs until stopped or failed); without one, waits forever.
-    pub fn wait(mut self) -> Result<()> {
-        match self.io.take() {
-            Some(t) => t
-                .join()
-                .unwrap_or_else(|_| Err(Error::Rdma("the I/O loop panicked".into()))),
-            None => loop {
-                std::thread::park();
-            },
+    /// Runs until a stop signal (its name is returned) or the end of the I/O loop (its error, if any).
+    pub fn wait_for_stop(&mut self, signals: &StopSignals) -> Result<Option<&'static str>> {
+        loop {
+            if let Some(sig) = signals.wait(std::time::Duration::from_millis(200)) {
+                return Ok(Some(sig));
+            }
+            if self.io.as_ref().is_some_and(JoinHandle::is_finished) {
+                if let Some(t) = self.io.take() {
+                    t.join()
+                        .unwrap_or_else(|_| Err(Error::Rdma("the I/O loop panicked".into())))?;
+                }
+                return Ok(None);
+            }
         }
+    }
+
+    /// The non-zero counters and gauges of `/metrics`, one per line: what a stopped collector prints.
+    pub fn summary(&self) -> String {
+        self.metrics
+            .render()
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .filter(|l| l.rsplit(' ').next().is_some_and(|v| v != "0"))
+            .map(|l| format!("  {l}\n"))
+            .collect()
     }
 }
 
@@ -138,7 +155,7 @@ pub fn start(
     let http = match &config.http {
         Some(h) => {
             let engine = Arc::new(QueryEngine::new(arena.clone(), config, metrics.clone())?);
-            Some(HttpServer::start(h.bind, engine, metrics)?)
+            Some(HttpServer::start(h.bind, engine, metrics.clone())?)
         }
         None => None,
     };
@@ -147,6 +164,7 @@ pub fn start(
         control,
         stop,
         io,
+        metrics,
         _opener: opener,
     })
 }

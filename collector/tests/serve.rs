@@ -21,6 +21,8 @@ struct Serve {
     child: Child,
     http: String,
     control: String,
+    /// Its further stdout lines.
+    lines: mpsc::Receiver<String>,
 }
 
 impl Drop for Serve {
@@ -70,6 +72,7 @@ fn serve(config: &str, extra: &[&str]) -> Serve {
         child,
         http: http.unwrap(),
         control: control.unwrap(),
+        lines: rx,
     }
 }
 
@@ -233,4 +236,43 @@ fn a_roce_write_on_loopback_lands_and_is_found() {
         std::thread::sleep(Duration::from_millis(100));
     }
     let _ = std::fs::remove_file(&path);
+}
+
+/// SIGTERM stops the collector in order: exit status 0 (it was 143, nothing said), the servers closed,
+/// and the counters printed.
+#[test]
+fn sigterm_stops_the_collector_and_prints_its_counters() {
+    let mut s = serve(&example(), &[]);
+    let w = hello(&s.control);
+    assert!(!w.qps.is_empty());
+    let (status, _) = client::get(&s.http, "/query/keywrite?key=42").unwrap();
+    assert_eq!(status, 200);
+    // SAFETY: kill(2) on our own child.
+    assert_eq!(unsafe { libc::kill(s.child.id() as i32, libc::SIGTERM) }, 0);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(st) = s.child.try_wait().unwrap() {
+            break st;
+        }
+        assert!(Instant::now() < deadline, "no exit within 10 s of SIGTERM");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success(), "{status}");
+    // Everything it printed: the reader thread ends at the pipe's end.
+    let mut out = Vec::new();
+    while let Ok(l) = s.lines.recv_timeout(Duration::from_secs(5)) {
+        out.push(l);
+    }
+    assert!(
+        out.iter().any(|l| l == "dta-collector stopped on SIGTERM"),
+        "{out:?}"
+    );
+    // The query above was counted, and the summary says so.
+    assert!(
+        out.iter().any(
+            |l| l.trim() == "dta_collector_queries_total{kind=\"keywrite\",result=\"ok\"} 1"
+        ),
+        "{out:?}"
+    );
+    assert!(TcpStream::connect(&s.control).is_err(), "control port closed");
 }
