@@ -197,10 +197,9 @@ fn serve(a: ServeArgs) -> Result<()> {
     for (what, addr) in server::listening(&running) {
         println!("{what} listening on {addr}");
     }
-    let why = match running.wait_for_stop(&signals)? {
-        Some(sig) => sig,
-        None => "the end of the I/O loop",
-    };
+    let why = running
+        .wait_for_stop(&signals)?
+        .unwrap_or("the end of the I/O loop");
     log::info!("stopping on {why}");
     let summary = running.summary();
     // Stops the I/O loop, the control and HTTP servers, and joins them.
