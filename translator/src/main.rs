@@ -13,7 +13,7 @@ use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use dta_protocol::roce::ROCEV2_UDP_PORT;
 use dta_protocol::udp::UdpFrame;
-use dta_translator::{Config, Engine, Handled, Instant, RegionsFile};
+use dta_translator::{Config, DropReason, Engine, Handled, Instant, RegionsFile};
 use pcap_file::pcap::{PcapPacket, PcapReader, PcapWriter};
 
 #[derive(Parser)]
@@ -145,6 +145,12 @@ fn offline(config: Option<&Path>, regions: &Path, input: &Path, out: &Path) -> R
             nacks,
             c.drops.iter().sum::<u64>()
         );
+        // Each reason apart, as the live translator's metrics give them.
+        for r in DropReason::ALL {
+            if c.dropped(r) > 0 {
+                log::info!("  dropped ({}): {}", r.label(), c.dropped(r));
+            }
+        }
     }
     Ok(())
 }

@@ -50,6 +50,22 @@ fn offline_translates_a_capture() {
             w.write_packet(&PcapPacket::new(ts, f.len() as u32, &f))
                 .unwrap();
         }
+        // A report for a list no collector holds is dropped, and said so by reason.
+        let unknown = report(
+            &from,
+            Body::Append(AppendRepr {
+                list_id: 99,
+                data: &[0, 0, 0, 1],
+            }),
+            20,
+            false,
+        );
+        w.write_packet(&PcapPacket::new(
+            Duration::from_micros(25),
+            unknown.len() as u32,
+            &unknown,
+        ))
+        .unwrap();
         // A frame that is not DTA is left out of the RoCE capture.
         let mut arp = vec![0u8; 60];
         arp[12] = 0x08;
@@ -67,9 +83,13 @@ fn offline_translates_a_capture() {
         .arg(&input)
         .arg("--out")
         .arg(&output)
-        .status()
+        .env("RUST_LOG", "info")
+        .output()
         .unwrap();
-    assert!(status.success());
+    let log = String::from_utf8_lossy(&status.stderr);
+    assert!(status.status.success(), "{log}");
+    assert!(log.contains("1 reports dropped"), "{log}");
+    assert!(log.contains("dropped (no_region): 1"), "{log}");
 
     let mut r = PcapReader::new(File::open(&output).unwrap()).unwrap();
     let kw_geom = dta_protocol::layout::KeyWriteGeometry::new(65536, 8, 4).unwrap();
