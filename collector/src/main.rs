@@ -8,8 +8,8 @@ use clap::{Parser, Subcommand, ValueEnum};
 use dta_collector::client;
 use dta_collector::config::Config;
 use dta_collector::port::IoKind;
-use dta_collector::signals::StopSignals;
 use dta_collector::server::{self, Backend};
+use dta_collector::signals::StopSignals;
 
 #[derive(Parser)]
 #[command(

@@ -269,10 +269,12 @@ fn sigterm_stops_the_collector_and_prints_its_counters() {
     );
     // The query above was counted, and the summary says so.
     assert!(
-        out.iter().any(
-            |l| l.trim() == "dta_collector_queries_total{kind=\"keywrite\",result=\"ok\"} 1"
-        ),
+        out.iter()
+            .any(|l| l.trim() == "dta_collector_queries_total{kind=\"keywrite\",result=\"ok\"} 1"),
         "{out:?}"
     );
-    assert!(TcpStream::connect(&s.control).is_err(), "control port closed");
+    assert!(
+        TcpStream::connect(&s.control).is_err(),
+        "control port closed"
+    );
 }
