@@ -73,11 +73,14 @@ enum BackendArg {
 enum Command {
     /// Run a collector.
     Serve(Box<ServeArgs>),
-    /// Query a running collector.
+    /// Query a running collector, or every collector of a translator as one.
     Query {
-        /// The collector's HTTP API address.
-        #[arg(long, default_value = "127.0.0.1:40060")]
-        server: String,
+        /// The collector's HTTP API address; or every collector of the translator, in its
+        /// `[[collectors]]` order (comma-separated or repeated). A key goes to the collector the
+        /// translator routes it to (key_checksum(key) mod the number of collectors, its default
+        /// `routing.keys = "key_hash"`); a list or sketch to the collector that holds it.
+        #[arg(long, default_value = "127.0.0.1:40060", value_delimiter = ',')]
+        server: Vec<String>,
         #[command(subcommand)]
         what: Query,
     },
@@ -209,7 +212,48 @@ fn serve(a: ServeArgs) -> Result<()> {
     Ok(())
 }
 
-fn query(server: &str, what: Query) -> Result<()> {
+/// Where a query goes among `servers` (a translator's collectors, in its order): the one its key is
+/// routed to, or, for lists and sketches (which live on one collector, found by asking), all of them.
+fn targets<'a>(servers: &'a [String], what: &Query) -> Vec<&'a str> {
+    let key = match what {
+        Query::Keywrite { key, .. }
+        | Query::Keyincrement { key, .. }
+        | Query::Postcard { key, .. } => Some(*key),
+        _ => None,
+    };
+    match key {
+        // The translator's KeyRouting::KeyHash: the same function, so one question finds the key.
+        Some(k) if servers.len() > 1 => {
+            let i = dta_protocol::hash::key_checksum(k) as usize % servers.len();
+            vec![servers[i].as_str()]
+        }
+        _ => servers.iter().map(String::as_str).collect(),
+    }
+}
+
+fn query(servers: &[String], what: Query) -> Result<()> {
+    let candidates = targets(servers, &what);
+    if let Query::Metrics = what {
+        for s in &candidates {
+            if candidates.len() > 1 {
+                println!("# collector {s}");
+            }
+            query_one(s, &what)?;
+        }
+        return Ok(());
+    }
+    // A list or sketch: the collector that has it answers; the others say 404.
+    let mut last = None;
+    for s in &candidates {
+        match query_one(s, &what) {
+            Err(e) if candidates.len() > 1 && e.to_string().contains("HTTP 404") => last = Some(e),
+            other => return other,
+        }
+    }
+    Err(last.unwrap_or_else(|| anyhow::anyhow!("no collector to ask")))
+}
+
+fn query_one(server: &str, what: &Query) -> Result<()> {
     let opt = |name: &str, v: Option<String>| v.map(|v| format!("&{name}={v}")).unwrap_or_default();
     let path = match &what {
         Query::Keywrite { key, n, threshold } => {
@@ -245,11 +289,14 @@ fn query(server: &str, what: Query) -> Result<()> {
         max,
         interval_ms,
         tail,
-    } = what
+    } = *what
     {
         return follow(server, list, tail, max, Duration::from_millis(interval_ms));
     }
     let (status, body) = client::get(server, &path)?;
+    if status == 404 {
+        bail!("collector {server} answered HTTP 404: {}", body.trim_end());
+    }
     println!("{}", body.trim_end());
     if status != 200 {
         bail!("collector answered HTTP {status}");

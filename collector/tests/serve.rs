@@ -278,3 +278,52 @@ fn sigterm_stops_the_collector_and_prints_its_counters() {
         "control port closed"
     );
 }
+
+/// `dta-collector query` over a translator's collectors: a key is asked of the collector the translator
+/// routes it to (key_checksum(key) mod 2 here), nobody else; a list of the first collector that has it.
+#[test]
+fn a_query_over_many_collectors_goes_where_the_key_was_routed() {
+    let (a, b) = (serve(&example(), &[]), serve(&example(), &[]));
+    let servers = [a.http.clone(), b.http.clone()];
+    let asked = |s: &Serve, kind: &str| -> u64 {
+        let (_, text) = client::get(&s.http, "/metrics").unwrap();
+        let series = format!("dta_collector_queries_total{{kind=\"{kind}\",result=\"ok\"}} ");
+        text.lines()
+            .find_map(|l| l.strip_prefix(series.as_str()))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0)
+    };
+    for key in [42u32, 43, 7, 1000] {
+        let before = [asked(&a, "keywrite"), asked(&b, "keywrite")];
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_dta-collector"))
+            .args(["query", "--server", &servers.join(",")])
+            .args(["keywrite", "--key", &key.to_string()])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let after = [asked(&a, "keywrite"), asked(&b, "keywrite")];
+        let routed = dta_protocol::hash::key_checksum(key) as usize % 2;
+        for (i, (x, y)) in before.iter().zip(&after).enumerate() {
+            assert_eq!(y - x, u64::from(i == routed), "key {key}, collector {i}");
+        }
+    }
+    // Append list 3 exists on both: the first collector answers.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_dta-collector"))
+        .args(["query", "--server", &servers[0], "--server", &servers[1]])
+        .args(["append", "--list", "3"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!((asked(&a, "append"), asked(&b, "append")), (1, 0));
+    // A list nobody has: every collector is asked, and the answer says so.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_dta-collector"))
+        .args(["query", "--server", &servers.join(",")])
+        .args(["append", "--list", "77"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("404"),
+        "{out:?}"
+    );
+}
