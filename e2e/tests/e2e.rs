@@ -214,6 +214,23 @@ fn translator_survives_a_collector_restart_and_counts_the_loss() -> Result<()> {
         );
     eprintln!("writes lost or reports refused while the collector was down: {lost}");
     ensure!(lost > 0, "the loss during the outage is counted:\n{m}");
+    // Stopped while its collector is down: what it still held is lost, and said so.
+    sys.kill_collector();
+    let last = workload::key_write(2_000, 1, 6)?;
+    sys.send(&last.reports, Duration::from_secs(60))?;
+    std::thread::sleep(Duration::from_millis(300));
+    sys.quiet = true;
+    let summary = sys.stop_translator()?;
+    let abandoned: u64 = summary
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("writes lost (stop)"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0);
+    eprintln!("writes abandoned when the translator stopped with its collector down: {abandoned}");
+    ensure!(
+        abandoned > 0,
+        "the writes held at stop are counted:\n{summary}"
+    );
     Ok(())
 }
 

@@ -46,6 +46,8 @@ pub struct Totals {
     pub reestablished: u64,
     /// Collector restarts workers started over from.
     pub restarts: u64,
+    /// Writes still queued or unacknowledged when the workers stopped.
+    pub abandoned_at_stop: u64,
 }
 
 impl Sources {
@@ -56,6 +58,7 @@ impl Sources {
             lost_on_restart: 0,
             reestablished: 0,
             restarts: 0,
+            abandoned_at_stop: 0,
         };
         let snaps = self.workers.lock().map(|s| s.clone()).unwrap_or_default();
         for s in &snaps {
@@ -63,6 +66,7 @@ impl Sources {
             t.lost_on_restart += s.lost_on_restart;
             t.reestablished += s.reestablished;
             t.restarts += s.restarts;
+            t.abandoned_at_stop += s.abandoned_at_stop;
         }
         t
     }
@@ -206,6 +210,11 @@ impl Sources {
                 "writes_lost_on_restart_total",
                 "Queued or unacknowledged writes lost because their collector restarted.",
                 t.lost_on_restart,
+            ),
+            (
+                "writes_abandoned_at_stop_total",
+                "Writes still queued or unacknowledged when the translator stopped (collector down or slow).",
+                t.abandoned_at_stop,
             ),
             (
                 "forwarded_total",
@@ -398,6 +407,7 @@ impl Sources {
                 .sum::<u64>()
         );
         let _ = writeln!(s, "  writes lost (restart) {}", t.lost_on_restart);
+        let _ = writeln!(s, "  writes lost (stop)    {}", t.abandoned_at_stop);
         let _ = writeln!(
             s,
             "  frames forwarded      {}",

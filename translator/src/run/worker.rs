@@ -52,6 +52,9 @@ pub struct Snapshot {
     pub restarts: u64,
     /// QPs re-established after an error.
     pub reestablished: u64,
+    /// Writes still queued or unacknowledged when the worker stopped (its collector down or slow
+    /// beyond the drain time): lost, and counted.
+    pub abandoned_at_stop: u64,
 }
 
 /// A worker's channels and shared state.
@@ -136,7 +139,15 @@ pub fn run(mut engine: Engine, io: WorkerIo, clock: Clock) {
             });
             if engine.is_idle() || now.as_nanos() > t + DRAIN_NS {
                 if !engine.is_idle() {
-                    log::warn!("worker {}: stopping with unacknowledged work", io.index);
+                    let (queued, unacked) = (0..)
+                        .map_while(|i| engine.qp_stats(i))
+                        .fold((0, 0), |(q, w), s| (q + s.queue, w + s.window));
+                    snap.abandoned_at_stop = (queued + unacked) as u64;
+                    log::warn!(
+                        "worker {}: stopping with {queued} writes queued and {unacked} unacknowledged; \
+                         they are lost (writes_abandoned_at_stop_total)",
+                        io.index
+                    );
                 }
                 break;
             }
