@@ -5,69 +5,19 @@
 //! 25 s at most) and kills its child on every path. The figures (RSS, latency) are printed; run with
 //! `--nocapture` to see them.
 
-use std::io::{BufRead, BufReader, Read, Write};
+mod process;
+
+use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
+
+use process::Serve;
 
 /// The server's cap on connections (`Limits::default().max_connections`).
 const MAX_CONNECTIONS: usize = 64;
 
-struct Serve {
-    child: Child,
-    http: String,
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Serve {
-    fn rss_kib(&self) -> u64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmRSS:"))
-            .and_then(|v| v.split_whitespace().next()?.parse().ok())
-            .expect("VmRSS in /proc/PID/status")
-    }
-}
-
 fn serve() -> Serve {
-    let config = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/collector.toml");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_dta-collector"))
-        .args(["serve", "--backend", "soft", "--config", config])
-        .args(["--http", "127.0.0.1:0", "--control", "127.0.0.1:0"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        let Ok(line) = rx.recv_timeout(left) else {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("serve did not print its HTTP address in time");
-        };
-        if line.starts_with("http ") {
-            let http = line.rsplit(' ').next().unwrap().to_string();
-            return Serve { child, http };
-        }
-    }
+    process::serve(&process::example(), &[])
 }
 
 /// One HTTP/1.0 GET with 5 s timeouts: status and body.

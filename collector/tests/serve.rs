@@ -2,10 +2,11 @@
 //! answers queries over HTTP, and (where this process may open AF_PACKET sockets) applies a RoCE WRITE sent
 //! on the loopback interface. Bounded in time; the child is killed on every path.
 
+mod process;
+
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use dta_collector::client;
@@ -16,65 +17,7 @@ use dta_protocol::control::{
 use dta_protocol::layout::{Geometry, KeyWriteGeometry};
 use dta_protocol::roce::FrameRepr;
 use dta_protocol::udp::UdpEndpoints;
-
-struct Serve {
-    child: Child,
-    http: String,
-    control: String,
-    /// Its further stdout lines.
-    lines: mpsc::Receiver<String>,
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn serve(config: &str, extra: &[&str]) -> Serve {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_dta-collector"))
-        .args(["serve", "--backend", "soft", "--config", config])
-        .args(["--http", "127.0.0.1:0", "--control", "127.0.0.1:0"])
-        .args(extra)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let (mut http, mut control) = (None, None);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while http.is_none() || control.is_none() {
-        let left = deadline.saturating_duration_since(Instant::now());
-        let line = match rx.recv_timeout(left) {
-            Ok(l) => l,
-            Err(_) => {
-                let _ = child.kill();
-                panic!("serve did not print its addresses in time");
-            }
-        };
-        let addr = line.rsplit(' ').next().unwrap().to_string();
-        if line.starts_with("http ") {
-            http = Some(addr);
-        } else if line.starts_with("control ") {
-            control = Some(addr);
-        }
-    }
-    Serve {
-        child,
-        http: http.unwrap(),
-        control: control.unwrap(),
-        lines: rx,
-    }
-}
+use process::{example, serve, Serve};
 
 fn hello(control: &str) -> Welcome {
     let mut s = TcpStream::connect(control).unwrap();
@@ -99,10 +42,6 @@ fn hello(control: &str) -> Welcome {
         CollectorMessage::Welcome(w) => w,
         other => panic!("{other:?}"),
     }
-}
-
-fn example() -> String {
-    concat!(env!("CARGO_MANIFEST_DIR"), "/examples/collector.toml").to_string()
 }
 
 #[test]
