@@ -13,16 +13,24 @@
 //! test overruns; on any other exit the guards clean up.
 
 use std::collections::{BTreeMap, HashSet};
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpStream};
-use std::os::fd::AsRawFd;
+use std::io::Write;
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use dta_e2e::bins::bin;
+use dta_e2e::http::get_json;
+use dta_e2e::netns::{enter_and_run, Netns};
+use dta_e2e::procs::Proc;
 use dta_protocol::layout::KeyWriteGeometry;
+
+/// `ip args`, with the error as text.
+fn ip(args: &[&str]) -> Res<()> {
+    dta_e2e::netns::ip(args).map_err(|e| format!("{e:#}"))
+}
 
 const REPORT: &str = env!("CARGO_BIN_EXE_dta-report");
 const TOKEN: &str = "dart-token";
@@ -35,74 +43,43 @@ const LIMIT: Duration = Duration::from_secs(240);
 
 type Res<T> = Result<T, String>;
 
-fn ip(args: &[&str]) -> Res<()> {
-    let out = Command::new("ip")
-        .args(args)
-        .output()
-        .map_err(|e| format!("running ip {}: {e}", args.join(" ")))?;
-    if !out.status.success() {
-        return Err(format!(
-            "ip {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
-    }
-    Ok(())
-}
-
-/// The two namespaces, deleted (with their veths) on drop.
+/// The two namespaces (deleted with their veths when dropped): the e2e harness's namespaces, wired here.
 struct Net {
-    names: Vec<String>,
-}
-
-impl Drop for Net {
-    fn drop(&mut self) {
-        for n in &self.names {
-            if let Err(e) = ip(&["netns", "del", n]) {
-                eprintln!("cleanup: {e}");
-            }
-        }
-    }
+    reporter: Netns,
+    collector: Netns,
 }
 
 fn create_net(r: &str, c: &str) -> Res<Net> {
     for n in [r, c] {
         let _ = ip(&["netns", "del", n]); // a killed earlier run with the same PID
     }
-    let mut net = Net { names: Vec::new() };
-    for n in [r, c] {
-        ip(&["netns", "add", n])?;
-        net.names.push(n.to_string());
-        ip(&["-n", n, "link", "set", "lo", "up"])?;
-        for key in ["all", "default"] {
-            ip(&[
-                "netns",
-                "exec",
-                n,
-                "sysctl",
-                "-qw",
-                &format!("net.ipv6.conf.{key}.disable_ipv6=1"),
-            ])?;
+    let wired = || -> anyhow::Result<Net> {
+        let net = Net {
+            reporter: Netns::create(r)?,
+            collector: Netns::create(c)?,
+        };
+        let rep = &net.reporter;
+        rep.ip(&[
+            "link", "add", "r0", "type", "veth", "peer", "name", "c0", "netns", c,
+        ])?;
+        rep.ip(&[
+            "link", "add", "rm", "type", "veth", "peer", "name", "cm", "netns", c,
+        ])?;
+        rep.ip(&["link", "set", "r0", "address", "02:00:00:00:00:0a"])?;
+        net.collector
+            .ip(&["link", "set", "c0", "address", "02:00:00:00:00:02"])?;
+        for (ns, dev, addr) in [
+            (rep, "r0", "198.18.3.10/24"),
+            (rep, "rm", "198.19.3.10/24"),
+            (&net.collector, "c0", "198.18.3.2/24"),
+            (&net.collector, "cm", "198.19.3.2/24"),
+        ] {
+            ns.ip(&["addr", "add", addr, "dev", dev])?;
+            ns.ip(&["link", "set", dev, "up"])?;
         }
-    }
-    ip(&[
-        "-n", r, "link", "add", "r0", "type", "veth", "peer", "name", "c0", "netns", c,
-    ])?;
-    ip(&[
-        "-n", r, "link", "add", "rm", "type", "veth", "peer", "name", "cm", "netns", c,
-    ])?;
-    ip(&["-n", r, "link", "set", "r0", "address", "02:00:00:00:00:0a"])?;
-    ip(&["-n", c, "link", "set", "c0", "address", "02:00:00:00:00:02"])?;
-    for (ns, dev, addr) in [
-        (r, "r0", "198.18.3.10/24"),
-        (r, "rm", "198.19.3.10/24"),
-        (c, "c0", "198.18.3.2/24"),
-        (c, "cm", "198.19.3.2/24"),
-    ] {
-        ip(&["-n", ns, "addr", "add", addr, "dev", dev])?;
-        ip(&["-n", ns, "link", "set", dev, "up"])?;
-    }
-    Ok(net)
+        Ok(net)
+    };
+    wired().map_err(|e| format!("{e:#}"))
 }
 
 /// Removes the scratch directory on drop.
@@ -115,65 +92,13 @@ impl Drop for Scratch {
 }
 
 /// A child process killed on drop.
-struct Proc(Child);
+struct Killed(Child);
 
-impl Drop for Proc {
+impl Drop for Killed {
     fn drop(&mut self) {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
-}
-
-/// `dta-collector`, in the same target directory as this crate's binary; `cargo build` once makes sure it
-/// is there and current (`cargo test -p dta-reporter` alone builds only this crate's binaries). As in
-/// e2e/src/bins.rs, DTA_BIN_DIR overrides.
-fn collector_bin() -> Res<PathBuf> {
-    if let Ok(dir) = std::env::var("DTA_BIN_DIR") {
-        return Ok(Path::new(&dir).join("dta-collector"));
-    }
-    let profile_dir = Path::new(REPORT)
-        .parent()
-        .ok_or("dta-report has no directory")?;
-    let target = profile_dir.parent().ok_or("profile without a target dir")?;
-    let profile = profile_dir
-        .file_name()
-        .and_then(|n| n.to_str())
-        .ok_or("profile name")?;
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml");
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let mut cmd = Command::new(cargo);
-    cmd.args([
-        "build",
-        "--quiet",
-        "-p",
-        "dta-collector",
-        "--bin",
-        "dta-collector",
-    ])
-    .arg("--manifest-path")
-    .arg(&manifest)
-    .arg("--target-dir")
-    .arg(target);
-    match profile {
-        "debug" => {}
-        "release" => {
-            cmd.arg("--release");
-        }
-        other => {
-            cmd.args(["--profile", other]);
-        }
-    }
-    let status = cmd
-        .status()
-        .map_err(|e| format!("running cargo build: {e}"))?;
-    if !status.success() {
-        return Err(format!("cargo build -p dta-collector failed ({status})"));
-    }
-    let path = profile_dir.join("dta-collector");
-    if !path.exists() {
-        return Err(format!("{} missing after the build", path.display()));
-    }
-    Ok(path)
 }
 
 /// Disarms the watchdog when dropped.
@@ -228,43 +153,6 @@ fn watchdog(
         std::process::exit(1);
     });
     Disarm(disarm)
-}
-
-/// Runs `f` on a thread inside namespace `name`.
-fn in_netns<T: Send>(name: &str, f: impl FnOnce() -> T + Send) -> Res<T> {
-    let path = format!("/run/netns/{name}");
-    let file = std::fs::File::open(&path).map_err(|e| format!("opening {path}: {e}"))?;
-    std::thread::scope(|s| {
-        s.spawn(|| {
-            // SAFETY: setns with a valid namespace descriptor changes only this thread's namespace.
-            if unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-                return Err(format!("setns {path}: {}", std::io::Error::last_os_error()));
-            }
-            Ok(f())
-        })
-        .join()
-        .map_err(|_| format!("thread in {name} panicked"))?
-    })
-}
-
-/// A minimal HTTP/1.0 GET: the body of a 200 answer.
-fn http_get(addr: SocketAddr, path: &str) -> Res<String> {
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5))
-        .map_err(|e| format!("connecting to {addr}: {e}"))?;
-    s.set_read_timeout(Some(Duration::from_secs(10)))
-        .map_err(|e| e.to_string())?;
-    write!(s, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").map_err(|e| e.to_string())?;
-    let mut raw = Vec::new();
-    s.read_to_end(&mut raw)
-        .map_err(|e| format!("reading {path}: {e}"))?;
-    let text = String::from_utf8_lossy(&raw);
-    let (head, body) = text
-        .split_once("\r\n\r\n")
-        .ok_or_else(|| format!("malformed answer to {path}"))?;
-    if head.split_whitespace().nth(1) != Some("200") {
-        return Err(format!("GET {path}: {head}: {body}"));
-    }
-    Ok(body.to_string())
 }
 
 /// `KEYS` keys whose `REDUNDANCY` copies share no slot with any other key's, so that every key must be
@@ -369,7 +257,7 @@ fn run_dart(
     if let Ok(mut v) = pids.lock() {
         v.push(child.id());
     }
-    let mut p = Proc(child);
+    let mut p = Killed(child);
     let deadline = Instant::now() + Duration::from_secs(90);
     let status = loop {
         match p.0.try_wait() {
@@ -401,7 +289,7 @@ fn netns_test() -> Res<()> {
             return Ok(());
         }
     };
-    let collector = collector_bin()?;
+    let collector = bin("dta-collector").map_err(|e| format!("{e:#}"))?;
     let dir = std::env::temp_dir().join(format!("dta-dart-cli-{pid}"));
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let scratch = Scratch(dir.clone());
@@ -410,43 +298,24 @@ fn netns_test() -> Res<()> {
 
     let cfg = dir.join("collector.toml");
     std::fs::write(&cfg, collector_config()).map_err(|e| e.to_string())?;
-    let log = std::fs::File::create(dir.join("collector.log")).map_err(|e| e.to_string())?;
-    let mut child = Command::new("ip")
-        .args(["netns", "exec", &c])
-        .arg(&collector)
-        .args(["serve", "--backend", "soft", "--config"])
-        .arg(&cfg)
-        .env(
-            "RUST_LOG",
-            std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into()),
-        )
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(log)
-        .spawn()
-        .map_err(|e| format!("starting dta-collector: {e}"))?;
+    let cfg = cfg.to_str().ok_or("scratch path")?;
+    let mut collector_proc = Proc::spawn(
+        "collector",
+        net.collector.name(),
+        &collector,
+        &["serve", "--backend", "soft", "--config", cfg],
+        &dir.join("collector.log"),
+    )
+    .map_err(|e| format!("{e:#}"))?;
     if let Ok(mut v) = pids.lock() {
-        v.push(child.id());
+        v.push(collector_proc.pid());
     }
-    let stdout = child.stdout.take().ok_or("collector stdout")?;
-    let collector_proc = Proc(child);
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for l in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if tx.send(l).is_err() {
-                break;
-            }
-        }
-    });
     let collector_log = || std::fs::read_to_string(dir.join("collector.log")).unwrap_or_default();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        match rx.recv_timeout(Duration::from_millis(200)) {
-            Ok(l) if l.starts_with("control listening") => break,
-            Ok(_) => {}
-            Err(mpsc::RecvTimeoutError::Timeout) if Instant::now() < deadline => {}
-            Err(_) => return Err(format!("the collector did not start:\n{}", collector_log())),
-        }
+    if let Err(e) = collector_proc.wait_line("control listening", Duration::from_secs(30)) {
+        return Err(format!(
+            "the collector did not start: {e:#}\n{}",
+            collector_log()
+        ));
     }
 
     let keys = keys();
@@ -495,21 +364,20 @@ fn netns_test() -> Res<()> {
 
     // Every key, read back through the collector's query API from the collector's namespace.
     let http: SocketAddr = "198.19.3.2:40060".parse().map_err(|e| format!("{e}"))?;
-    let wrong = in_netns(&c, || {
+    let wrong = enter_and_run(&c, || {
         let mut wrong = Vec::new();
         for (key, data) in &want {
             let path = format!("/query/keywrite?key={key}&n={REDUNDANCY}");
-            let answer = http_get(http, &path).and_then(|b| {
-                serde_json::from_str::<serde_json::Value>(&b).map_err(|e| format!("{e}: {b}"))
-            });
+            let answer = get_json(http, &path);
             match answer {
                 Ok(v) if v["outcome"] == "found" && v["data"] == data.as_str() => {}
                 Ok(v) => wrong.push(format!("key {key}: want {data}, got {v}")),
-                Err(e) => wrong.push(format!("key {key}: {e}")),
+                Err(e) => wrong.push(format!("key {key}: {e:#}")),
             }
         }
         wrong
-    })?;
+    })
+    .map_err(|e| format!("{e:#}"))?;
     if !wrong.is_empty() {
         return Err(format!(
             "{} of {} keys wrong, first: {:?}",
