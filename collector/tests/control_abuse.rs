@@ -28,16 +28,26 @@ impl QpOpener for Opener {
     }
 }
 
-fn server(limits: ControlLimits) -> ControlServer {
-    let ad = Advertised {
+/// What the test collector advertises (no regions: these tests never get past the hello).
+fn advertised() -> Advertised {
+    Advertised {
         token: "s3cret".into(),
         mac: [2, 0, 0, 0, 0, 2],
         ip: [127, 0, 0, 1],
         max_dest_rd_atomic: 16,
         path_mtu: 1024,
         regions: vec![],
-    };
-    ControlServer::start_with("127.0.0.1:0".parse().unwrap(), ad, Arc::new(Opener), limits).unwrap()
+    }
+}
+
+fn server(limits: ControlLimits) -> ControlServer {
+    ControlServer::start_with(
+        "127.0.0.1:0".parse().unwrap(),
+        advertised(),
+        Arc::new(Opener),
+        limits,
+    )
+    .unwrap()
 }
 
 fn limits() -> ControlLimits {
@@ -299,15 +309,12 @@ fn rss_kib() -> u64 {
 #[test]
 #[ignore = "a measurement of about 30 s; prints figures"]
 fn measure_abuse_with_default_limits() {
-    let ad = Advertised {
-        token: "s3cret".into(),
-        mac: [2, 0, 0, 0, 0, 2],
-        ip: [127, 0, 0, 1],
-        max_dest_rd_atomic: 16,
-        path_mtu: 1024,
-        regions: vec![],
-    };
-    let s = ControlServer::start("127.0.0.1:0".parse().unwrap(), ad, Arc::new(Opener)).unwrap();
+    let s = ControlServer::start(
+        "127.0.0.1:0".parse().unwrap(),
+        advertised(),
+        Arc::new(Opener),
+    )
+    .unwrap();
     let to = s.local_addr();
     std::thread::sleep(Duration::from_millis(200));
     let before = rss_kib();
