@@ -27,6 +27,9 @@ use dta_protocol::roce::{icrc, BthOpcode, Extension, FrameRepr, PSN_MASK, ROCEV2
 use dta_protocol::udp::{UdpEndpoints, UdpFrame, HEADERS_LEN};
 use libfuzzer_sys::fuzz_target;
 
+mod input;
+use input::Src;
+
 const FILL: u8 = 0xA5;
 const QPNS: [u32; 3] = [0x100, 0x101, 0x102];
 /// Each QP's requester; the third QP's peer is another host.
@@ -39,35 +42,6 @@ const EXT_AT: usize = HEADERS_LEN + 12;
 const OP_COMPARE_SWAP: u8 = 0x13;
 const OP_FETCH_ADD: u8 = 0x14;
 const OP_WRITE_ONLY: u8 = 0x0A;
-
-struct Src<'a>(&'a [u8]);
-
-impl<'a> Src<'a> {
-    fn u8(&mut self) -> u8 {
-        match self.0.split_first() {
-            Some((b, rest)) => {
-                self.0 = rest;
-                *b
-            }
-            None => 0,
-        }
-    }
-    fn u16(&mut self) -> u16 {
-        u16::from_le_bytes([self.u8(), self.u8()])
-    }
-    fn u32(&mut self) -> u32 {
-        u32::from(self.u16()) | u32::from(self.u16()) << 16
-    }
-    fn u64(&mut self) -> u64 {
-        u64::from(self.u32()) | u64::from(self.u32()) << 32
-    }
-    fn bytes(&mut self, n: usize) -> &'a [u8] {
-        let n = n.min(self.0.len());
-        let (a, b) = self.0.split_at(n);
-        self.0 = b;
-        a
-    }
-}
 
 fn be_u64(b: &[u8]) -> u64 {
     u64::from_be_bytes(b[..8].try_into().unwrap())

@@ -44,6 +44,9 @@ use dta_translator::config::KeyRouting;
 use dta_translator::{Config, Counters, DropReason, Engine, Event, Handled, Instant};
 use libfuzzer_sys::fuzz_target;
 
+mod input;
+use input::Src;
+
 const LOCAL_MAC: [u8; 6] = [2, 0, 0, 0, 0, 1];
 const LOCAL_IP: [u8; 4] = [198, 18, 0, 1];
 const QPN_BASE: u32 = 0x100;
@@ -55,39 +58,6 @@ const SKETCH_ROWS: u32 = 2;
 const SKETCH_COLUMNS: u32 = 8;
 /// Operations per input at most: long enough for windows to fill and timers to fire, short enough to run fast.
 const MAX_OPS: usize = 512;
-
-/// Reads the input front to back; past the end every read is zero.
-struct Src<'a>(&'a [u8]);
-
-impl<'a> Src<'a> {
-    fn u8(&mut self) -> u8 {
-        match self.0.split_first() {
-            Some((b, rest)) => {
-                self.0 = rest;
-                *b
-            }
-            None => 0,
-        }
-    }
-    fn u16(&mut self) -> u16 {
-        u16::from_le_bytes([self.u8(), self.u8()])
-    }
-    fn u32(&mut self) -> u32 {
-        u32::from(self.u16()) | u32::from(self.u16()) << 16
-    }
-    fn u64(&mut self) -> u64 {
-        u64::from(self.u32()) | u64::from(self.u32()) << 32
-    }
-    fn bytes(&mut self, n: usize) -> &'a [u8] {
-        let n = n.min(self.0.len());
-        let (a, b) = self.0.split_at(n);
-        self.0 = b;
-        a
-    }
-    fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-}
 
 /// What the harness knows of one collector and its QP.
 struct Col {
