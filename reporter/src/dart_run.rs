@@ -59,6 +59,11 @@ pub struct DartArgs {
     /// Give up (non-zero exit) if not every write is acknowledged within this many seconds.
     #[arg(long, default_value_t = 60)]
     timeout_s: u64,
+    /// Retransmit timeouts in a row without progress before the QP is declared failed (the
+    /// translator's `[requester] retry_limit`); raise it for a responder that can stall, such as
+    /// Soft-RoCE in a busy VM.
+    #[arg(long, default_value_t = RequesterConfig::default().retry_limit)]
+    retry_limit: u32,
 }
 
 /// A 24-bit QPN or PSN, decimal or 0x-prefixed hexadecimal.
@@ -315,8 +320,12 @@ pub fn run(a: &DartArgs) -> Result<()> {
         qpn: a.qpn,
         start_psn,
     };
-    let mut dart = Dart::new(local, &welcome, RequesterConfig::default(), clock.now())
-        .context("setting up the DART QP")?;
+    let requester = RequesterConfig {
+        retry_limit: a.retry_limit,
+        ..RequesterConfig::default()
+    };
+    let mut dart =
+        Dart::new(local, &welcome, requester, clock.now()).context("setting up the DART QP")?;
 
     let limit = Duration::from_secs(a.timeout_s);
     let mut rx = FrameBatch::new(64, DEFAULT_SLOT_SIZE);

@@ -13,7 +13,9 @@ use anyhow::{ensure, Context, Result};
 use clap::Parser;
 use dta_e2e::http::metric;
 use dta_e2e::rxe;
-use dta_e2e::system::{Io, Options, Outcome, Responder, System, CONTROL_PORT, TOKEN};
+use dta_e2e::system::{
+    Io, Options, Outcome, Responder, System, CONTROL_PORT, RXE_RETRY_LIMIT, TOKEN,
+};
 use dta_e2e::topo;
 use dta_e2e::workload::{self, Workload};
 
@@ -191,6 +193,8 @@ fn dart(sys: &System, writes: u32, salt: u64) -> Result<Outcome> {
             "2",
             "--timeout-s",
             "120",
+            "--retry-limit",
+            &RXE_RETRY_LIMIT.to_string(),
             "--writes",
         ])
         .arg(&path)
