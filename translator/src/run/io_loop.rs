@@ -106,6 +106,7 @@ impl IoThread {
         let mut arp_buf = [0u8; arp::ARP_FRAME_LEN];
         let mut last_publish = Instant::now();
         let local_ip = self.steering.local_ip;
+        let mut started = false;
         while !self.stop.load(Ordering::Relaxed) {
             let mut busy = false;
             for p in 0..n {
@@ -120,8 +121,15 @@ impl IoThread {
                 busy = true;
                 fwd.clear();
                 replies.clear();
+                // Latched once per burst, so that steady state reads no shared flag per frame.
+                started = started || self.workers_started.load(Ordering::Relaxed);
                 for f in rx.iter() {
                     match self.steering.target(f) {
+                        // No engine yet (collectors still connecting): waiting for a batch here would
+                        // stop ARP, which the collector's QP setup needs.
+                        Target::Worker(_) | Target::Response(_) if !started => {
+                            self.counters.startup_drops.fetch_add(1, Ordering::Relaxed);
+                        }
                         Target::Worker(k) => {
                             if f.len() >= 12 && learned.len() < MAX_LEARNED {
                                 let mut mac = [0u8; 6];
@@ -216,11 +224,6 @@ impl IoThread {
         tx: &mut [FrameBatch],
         learned: &HashMap<[u8; 6], usize>,
     ) -> Result<()> {
-        if !self.workers_started.load(Ordering::Relaxed) {
-            // Waiting for a batch here would stop ARP, and the collector's QP setup needs it.
-            self.counters.startup_drops.fetch_add(1, Ordering::Relaxed);
-            return Ok(());
-        }
         if pending[k].as_ref().is_some_and(|b| b.free() == 0) {
             if let Some(full) = pending[k].take() {
                 self.deliver(lane, k, full);
