@@ -75,7 +75,8 @@ fn pin(core: Option<usize>, who: &str) {
     }
 }
 
-/// The I/O thread's ends of one worker's channels (the worker holds the other ends in its [`WorkerIo`]).
+/// The I/O thread's ends of every worker's channels, one entry per worker (each worker holds the other
+/// ends in its [`WorkerIo`]).
 #[derive(Default)]
 struct Lanes {
     input: Vec<mpsc::Sender<ToWorker>>,
