@@ -53,7 +53,12 @@ impl Metrics {
             if Instant::now() > deadline {
                 let detail: Vec<&str> = text
                     .lines()
-                    .filter(|l| !l.starts_with('#') && (l.contains("drops") || l.contains("port_")))
+                    .filter(|l| {
+                        !l.starts_with('#')
+                            && ["drops", "port_", "qp_", "acks", "naks", "retransmit"]
+                                .iter()
+                                .any(|k| l.contains(k))
+                    })
                     .collect();
                 bail!(
                     "translator did not settle in {timeout:?}: {taken}/{reports} reports taken, {busy} writes queued or in flight; {}",

@@ -92,7 +92,13 @@ pub struct Requester {
     sent: usize,
     next_psn: u32,
     since_ack_req: u32,
-    /// Unanswered atomics in the window.
+    /// Atomics in the window, answered or not, until they retire. The responder keeps the answers of its
+    /// newest `max_dest_rd_atomic` atomics only (rxe's responder resources, a ring every new atomic
+    /// overwrites) and silently drops a duplicate whose answer is gone. An atomic stays in the window
+    /// until everything before it is acknowledged, so counting it until then (as IBA counts an
+    /// outstanding atomic until it completes, in order) keeps the answer of the oldest unretired atomic
+    /// in that cache: counting only unanswered ones let newer atomics push it out, and its
+    /// retransmission then went unanswered forever (a livelock seen against rxe under netem).
     atomics: u32,
     retries: u32,
     backoff: u32,
@@ -355,8 +361,11 @@ impl Requester {
             let Some(f) = self.window.front() else {
                 break;
             };
-            if f.wr.op.is_atomic() && !f.answered {
-                return true;
+            if f.wr.op.is_atomic() {
+                if !f.answered {
+                    return true;
+                }
+                self.atomics = self.atomics.saturating_sub(1);
             }
             self.window.pop_front();
             self.sent = self.sent.saturating_sub(1);
@@ -438,7 +447,6 @@ impl Requester {
                     }
                     if !f.answered {
                         f.answered = true;
-                        self.atomics = self.atomics.saturating_sub(1);
                         c.atomic_acks += 1;
                     }
                 } else {
@@ -597,7 +605,7 @@ impl Requester {
     /// Offline mode (no responder, no ACKs): every frame sent so far counts as delivered.
     pub fn assume_delivered(&mut self) {
         for f in self.window.drain(..self.sent) {
-            if f.wr.op.is_atomic() && !f.answered {
+            if f.wr.op.is_atomic() {
                 self.atomics = self.atomics.saturating_sub(1);
             }
         }

@@ -179,6 +179,31 @@ fn atomics_bounded_and_matched() {
     assert_eq!(psns(&drain(&mut e, Instant(2))), vec![(1, true), (2, true)]);
 }
 
+/// An answered atomic behind an unanswered one still counts against `max_dest_rd_atomic` until it
+/// retires: a newer atomic would take the responder's cached answer of the unanswered one (rxe keeps the
+/// newest `max_dest_rd_atomic` answers), and its retransmission would never be answered.
+#[test]
+fn atomics_count_until_retired_not_until_answered() {
+    let mut w = welcome();
+    w.max_dest_rd_atomic = 2;
+    let mut e = Engine::new(Config::default(), &[w], Instant(0)).unwrap();
+    for k in 0..3 {
+        e.handle_frame(Instant(0), &ki(k));
+    }
+    assert_eq!(
+        psns(&drain(&mut e, Instant(0))),
+        vec![(0, false), (1, true)]
+    );
+    // The answer to PSN 0 is lost; PSN 1's arrives. PSN 0 goes again, and so does 1 (go-back-N), but
+    // PSN 2 waits: the responder must still hold PSN 0's answer when the retransmission reaches it.
+    e.handle_frame(Instant(1), &response(1, OK, Some(5)));
+    assert_eq!(psns(&drain(&mut e, Instant(1))), vec![(0, true), (1, true)]);
+    // PSN 0's answer (replayed from the cache) retires both; PSN 2 may go.
+    e.handle_frame(Instant(2), &response(0, OK, Some(4)));
+    assert_eq!(psns(&drain(&mut e, Instant(2))), vec![(2, true)]);
+    assert_eq!(e.counters().atomic_acks, 2);
+}
+
 #[test]
 fn remote_access_error_stops_the_qp() {
     let mut e = engine(|_| {});

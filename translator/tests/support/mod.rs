@@ -2,7 +2,7 @@
 //! like Linux rxe (DESIGN.md section 5).
 #![allow(dead_code)]
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 
 use dta_protocol::control::{ResponderQp, Welcome, CONTROL_VERSION};
 use dta_protocol::dta::{Body, HeaderForm, ReportFormat, ReportRepr};
@@ -183,7 +183,12 @@ pub struct Responder {
     regions: Vec<Region>,
     pub expected: u32,
     nak_sent: bool,
-    atomic_cache: HashMap<u32, u64>,
+    /// The newest `max_dest_rd_atomic` atomic answers, oldest first: rxe's responder resources, a ring
+    /// that every new atomic overwrites.
+    atomic_cache: VecDeque<(u32, u64)>,
+    atomic_capacity: usize,
+    /// Duplicate atomics whose answer had left the cache: rxe drops them silently (a class D error).
+    pub uncached_duplicates: u64,
     pub atomics_applied: u64,
     pub writes_applied: u64,
     pub duplicates: u64,
@@ -204,7 +209,9 @@ impl Responder {
             regions,
             expected: start_psn,
             nak_sent: false,
-            atomic_cache: HashMap::new(),
+            atomic_cache: VecDeque::new(),
+            atomic_capacity: welcome().max_dest_rd_atomic as usize,
+            uncached_duplicates: 0,
             atomics_applied: 0,
             writes_applied: 0,
             duplicates: 0,
@@ -248,10 +255,10 @@ impl Responder {
             if behind != 0 && behind < 1 << 23 {
                 self.duplicates += 1;
                 if let Extension::Atomic(_) = f.ext {
-                    let v = *self
-                        .atomic_cache
-                        .get(&psn)
-                        .expect("duplicate atomic not cached");
+                    let Some(&(_, v)) = self.atomic_cache.iter().find(|(p, _)| *p == psn) else {
+                        self.uncached_duplicates += 1;
+                        return vec![];
+                    };
                     return vec![self.ack(psn, ack_ok, Some(v))];
                 }
                 let last = self.expected.wrapping_sub(1) & PSN_MASK;
@@ -286,7 +293,10 @@ impl Responder {
                 let old = u64::from_le_bytes(cell.try_into().unwrap());
                 cell.copy_from_slice(&old.wrapping_add(a.swap_add).to_le_bytes());
                 self.atomics_applied += 1;
-                self.atomic_cache.insert(psn, old);
+                if self.atomic_cache.len() >= self.atomic_capacity {
+                    self.atomic_cache.pop_front();
+                }
+                self.atomic_cache.push_back((psn, old));
                 vec![self.ack(psn, ack_ok, Some(old))]
             }
             other => panic!("unexpected request {other:?}"),
