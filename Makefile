@@ -80,7 +80,7 @@ bench-protocol:
 ## The demo: reporter -> translator -> collector in network namespaces, a mixed workload, exact queries
 ## and a results table (needs root; no hugepages needed).
 demo: setup
-	$(CARGO) build --release -p dta-translator -p dta-collector -p dta-e2e --bins
+	$(CARGO) build --release -p dta-translator-daemon -p dta-collector -p dta-e2e --bins
 	bash scripts/demo.sh
 
 ## The paper's figures 12 and 13 and the measured-vs-analytical tables, from the real engine (dta-sim):

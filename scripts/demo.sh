@@ -21,7 +21,7 @@ cleanup() {
 trap cleanup EXIT
 
 echo "== building (release)"
-cargo build --release -q -p dta-translator -p dta-collector -p dta-e2e --bins
+cargo build --release -q -p dta-translator-daemon -p dta-collector -p dta-e2e --bins
 
 echo "== running the demo"
 DTA_BIN_DIR="$PWD/target/release" RUST_LOG="${RUST_LOG:-warn}" \

@@ -32,9 +32,9 @@ command -v busybox >/dev/null || [[ -x /bin/busybox ]] || skip_or_fail "no busyb
 profile=${RXE_PROFILE:-release}
 echo "== building the $profile binaries the guest runs"
 if [[ "$profile" == release ]]; then
-  cargo build --release -q -p dta-translator -p dta-collector -p dta-reporter -p dta-e2e --bins
+  cargo build --release -q -p dta-translator-daemon -p dta-collector -p dta-reporter -p dta-e2e --bins
 else
-  cargo build -q -p dta-translator -p dta-collector -p dta-reporter -p dta-e2e --bins
+  cargo build -q -p dta-translator-daemon -p dta-collector -p dta-reporter -p dta-e2e --bins
 fi
 bindir="target/$([[ "$profile" == release ]] && echo release || echo debug)"
 

@@ -9,7 +9,7 @@ use std::sync::OnceLock;
 use anyhow::{bail, Context, Result};
 
 /// The packages whose binaries the harness runs.
-const PACKAGES: [&str; 3] = ["dta-translator", "dta-collector", "dta-reporter"];
+const PACKAGES: [&str; 3] = ["dta-translator-daemon", "dta-collector", "dta-reporter"];
 
 fn profile_dir() -> Result<PathBuf> {
     let exe = std::env::current_exe().context("locating the running executable")?;

@@ -1,6 +1,6 @@
 //! A small bounded HTTP/1.1 server on std threads, shared by DTA's daemons: the collector's JSON API
 //! (`collector/src/http.rs`: `/regions`, `/query/...`, `/metrics`) and the translator's metrics endpoint
-//! (`translator/src/run/metrics.rs`). The application supplies a [`Handler`]: a [`Request`] (method and
+//! (`translator-daemon/src/run/metrics.rs`). The application supplies a [`Handler`]: a [`Request`] (method and
 //! request target) in, a [`Response`] (status, content type, body) out. Everything else is here: the
 //! listener, one thread per connection, parsing, deadlines, the refusals and their counters.
 //!

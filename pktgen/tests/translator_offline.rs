@@ -18,7 +18,7 @@ fn translator_bin() -> PathBuf {
             "build",
             "-q",
             "-p",
-            "dta-translator",
+            "dta-translator-daemon",
             "--bin",
             "dta-translator",
         ])
@@ -55,7 +55,7 @@ fn keywrite_100k_translates_without_a_drop() {
     assert_eq!(summary["dropped"], 0);
     assert_eq!(summary["per_opcode"]["keywrite"], 100_000);
 
-    let examples = concat!(env!("CARGO_MANIFEST_DIR"), "/../translator/examples");
+    let examples = concat!(env!("CARGO_MANIFEST_DIR"), "/../translator-daemon/examples");
     let tr = Command::new(translator_bin())
         .args(["offline", "--config"])
         .arg(format!("{examples}/translator.toml"))

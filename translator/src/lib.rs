@@ -1,7 +1,7 @@
 //! The DTA translator engine: frames and a clock in, frames and timer deadlines out (no I/O).
 //!
-//! Start at [`Engine`]. One engine runs per worker core with its own QP to every collector; see the
-//! crate README section in the issue notes for the mapping.
+//! Start at [`Engine`]. One engine runs per worker core with its own QP to every collector. The daemon that
+//! runs engines on ports (workers, control channel, metrics) is the `dta-translator-daemon` crate.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 

@@ -1,6 +1,8 @@
 //! `dta-translator offline` on a small generated capture: every output frame has a valid iCRC and the
 //! addresses the example regions give.
 
+// The engine's test helpers (reports, reporters), shared rather than copied.
+#[path = "../../translator/tests/support/mod.rs"]
 mod support;
 
 use std::fs::File;
