@@ -40,6 +40,8 @@ test-rxe: setup
 lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	$(CARGO) clippy -p dta-collector --no-default-features --all-targets -- -D warnings
+	bash scripts/deps-check.sh
 
 fmt:
 	$(CARGO) fmt --all

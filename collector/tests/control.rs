@@ -1,5 +1,7 @@
 //! The control channel over real loopback TCP: a good handshake, refusals with reasons, and a server
 //! that survives malformed input.
+// The daemon's parts (control server, HTTP API, the binary) exist with the `server` feature only.
+#![cfg(feature = "server")]
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;

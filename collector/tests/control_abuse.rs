@@ -2,6 +2,8 @@
 //! without an end, non-UTF-8 garbage and more connections than the server serves. Each is refused with a
 //! refusal line within the hello deadline, and a translator from another address still gets its welcome
 //! while the abuse runs. Every test is bounded in time and closes its sockets.
+// The daemon's parts (control server, HTTP API, the binary) exist with the `server` feature only.
+#![cfg(feature = "server")]
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};

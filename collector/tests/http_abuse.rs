@@ -4,6 +4,8 @@
 //! than the cap, and percent-encoded query parameters. On loopback; each test is bounded in time (about
 //! 25 s at most) and kills its child on every path. The figures (RSS, latency) are printed; run with
 //! `--nocapture` to see them.
+// The daemon's parts (control server, HTTP API, the binary) exist with the `server` feature only.
+#![cfg(feature = "server")]
 
 mod process;
 

@@ -1,6 +1,8 @@
 //! `dta-collector serve --backend soft` as a process: it starts, hands out QPs over the control channel,
 //! answers queries over HTTP, and (where this process may open AF_PACKET sockets) applies a RoCE WRITE sent
 //! on the loopback interface. Bounded in time; the child is killed on every path.
+// The daemon's parts (control server, HTTP API, the binary) exist with the `server` feature only.
+#![cfg(feature = "server")]
 
 mod process;
 

@@ -1,6 +1,8 @@
 //! Two translators with the same QPN (every translator's default `qpn_base` is 0x100) on one collector:
 //! each gets its own responder QPs, neither's hello closes the other's, and each writes through its own.
 //! Re-establishment by one (same address, same QPN) replaces its QPs only.
+// The daemon's parts (control server, HTTP API, the binary) exist with the `server` feature only.
+#![cfg(feature = "server")]
 
 mod support;
 
