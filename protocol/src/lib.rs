@@ -4,6 +4,7 @@
 //! * [`roce`]: RoCEv2 headers (BTH, RETH, AtomicETH, AETH, AtomicAckETH), the iCRC and a frame builder.
 //! * [`hash`]: the hash functions that place data in collector memory.
 //! * [`layout`]: region geometries that the translator writes and the collector queries.
+//! * [`int`]: In-band Network Telemetry reports (v0.5 as fabric-tna sends them, v2.0) and INT-MD stacks.
 //!
 //! Every header follows the smoltcp `wire` shape: a zero-copy `Packet<T: AsRef<[u8]>>` view whose
 //! `new_checked` constructor validates the length once, so its accessors cannot go out of bounds, and a
@@ -18,6 +19,7 @@ pub mod dta;
 mod error;
 mod field;
 pub mod hash;
+pub mod int;
 pub mod layout;
 pub mod roce;
 pub mod udp;
