@@ -4,7 +4,7 @@
 //! use `FrameRepr::parse`: that is the strict parser for frames dta itself sends and consumes.
 
 use dta_protocol::roce::{
-    atomic_eth, bth, icrc, reth, AtomicEthRepr, RethRepr, ICRC_LEN, PSN_MASK,
+    atomic_eth, bth, icrc, reth, AtomicEthRepr, RethRepr, ICRC_LEN, QPN_MASK,
 };
 use dta_protocol::udp::{UdpEndpoints, UdpFrame, HEADERS_LEN};
 
@@ -166,7 +166,7 @@ pub(crate) fn parse<'a>(
         endpoints: udp.endpoints,
         opcode,
         pkey: b.pkey(),
-        dest_qp: b.dest_qp() & PSN_MASK,
+        dest_qp: b.dest_qp() & QPN_MASK,
         ack_req: b.ack_req(),
         psn: b.psn(),
         body,

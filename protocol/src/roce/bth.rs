@@ -6,10 +6,10 @@
 //! 8: AckReq:1 reserved:7 | 9: PSN:24
 //! ```
 
-use crate::contract::{f, FieldSpec};
 use crate::error::{check_len, check_room};
+use crate::field::{f, FieldSpec};
 use crate::field::{get_u16, get_u24, set_u16, set_u24, Field, Rest};
-use crate::roce::PSN_MASK;
+use crate::roce::{PSN_MASK, QPN_MASK};
 use crate::{Error, Result};
 
 mod field {
@@ -276,7 +276,7 @@ impl BthRepr {
     /// Writes the header into the first [`HEADER_LEN`] bytes of `buf`.
     pub fn emit(&self, buf: &mut [u8]) -> Result<()> {
         check_room(buf, HEADER_LEN)?;
-        if self.dest_qp & !PSN_MASK != 0 || self.psn & !PSN_MASK != 0 || self.pad_count > 3 {
+        if self.dest_qp & !QPN_MASK != 0 || self.psn & !PSN_MASK != 0 || self.pad_count > 3 {
             return Err(Error::InvalidField {
                 header: "BTH",
                 field: "24-bit QP/PSN or pad count",
