@@ -4,7 +4,8 @@
 //! followed by exactly one sub-header chosen by the opcode ([`keywrite`], [`append`], [`keyincrement`],
 //! [`postcard`], [`sketch`]). Nothing follows the sub-header, so every parser here insists on the exact length:
 //! a report with stray bytes is as suspect as a short one. [`report`] ties the pieces together with the
-//! configured data sizes ([`ReportFormat`]); [`nack`] is the NACK that goes back to the reporter.
+//! configured data sizes ([`ReportFormat`]); [`nack`] is the NACK that goes back to the reporter; [`peek`]
+//! reads just enough of a report to route it.
 //!
 //! Every header has a zero-copy `Packet` view, a `Repr` and a `LAYOUT` table (see [`crate::contract`]).
 //! Reserved bits must be zero: a report that sets one is rejected as [`Error::InvalidField`] rather than
@@ -16,6 +17,7 @@ pub mod base;
 pub mod keyincrement;
 pub mod keywrite;
 pub mod nack;
+pub mod peek;
 pub mod postcard;
 pub mod report;
 pub mod sketch;
@@ -25,6 +27,7 @@ pub use base::{BaseRepr, HeaderForm};
 pub use keyincrement::KeyIncrementRepr;
 pub use keywrite::KeyWriteRepr;
 pub use nack::NackRepr;
+pub use peek::{peek, Peek, StateKey};
 pub use postcard::{PostcardPathLenRepr, PostcardRepr};
 pub use report::{Body, ReportFormat, ReportRepr};
 pub use sketch::{SketchOp, SketchRepr};

@@ -26,6 +26,19 @@ mod field {
 
 /// Length of the BTH.
 pub const HEADER_LEN: usize = field::PAYLOAD.start;
+/// Offset of the AckReq/PSN word: every byte before it is the same for all packets of one QP and opcode,
+/// which is what lets a sender keep frame templates and an iCRC prefix per shape.
+pub const ACK_PSN_OFFSET: usize = field::ACK_REQ;
+/// Offset of the byte holding FECN, BECN and six reserved bits: switches may change it in flight, so the
+/// iCRC covers it as all ones.
+pub const FECN_BECN_OFFSET: usize = field::BECN_FECN;
+
+/// The destination QP of a BTH at the start of `buf`, read without checking anything else: enough to route
+/// a response to the owner of its QP. `None` if `buf` ends before the field does.
+#[inline]
+pub fn peek_dest_qp(buf: &[u8]) -> Option<u32> {
+    buf.get(field::DEST_QP).map(get_u24)
+}
 
 /// Field table of the BTH, in wire order.
 pub const LAYOUT: &[FieldSpec] = &[
@@ -381,6 +394,14 @@ mod tests {
             bit += spec.bits as usize;
         }
         assert_eq!(bit, HEADER_LEN * 8);
+    }
+
+    #[test]
+    fn peeks_the_dest_qp_of_a_partial_header() {
+        assert_eq!(peek_dest_qp(&VECTOR), Some(0x11));
+        assert_eq!(peek_dest_qp(&VECTOR[..8]), Some(0x11));
+        assert_eq!(peek_dest_qp(&VECTOR[..7]), None);
+        assert_eq!(ACK_PSN_OFFSET, 8);
     }
 
     #[test]
