@@ -11,7 +11,8 @@ use std::cmp::Ordering;
 use std::collections::HashMap;
 
 use dta_protocol::roce::{
-    AckKind, AethRepr, AtomicEthRepr, FrameRepr, NakCode, Psn, QPN_MASK, ROCEV2_UDP_PORT,
+    AckKind, AethRepr, AtomicEthRepr, FrameRepr, NakCode, Psn, DEFAULT_PKEY, PKEY_PARTITION_MASK,
+    QPN_MASK, ROCEV2_UDP_PORT,
 };
 use dta_protocol::udp::{UdpEndpoints, UdpFrame};
 
@@ -24,8 +25,6 @@ use crate::memory::{resolve, RegionSlot, Resolve};
 const UNLIMITED_CREDITS: u8 = 31;
 /// Bytes an output buffer needs for any response (ATOMIC ACKNOWLEDGE is the longest: 42 + 12 + 4 + 8 + 4).
 pub const RESPONSE_MAX: usize = 128;
-/// Default P_Key; only its low 15 bits are compared, as the top bit is the membership type.
-const PKEY_MASK: u16 = 0x7FFF;
 /// RNR NAK timer code (12: 0.64 ms) sent for a request that needs a receive WQE: the value the ibverbs
 /// backend sets as `min_rnr_timer` at RTR (`backend::connect_qp`), which rxe then sends, so both backends
 /// answer alike.
@@ -186,7 +185,8 @@ impl Responder {
         let req = request::parse(&udp, frame, |op| {
             self.stats.frames_by_opcode[usize::from(op)] += 1;
         })?;
-        if req.pkey & PKEY_MASK != PKEY_MASK {
+        // Only the default partition; the membership bit is not compared.
+        if req.pkey & PKEY_PARTITION_MASK != DEFAULT_PKEY & PKEY_PARTITION_MASK {
             return Err(DropReason::PKey);
         }
         let max_atomic = self.config.max_dest_rd_atomic as usize;

@@ -28,6 +28,9 @@ pub const ROCEV2_UDP_PORT: u16 = 4791;
 pub const ICRC_LEN: usize = 4;
 /// The default partition key.
 pub const DEFAULT_PKEY: u16 = 0xFFFF;
+/// The partition number bits of a P_Key: the top bit is the membership type (full or limited), which two
+/// ends of one partition may differ in, so partitions are compared under this mask.
+pub const PKEY_PARTITION_MASK: u16 = 0x7FFF;
 /// PSNs are 24 bits wide and wrap; [`Psn`] does the arithmetic.
 pub const PSN_MASK: u32 = 0x00FF_FFFF;
 /// QP numbers are 24 bits wide. The same value as [`PSN_MASK`], kept apart because it masks another field:

@@ -159,6 +159,23 @@ mod tests {
         assert_eq!(sk, Target::Worker(key_checksum(9) as usize % 4));
         // Too short to read: worker 0 counts it.
         assert_eq!(s.target(&report(10, &[0x02])), Target::Worker(0));
+        // Key-Increment: likewise by key or reporter; the same bytes read in the compact form, where the
+        // flags are byte 1.
+        let ki = |flags: u8, form: HeaderForm| {
+            let c = Steering { form, ..s };
+            let mut p = vec![0x03, flags, flags, 1];
+            p.extend_from_slice(&77u32.to_be_bytes());
+            p.extend_from_slice(&[0; 8]);
+            if form == HeaderForm::Compact {
+                p.remove(1);
+            }
+            c.target(&report(10, &p))
+        };
+        let by_key = Target::Worker(key_checksum(77) as usize % 4);
+        assert_eq!(ki(0, HeaderForm::Seq), by_key);
+        assert_eq!(ki(0, HeaderForm::Compact), by_key);
+        assert_eq!(ki(0x40, HeaderForm::Seq), Target::Worker(by_src));
+        assert_eq!(ki(0x40, HeaderForm::Compact), Target::Worker(by_src));
     }
 
     #[test]
