@@ -5,7 +5,7 @@ use dta_collector::responder::{
     DropReason, NakKind, Outcome, Responder, ResponderConfig, RESPONSE_MAX,
 };
 use dta_protocol::layout::{AppendGeometry, Geometry, KeyIncrementGeometry, KeyWriteGeometry};
-use dta_protocol::roce::{icrc, AckKind, AethRepr, BthOpcode, Extension, FrameRepr, NakCode};
+use dta_protocol::roce::{icrc, AckKind, AethRepr, BthOpcode, Extension, FrameRepr, NakCode, Psn};
 use dta_protocol::udp::UdpEndpoints;
 
 const QPN: u32 = 0x100;
@@ -499,12 +499,8 @@ fn observed(o: Outcome, bytes: &[u8], start: u32) -> Rx {
     let f = FrameRepr::parse(bytes).unwrap();
     assert_eq!(f.bth.dest_qp, PEER);
     assert_eq!(f.bth.pkey, 0xFFFF);
-    let rel = (f.bth.psn.wrapping_sub(start) & 0xFF_FFFF) as i32;
-    let rel = if rel >= 0x80_0000 {
-        rel - 0x100_0000
-    } else {
-        rel
-    };
+    // PSNs behind the start come out negative.
+    let rel = Psn::new(f.bth.psn).offset_from(Psn::new(start));
     match f.ext {
         Extension::Aeth(a) => match a.kind {
             AckKind::Ack { credits } => {

@@ -19,11 +19,11 @@
 use std::collections::HashMap;
 
 use dta_collector::memory::Arena;
-use dta_collector::responder::{psn_cmp, Outcome, Responder, ResponderConfig, RESPONSE_MAX};
+use dta_collector::responder::{Outcome, Responder, ResponderConfig, RESPONSE_MAX};
 use dta_protocol::layout::{
     AppendGeometry, Geometry, KeyIncrementGeometry, KeyWriteGeometry, SketchGeometry,
 };
-use dta_protocol::roce::{icrc, BthOpcode, Extension, FrameRepr, PSN_MASK, ROCEV2_UDP_PORT};
+use dta_protocol::roce::{icrc, BthOpcode, Extension, FrameRepr, Psn, PSN_MASK, ROCEV2_UDP_PORT};
 use dta_protocol::udp::{UdpEndpoints, UdpFrame, HEADERS_LEN};
 use libfuzzer_sys::fuzz_target;
 
@@ -400,7 +400,7 @@ impl Harness {
             let i = qp.expect("a duplicate on no QP");
             let st = status.unwrap();
             let psn = be_u32(&frame[BTH_AT + 8..]) & PSN_MASK;
-            assert_eq!(psn_cmp(psn, st.expected_psn), std::cmp::Ordering::Less);
+            assert!(Psn::new(psn).offset_from(Psn::new(st.expected_psn)) < 0);
             let orig = *self
                 .applied
                 .get(&(i, self.incarnation[i], psn))

@@ -1,4 +1,4 @@
-//! Prints the wire contract (header layouts, UDP ports, opcodes) as JSON, for checks that compare other
+//! Prints the wire contract (header layouts and lengths, UDP ports, opcodes) as JSON, for checks that compare other
 //! implementations (the P4 programs) with this crate:
 //! `cargo run -q -p dta-protocol --example contract`.
 
@@ -20,6 +20,7 @@ fn main() {
     };
     let out = json!({
         "headers": headers,
+        "header_lengths": pairs(contract::header_lengths().into_iter().map(|(k, v)| (k, v as u64)).collect()),
         "udp_ports": pairs(contract::udp_ports().into_iter().map(|(k, v)| (k, u64::from(v))).collect()),
         "dta_opcodes": pairs(contract::dta_opcodes().into_iter().map(|(k, v)| (k, u64::from(v))).collect()),
         "bth_opcodes": pairs(contract::bth_opcodes().into_iter().map(|(k, v)| (k, u64::from(v))).collect()),

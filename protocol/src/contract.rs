@@ -4,30 +4,7 @@
 //! module's own accessors, so the table cannot drift from the code. The P4 programs are checked against
 //! these tables (see `examples/contract.rs`, which prints them as JSON).
 
-/// One field of a header: its name and its width in bits, in wire order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FieldSpec {
-    /// Field name, as the P4 header declares it too.
-    pub name: &'static str,
-    /// Width in bits.
-    pub bits: u32,
-}
-
-/// Shorthand for building `LAYOUT` tables.
-pub const fn f(name: &'static str, bits: u32) -> FieldSpec {
-    FieldSpec { name, bits }
-}
-
-/// Total width of a layout in bytes (layouts are whole bytes).
-pub const fn layout_bytes(layout: &[FieldSpec]) -> usize {
-    let mut bits = 0;
-    let mut i = 0;
-    while i < layout.len() {
-        bits += layout[i].bits;
-        i += 1;
-    }
-    (bits / 8) as usize
-}
+pub use crate::field::{f, layout_bytes, FieldSpec};
 
 /// Every header's layout under the name its P4 header type carries (`<name>_h`).
 pub fn headers() -> Vec<(&'static str, &'static [FieldSpec])> {
@@ -47,6 +24,28 @@ pub fn headers() -> Vec<(&'static str, &'static [FieldSpec])> {
         ("atomic_eth", roce::atomic_eth::LAYOUT),
         ("aeth", roce::aeth::LAYOUT),
         ("atomic_ack_eth", roce::atomic_ack_eth::LAYOUT),
+    ]
+}
+
+/// Every header's fixed length in bytes, by the names of [`headers`]: the `HEADER_LEN` constants that code
+/// building or patching frames uses, so a test can hold them to the layouts.
+pub fn header_lengths() -> Vec<(&'static str, usize)> {
+    use crate::{dta, roce};
+    vec![
+        ("dta_base_compact", dta::base::COMPACT_LEN),
+        ("dta_base_seq", dta::base::SEQ_LEN),
+        ("dta_keywrite", dta::keywrite::HEADER_LEN),
+        ("dta_append", dta::append::HEADER_LEN),
+        ("dta_keyincrement", dta::keyincrement::HEADER_LEN),
+        ("dta_postcard", dta::postcard::HEADER_LEN),
+        ("dta_postcard_pathlen", dta::postcard::HEADER_LEN_PATH_LEN),
+        ("dta_sketch", dta::sketch::HEADER_LEN),
+        ("dta_nack", dta::nack::HEADER_LEN),
+        ("bth", roce::bth::HEADER_LEN),
+        ("reth", roce::reth::HEADER_LEN),
+        ("atomic_eth", roce::atomic_eth::HEADER_LEN),
+        ("aeth", roce::aeth::HEADER_LEN),
+        ("atomic_ack_eth", roce::atomic_ack_eth::HEADER_LEN),
     ]
 }
 
@@ -90,4 +89,21 @@ pub fn bth_opcodes() -> Vec<(&'static str, u8)> {
     .into_iter()
     .map(|(n, o)| (n, o.code()))
     .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_header_length_is_its_layout() {
+        let layouts = headers();
+        let lengths = header_lengths();
+        let names = |v: &[(&'static str, usize)]| v.iter().map(|(n, _)| *n).collect::<Vec<_>>();
+        let layout_names: Vec<_> = layouts.iter().map(|(n, _)| *n).collect();
+        assert_eq!(names(&lengths), layout_names, "same headers, same order");
+        for ((name, layout), (_, len)) in layouts.iter().zip(&lengths) {
+            assert_eq!(layout_bytes(layout), *len, "{name}");
+        }
+    }
 }

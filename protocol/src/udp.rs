@@ -18,6 +18,42 @@ pub const UDP_HEADER_LEN: usize = UdpHeader::LEN;
 /// Ethernet + IPv4 + UDP, as emitted.
 pub const HEADERS_LEN: usize = ETH_HEADER_LEN + IPV4_HEADER_LEN + UDP_HEADER_LEN;
 
+/// EtherType of IPv4.
+pub const ETHERTYPE_IPV4: u16 = EtherType::IPV4.0;
+/// EtherType of ARP.
+pub const ETHERTYPE_ARP: u16 = EtherType::ARP.0;
+
+/// Byte offsets of the envelope fields that code reading raw frames needs: the iCRC masks some of them and
+/// steering reads the EtherType before any parse. Each is relative to the start of its own header; the
+/// tests below check them against what `etherparse` writes.
+pub mod offset {
+    use core::ops::Range;
+
+    /// EtherType, in the Ethernet II header.
+    pub const ETH_TYPE: Range<usize> = 12..14;
+    /// IPv4 version (high nibble) and IHL in 32-bit words (low nibble).
+    pub const IPV4_VERSION_IHL: usize = 0;
+    /// IPv4 TOS (DSCP and ECN).
+    pub const IPV4_TOS: usize = 1;
+    /// IPv4 total length.
+    pub const IPV4_TOTAL_LEN: Range<usize> = 2..4;
+    /// IPv4 TTL.
+    pub const IPV4_TTL: usize = 8;
+    /// IPv4 header checksum.
+    pub const IPV4_CHECKSUM: Range<usize> = 10..12;
+    /// UDP checksum.
+    pub const UDP_CHECKSUM: Range<usize> = 6..8;
+}
+
+/// The EtherType of an Ethernet II frame, or `None` if the frame is too short to have one. A cheap test
+/// for code that must tell ARP from IP before (or instead of) parsing.
+#[inline]
+pub fn ether_type(frame: &[u8]) -> Option<u16> {
+    frame
+        .get(offset::ETH_TYPE)
+        .map(|b| u16::from_be_bytes([b[0], b[1]]))
+}
+
 /// The ECN code point ECT(0), `10`, which RoCEv2 senders use so that switches can mark congestion.
 pub const ECN_ECT0: u8 = 0b10;
 
@@ -226,6 +262,40 @@ mod tests {
             "02000000000202000000000108004502005c1234400040119c33c6120001c6120002c00012b700480000";
         let hex: String = buf.iter().map(|b| format!("{b:02x}")).collect();
         assert_eq!(hex, expected);
+    }
+
+    #[test]
+    fn offsets_match_what_etherparse_writes() {
+        let ep = UdpEndpoints {
+            dscp: 0x2e,
+            ecn: 0b01,
+            ttl: 0x77,
+            ..UdpEndpoints::new([1; 6], [2; 6], [10, 0, 0, 1], [10, 0, 0, 2], 1, 2)
+        };
+        let mut buf = [0u8; HEADERS_LEN];
+        ep.emit_headers(&mut buf, 100).unwrap();
+        let ip = &buf[ETH_HEADER_LEN..];
+        let udp = &ip[IPV4_HEADER_LEN..];
+        assert_eq!(ether_type(&buf), Some(ETHERTYPE_IPV4));
+        assert_eq!(ether_type(&buf[..13]), None);
+        assert_eq!(ip[offset::IPV4_VERSION_IHL], 0x45);
+        assert_eq!(ip[offset::IPV4_TOS], 0x2e << 2 | 0b01);
+        assert_eq!(
+            &ip[offset::IPV4_TOTAL_LEN],
+            &((IPV4_HEADER_LEN + UDP_HEADER_LEN + 100) as u16).to_be_bytes()
+        );
+        assert_eq!(ip[offset::IPV4_TTL], 0x77);
+        let h = etherparse::Ipv4HeaderSlice::from_slice(ip).unwrap();
+        assert_eq!(
+            &ip[offset::IPV4_CHECKSUM],
+            &h.header_checksum().to_be_bytes()
+        );
+        // dta sends UDP checksum 0; make it recognisable to find its offset.
+        let mut d = etherparse::UdpHeaderSlice::from_slice(udp)
+            .unwrap()
+            .to_header();
+        d.checksum = 0xBEEF;
+        assert_eq!(&d.to_bytes()[offset::UDP_CHECKSUM], &[0xBE, 0xEF]);
     }
 
     #[test]

@@ -2,8 +2,9 @@
 //! prefixes and arbitrary bytes rejected without panicking.
 
 use dta_protocol::dta::{
-    AppendRepr, BaseRepr, Body, HeaderForm, KeyIncrementRepr, KeyWriteRepr, NackRepr, Opcode,
-    PostcardPathLenRepr, PostcardRepr, ReportFormat, ReportRepr, SketchOp, SketchRepr, N_MAX,
+    peek, AppendRepr, BaseRepr, Body, HeaderForm, KeyIncrementRepr, KeyWriteRepr, NackRepr, Opcode,
+    PostcardPathLenRepr, PostcardRepr, ReportFormat, ReportRepr, SketchOp, SketchRepr, StateKey,
+    N_MAX,
 };
 use proptest::collection::vec;
 use proptest::prelude::*;
@@ -220,6 +221,30 @@ proptest! {
         prop_assert_eq!(bytes[0], r.body.opcode().code());
         if fmt.form == HeaderForm::Seq {
             prop_assert_eq!(bytes[1], seqnum);
+        }
+    }
+
+    #[test]
+    fn peek_agrees_with_the_full_parse((fmt, body, seqnum, imm, rtx) in report(), cut in any::<usize>()) {
+        let r = build(&fmt, &body, seqnum, imm, rtx);
+        let bytes = emit(&r, &fmt);
+        let want = match r.body {
+            Body::KeyWrite(b) => StateKey::Key(b.key),
+            Body::KeyIncrement(b) => StateKey::Key(b.key),
+            Body::Append(b) => StateKey::List(b.list_id),
+            Body::Postcard(b) => StateKey::Flow(b.key),
+            Body::PostcardPathLen(b) => StateKey::Flow(b.key),
+            Body::SketchMerge(b) => StateKey::Sketch(b.sketch_id),
+        };
+        let p = peek(&bytes, fmt.form).expect("a valid report peeks");
+        prop_assert_eq!((p.opcode, p.retransmit, p.state), (r.body.opcode(), rtx, Some(want)));
+        // A cut report peeks to a prefix of that: nothing, or the header without the state.
+        let cut = &bytes[..cut % (bytes.len() + 1)];
+        if let Some(q) = peek(cut, fmt.form) {
+            prop_assert_eq!((q.opcode, q.retransmit), (p.opcode, p.retransmit));
+            prop_assert!(q.state.is_none() || q.state == p.state);
+        } else {
+            prop_assert!(cut.len() < fmt.form.header_len());
         }
     }
 

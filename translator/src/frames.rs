@@ -9,7 +9,10 @@ use std::cell::RefCell;
 use std::fmt;
 use std::ops::{Deref, DerefMut};
 
-use dta_protocol::roce::{bth, BthOpcode, FrameRepr, IcrcPrefix, ICRC_LEN, PSN_MASK};
+use dta_protocol::roce::frame::pad_for;
+use dta_protocol::roce::{
+    atomic_eth, bth, reth, BthOpcode, FrameRepr, IcrcPrefix, ICRC_LEN, PSN_MASK,
+};
 use dta_protocol::udp::{UdpEndpoints, HEADERS_LEN};
 use smallvec::SmallVec;
 
@@ -185,25 +188,19 @@ impl Op {
     /// Length of the whole Ethernet frame this op becomes.
     pub fn frame_len(&self) -> usize {
         let ext = match self {
-            Op::Write { .. } => RETH_LEN,
-            Op::FetchAdd { .. } => ATOMIC_ETH_LEN,
+            Op::Write { .. } => reth::HEADER_LEN,
+            Op::FetchAdd { .. } => atomic_eth::HEADER_LEN,
         };
         let p = self.payload().len();
-        HEADERS_LEN + bth::HEADER_LEN + ext + p + pad(p) + ICRC_LEN
+        HEADERS_LEN + bth::HEADER_LEN + ext + p + pad_for(p) + ICRC_LEN
     }
 }
 
-const RETH_LEN: usize = 16;
-const ATOMIC_ETH_LEN: usize = 28;
-/// BTH byte holding AckReq (top bit), followed by the 24-bit PSN.
-const ACK_PSN_AT: usize = HEADERS_LEN + 8;
-const EXT_AT: usize = HEADERS_LEN + bth::HEADER_LEN;
+/// Where the BTH and the extension header start in a frame (dta emits no IPv4 options).
+const BTH_AT: usize = HEADERS_LEN;
+const EXT_AT: usize = BTH_AT + bth::HEADER_LEN;
 /// Shapes kept per QP; Append and Sketch flushes of every length stay well below this.
 const MAX_SHAPES: usize = 64;
-
-const fn pad(len: usize) -> usize {
-    (4 - len % 4) % 4
-}
 
 struct Shape {
     opcode: BthOpcode,
@@ -295,21 +292,29 @@ impl FrameBuilder {
         };
         let shape = &self.shapes[i];
         out.extend_from_slice(&shape.template);
-        let psn = psn & PSN_MASK;
-        out[ACK_PSN_AT] = if ack_req { 0x80 } else { 0 };
-        out[ACK_PSN_AT + 1..ACK_PSN_AT + 4].copy_from_slice(&psn.to_be_bytes()[1..]);
+        // Patch the per-packet fields through the protocol's own views: the template is a whole frame of
+        // this shape, so every field is in bounds. Only AckReq and the PSN differ in the BTH (the rest is
+        // the template's prefix and is in its iCRC state).
+        let mut b = bth::Packet::new_unchecked(&mut out[BTH_AT..EXT_AT]);
+        b.set_ack_req(ack_req);
+        b.set_psn(psn & PSN_MASK);
         match op {
             Op::Write { va, rkey, payload } => {
-                out[EXT_AT..EXT_AT + 8].copy_from_slice(&va.to_be_bytes());
-                out[EXT_AT + 8..EXT_AT + 12].copy_from_slice(&rkey.to_be_bytes());
+                let at = EXT_AT + reth::HEADER_LEN;
+                let mut r = reth::Packet::new_unchecked(&mut out[EXT_AT..at]);
+                r.set_va(*va);
+                r.set_rkey(*rkey);
                 // The DMA length is part of the shape and already in the template.
-                let at = EXT_AT + RETH_LEN;
                 out[at..at + payload.len()].copy_from_slice(payload);
             }
             Op::FetchAdd { va, rkey, add } => {
-                out[EXT_AT..EXT_AT + 8].copy_from_slice(&va.to_be_bytes());
-                out[EXT_AT + 8..EXT_AT + 12].copy_from_slice(&rkey.to_be_bytes());
-                out[EXT_AT + 12..EXT_AT + 20].copy_from_slice(&add.to_be_bytes());
+                let mut a = atomic_eth::Packet::new_unchecked(
+                    &mut out[EXT_AT..EXT_AT + atomic_eth::HEADER_LEN],
+                );
+                a.set_va(*va);
+                a.set_rkey(*rkey);
+                // Compare is 0 for FETCH & ADD and already in the template.
+                a.set_swap_add(*add);
             }
         }
         shape.prefix.fill(out);

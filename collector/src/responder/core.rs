@@ -11,11 +11,12 @@ use std::cmp::Ordering;
 use std::collections::HashMap;
 
 use dta_protocol::roce::{
-    AckKind, AethRepr, AtomicEthRepr, FrameRepr, NakCode, PSN_MASK, ROCEV2_UDP_PORT,
+    AckKind, AethRepr, AtomicEthRepr, FrameRepr, NakCode, Psn, DEFAULT_PKEY, PKEY_PARTITION_MASK,
+    QPN_MASK, ROCEV2_UDP_PORT,
 };
 use dta_protocol::udp::{UdpEndpoints, UdpFrame};
 
-use super::qp::{psn_cmp, psn_prev, CachedAtomic, Qp, QpStatus};
+use super::qp::{CachedAtomic, Qp, QpStatus};
 use super::request::{self, Body};
 use super::stats::{DropReason, NakKind, Stats};
 use crate::memory::{resolve, RegionSlot, Resolve};
@@ -24,8 +25,6 @@ use crate::memory::{resolve, RegionSlot, Resolve};
 const UNLIMITED_CREDITS: u8 = 31;
 /// Bytes an output buffer needs for any response (ATOMIC ACKNOWLEDGE is the longest: 42 + 12 + 4 + 8 + 4).
 pub const RESPONSE_MAX: usize = 128;
-/// Default P_Key; only its low 15 bits are compared, as the top bit is the membership type.
-const PKEY_MASK: u16 = 0x7FFF;
 /// RNR NAK timer code (12: 0.64 ms) sent for a request that needs a receive WQE: the value the ibverbs
 /// backend sets as `min_rnr_timer` at RTR (`backend::connect_qp`), which rxe then sends, so both backends
 /// answer alike.
@@ -84,7 +83,7 @@ pub const FIRST_QPN: u32 = 0x100;
 
 /// The QPN the allocator tries after `qpn`: the next one on 24 bits, back to [`FIRST_QPN`] after 0xFFFFFF.
 fn next_qpn_after(qpn: u32) -> u32 {
-    match (qpn + 1) & PSN_MASK {
+    match (qpn + 1) & QPN_MASK {
         q if q < FIRST_QPN => FIRST_QPN,
         q => q,
     }
@@ -113,11 +112,11 @@ impl Responder {
     pub fn open_qp(&mut self, qpn: u32, peer_ip: [u8; 4], peer_qpn: u32, start_psn: u32) {
         let qp = Qp::new(
             peer_ip,
-            peer_qpn & PSN_MASK,
+            peer_qpn & QPN_MASK,
             start_psn,
             self.config.max_dest_rd_atomic as usize,
         );
-        self.qps.insert(qpn & PSN_MASK, qp);
+        self.qps.insert(qpn & QPN_MASK, qp);
     }
 
     /// Opens a QP with a fresh QPN and returns that QPN, or `None` when every QPN from [`FIRST_QPN`] to
@@ -125,7 +124,7 @@ impl Responder {
     /// 0 and 1 are the special QPs of InfiniBand (SMI and GSI), and a translator would take a QPN it
     /// sees once as the start of the 24-bit space.
     pub fn allocate_qp(&mut self, peer_ip: [u8; 4], peer_qpn: u32, start_psn: u32) -> Option<u32> {
-        let usable = (PSN_MASK - FIRST_QPN + 1) as usize;
+        let usable = (QPN_MASK - FIRST_QPN + 1) as usize;
         if self.qps.keys().filter(|&&q| q >= FIRST_QPN).count() >= usable {
             return None;
         }
@@ -186,7 +185,8 @@ impl Responder {
         let req = request::parse(&udp, frame, |op| {
             self.stats.frames_by_opcode[usize::from(op)] += 1;
         })?;
-        if req.pkey & PKEY_MASK != PKEY_MASK {
+        // Only the default partition; the membership bit is not compared.
+        if req.pkey & PKEY_PARTITION_MASK != DEFAULT_PKEY & PKEY_PARTITION_MASK {
             return Err(DropReason::PKey);
         }
         let max_atomic = self.config.max_dest_rd_atomic as usize;
@@ -206,7 +206,12 @@ impl Responder {
         }
         let reply = Reply::new(&req.endpoints, qp.status.peer_qpn);
         let psn = req.psn;
-        match psn_cmp(psn, qp.status.expected_psn) {
+        // Ahead of, behind or at the expected PSN on the 24-bit circle; the PSN half the space away counts
+        // as behind, as in rxe.
+        match Psn::new(psn)
+            .offset_from(Psn::new(qp.status.expected_psn))
+            .cmp(&0)
+        {
             Ordering::Greater => {
                 if qp.status.nak_sent {
                     return Err(DropReason::OutOfSequence);
@@ -237,7 +242,7 @@ impl Responder {
                         // Re-ACK everything received so far (C9-105) without touching memory again.
                         self.stats.duplicate_writes += 1;
                         self.stats.acks += 1;
-                        Ok(reply.ack(out, psn_prev(qp.status.expected_psn), msn))
+                        Ok(reply.ack(out, Psn::new(qp.status.expected_psn).prev().value(), msn))
                     }
                 };
             }

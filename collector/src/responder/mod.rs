@@ -15,5 +15,5 @@ pub use self::core::{
     ROCEV2_SOURCE_PORTS,
 };
 pub use faults::{FaultConfig, FaultCounts, FaultInjector};
-pub use qp::{psn_cmp, QpStatus};
+pub use qp::QpStatus;
 pub use stats::{DropReason, NakKind, Stats};

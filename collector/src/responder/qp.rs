@@ -1,27 +1,9 @@
 //! Per-QP responder state: expected PSN, message sequence number, the PSN-NAK latch and the atomic
 //! response cache.
 
-use std::cmp::Ordering;
 use std::collections::VecDeque;
 
-use dta_protocol::roce::PSN_MASK;
-
-/// Compares two 24-bit PSNs on the circle: `a` is ahead of `b` when it is less than 2^23 steps after it.
-/// The shift puts the 24-bit difference in the top of an `i32`, whose sign then says which way is shorter.
-pub fn psn_cmp(a: u32, b: u32) -> Ordering {
-    let diff = (a.wrapping_sub(b) << 8) as i32;
-    diff.cmp(&0)
-}
-
-/// `psn + 1` on 24 bits.
-pub fn psn_next(psn: u32) -> u32 {
-    psn.wrapping_add(1) & PSN_MASK
-}
-
-/// `psn - 1` on 24 bits.
-pub fn psn_prev(psn: u32) -> u32 {
-    psn.wrapping_sub(1) & PSN_MASK
-}
+use dta_protocol::roce::{Psn, PSN_MASK};
 
 /// A public snapshot of one QP.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,7 +44,7 @@ impl Qp {
             status: QpStatus {
                 peer_ip,
                 peer_qpn,
-                expected_psn: start_psn & PSN_MASK,
+                expected_psn: Psn::new(start_psn).value(),
                 msn: 0,
                 nak_sent: false,
                 error: false,
@@ -73,7 +55,7 @@ impl Qp {
 
     /// Records that a request completed: the next PSN is expected and the MSN counts it.
     pub fn complete(&mut self) {
-        self.status.expected_psn = psn_next(self.status.expected_psn);
+        self.status.expected_psn = Psn::new(self.status.expected_psn).next().value();
         self.status.msn = (self.status.msn + 1) & PSN_MASK;
     }
 
@@ -95,19 +77,6 @@ impl Qp {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn psn_comparison_wraps() {
-        assert_eq!(psn_cmp(5, 5), Ordering::Equal);
-        assert_eq!(psn_cmp(6, 5), Ordering::Greater);
-        assert_eq!(psn_cmp(4, 5), Ordering::Less);
-        assert_eq!(psn_cmp(0, 0xFF_FFFF), Ordering::Greater);
-        assert_eq!(psn_cmp(0xFF_FFFF, 0), Ordering::Less);
-        assert_eq!(psn_cmp(0x7F_FFFF, 0), Ordering::Greater);
-        assert_eq!(psn_cmp(0x80_0000, 0), Ordering::Less);
-        assert_eq!(psn_next(0xFF_FFFF), 0);
-        assert_eq!(psn_prev(0), 0xFF_FFFF);
-    }
 
     #[test]
     fn atomic_cache_keeps_the_newest() {

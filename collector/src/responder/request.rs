@@ -3,40 +3,14 @@
 //! DMA length is a request to refuse with a NAK, not a frame to drop), which is why the responder does not
 //! use `FrameRepr::parse`: that is the strict parser for frames dta itself sends and consumes.
 
+use dta_protocol::roce::bth::opcode as op;
+use dta_protocol::roce::frame::IMM_LEN;
 use dta_protocol::roce::{
-    atomic_eth, bth, icrc, reth, AtomicEthRepr, RethRepr, ICRC_LEN, PSN_MASK,
+    atomic_eth, bth, icrc, reth, AtomicEthRepr, RethRepr, ICRC_LEN, QPN_MASK,
 };
 use dta_protocol::udp::{UdpEndpoints, UdpFrame, HEADERS_LEN};
 
 use super::stats::DropReason;
-
-/// RC opcodes (IBA table 38) the responder tells apart.
-mod op {
-    pub const SEND_FIRST: u8 = 0x00;
-    pub const SEND_MIDDLE: u8 = 0x01;
-    pub const SEND_LAST: u8 = 0x02;
-    pub const SEND_LAST_IMM: u8 = 0x03;
-    pub const SEND_ONLY: u8 = 0x04;
-    pub const SEND_ONLY_IMM: u8 = 0x05;
-    pub const WRITE_FIRST: u8 = 0x06;
-    pub const WRITE_MIDDLE: u8 = 0x07;
-    pub const WRITE_LAST: u8 = 0x08;
-    pub const WRITE_LAST_IMM: u8 = 0x09;
-    pub const WRITE_ONLY: u8 = 0x0A;
-    pub const WRITE_ONLY_IMM: u8 = 0x0B;
-    pub const READ_REQUEST: u8 = 0x0C;
-    pub const READ_RESPONSE_FIRST: u8 = 0x0D;
-    pub const ATOMIC_ACKNOWLEDGE: u8 = 0x12;
-    pub const COMPARE_SWAP: u8 = 0x13;
-    pub const FETCH_ADD: u8 = 0x14;
-    pub const SEND_LAST_INV: u8 = 0x16;
-    pub const SEND_ONLY_INV: u8 = 0x17;
-    /// RoCEv2 congestion notification.
-    pub const CNP: u8 = 0x81;
-}
-
-/// Bytes of ImmDt or IETH.
-const IMM_LEN: usize = 4;
 
 /// What a request asks for, as far as the responder's decisions go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -166,7 +140,7 @@ pub(crate) fn parse<'a>(
         endpoints: udp.endpoints,
         opcode,
         pkey: b.pkey(),
-        dest_qp: b.dest_qp() & PSN_MASK,
+        dest_qp: b.dest_qp() & QPN_MASK,
         ack_req: b.ack_req(),
         psn: b.psn(),
         body,

@@ -7,12 +7,12 @@
 //! E is not on the wire, so [`AppendRepr::parse`] takes the configured E to check the length.
 
 use super::check_exact_len;
-use crate::contract::{f, FieldSpec};
 use crate::error::{check_len, check_room};
+use crate::field::{f, FieldSpec};
 use crate::field::{get_u32, set_u32, Field, Rest};
 use crate::Result;
 
-mod field {
+pub(crate) mod field {
     use super::{Field, Rest};
     pub const LIST_ID: Field = 0..4;
     pub const DATA: Rest = 4..;
@@ -113,7 +113,7 @@ impl<'a> AppendRepr<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dta::layout_check::{case, check};
+    use crate::field::layout_check::{case, check};
     use crate::Error;
 
     // List 7, entry 00 00 01 00.

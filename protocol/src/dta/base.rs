@@ -11,8 +11,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::Opcode;
-use crate::contract::{f, FieldSpec};
 use crate::error::{check_len, check_room};
+use crate::field::{f, FieldSpec};
 use crate::{Error, Result};
 
 mod field {
@@ -266,7 +266,7 @@ impl BaseRepr {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dta::layout_check::{case, check, Case};
+    use crate::field::layout_check::{case, check, Case};
 
     fn cases(form: HeaderForm) -> Vec<Case> {
         let set = move |b: &mut [u8], f: fn(&mut Packet<&mut [u8]>)| {

@@ -5,12 +5,12 @@
 //! ```
 
 use super::{check_exact_len, check_redundancy};
-use crate::contract::{f, FieldSpec};
 use crate::error::{check_len, check_room};
+use crate::field::{f, FieldSpec};
 use crate::field::{get_u32, get_u64, set_u32, set_u64, Field};
 use crate::Result;
 
-mod field {
+pub(crate) mod field {
     use super::Field;
     pub const REDUNDANCY: usize = 0;
     pub const KEY: Field = 1..5;
@@ -119,7 +119,7 @@ impl KeyIncrementRepr {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dta::layout_check::{case, check};
+    use crate::field::layout_check::{case, check};
     use crate::Error;
 
     // Redundancy 2, key 0x0000007b (123), counter 0x0000000100000005.

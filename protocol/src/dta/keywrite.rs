@@ -8,12 +8,12 @@
 //! [`KeyWriteRepr::parse`] takes the configured D to check the length.
 
 use super::{check_exact_len, check_redundancy};
-use crate::contract::{f, FieldSpec};
 use crate::error::{check_len, check_room};
+use crate::field::{f, FieldSpec};
 use crate::field::{get_u32, set_u32, Field, Rest};
 use crate::Result;
 
-mod field {
+pub(crate) mod field {
     use super::{Field, Rest};
     pub const REDUNDANCY: usize = 0;
     pub const KEY: Field = 1..5;
@@ -128,7 +128,7 @@ impl<'a> KeyWriteRepr<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dta::layout_check::{case, check};
+    use crate::field::layout_check::{case, check};
     use crate::Error;
 
     // Redundancy 4, key 0x01020304, 4 data bytes de ad be ef.

@@ -4,7 +4,8 @@
 //! followed by exactly one sub-header chosen by the opcode ([`keywrite`], [`append`], [`keyincrement`],
 //! [`postcard`], [`sketch`]). Nothing follows the sub-header, so every parser here insists on the exact length:
 //! a report with stray bytes is as suspect as a short one. [`report`] ties the pieces together with the
-//! configured data sizes ([`ReportFormat`]); [`nack`] is the NACK that goes back to the reporter.
+//! configured data sizes ([`ReportFormat`]); [`nack`] is the NACK that goes back to the reporter; [`peek`]
+//! reads just enough of a report to route it.
 //!
 //! Every header has a zero-copy `Packet` view, a `Repr` and a `LAYOUT` table (see [`crate::contract`]).
 //! Reserved bits must be zero: a report that sets one is rejected as [`Error::InvalidField`] rather than
@@ -16,6 +17,7 @@ pub mod base;
 pub mod keyincrement;
 pub mod keywrite;
 pub mod nack;
+pub mod peek;
 pub mod postcard;
 pub mod report;
 pub mod sketch;
@@ -25,6 +27,7 @@ pub use base::{BaseRepr, HeaderForm};
 pub use keyincrement::KeyIncrementRepr;
 pub use keywrite::KeyWriteRepr;
 pub use nack::NackRepr;
+pub use peek::{peek, Peek, StateKey};
 pub use postcard::{PostcardPathLenRepr, PostcardRepr};
 pub use report::{Body, ReportFormat, ReportRepr};
 pub use sketch::{SketchOp, SketchRepr};
@@ -102,78 +105,6 @@ pub(crate) fn check_exact_len(header: &'static str, buf: &[u8], expected: usize)
         })
     } else {
         Ok(())
-    }
-}
-
-#[cfg(test)]
-pub(crate) mod layout_check {
-    //! Checks a `LAYOUT` table against a header's setters and getters.
-
-    use crate::contract::{layout_bytes, FieldSpec};
-
-    /// One field's accessors: `set_max` writes the field's largest value into a zeroed header, `reads_max`
-    /// says whether the getter returns that value from a header in which only this field's bits are set.
-    pub(crate) struct Case {
-        name: &'static str,
-        set_max: Setter,
-        reads_max: Getter,
-    }
-
-    type Setter = Box<dyn Fn(&mut [u8])>;
-    type Getter = Box<dyn Fn(&[u8]) -> bool>;
-
-    /// Builds a [`Case`].
-    pub(crate) fn case(
-        name: &'static str,
-        set_max: impl Fn(&mut [u8]) + 'static,
-        reads_max: impl Fn(&[u8]) -> bool + 'static,
-    ) -> Case {
-        Case {
-            name,
-            set_max: Box::new(set_max),
-            reads_max: Box::new(reads_max),
-        }
-    }
-
-    /// The header bytes with exactly the bits that `layout` gives to `name` set (MSB first, as on the wire).
-    fn mask(layout: &[FieldSpec], name: &str) -> Vec<u8> {
-        let mut out = vec![0u8; layout_bytes(layout)];
-        let mut bit = 0usize;
-        for f in layout {
-            for b in bit..bit + f.bits as usize {
-                if f.name == name {
-                    out[b / 8] |= 0x80 >> (b % 8);
-                }
-            }
-            bit += f.bits as usize;
-        }
-        out
-    }
-
-    /// Every field of `layout`, in order, must have a case; each setter must set exactly the field's bits and
-    /// each getter must read them back.
-    pub(crate) fn check(layout: &[FieldSpec], header_len: usize, cases: &[Case]) {
-        let bits: u32 = layout.iter().map(|f| f.bits).sum();
-        assert_eq!(bits % 8, 0, "layout is not whole bytes");
-        assert_eq!(
-            layout_bytes(layout),
-            header_len,
-            "layout length differs from HEADER_LEN"
-        );
-        let names: Vec<_> = layout.iter().map(|f| f.name).collect();
-        let case_names: Vec<_> = cases.iter().map(|c| c.name).collect();
-        assert_eq!(names, case_names, "cases must cover the layout in order");
-        for c in cases {
-            let want = mask(layout, c.name);
-            let mut buf = vec![0u8; header_len];
-            (c.set_max)(&mut buf);
-            assert_eq!(buf, want, "setter of {} touches other bits", c.name);
-            assert!(
-                (c.reads_max)(&want),
-                "getter of {} does not read its bits",
-                c.name
-            );
-        }
     }
 }
 

@@ -15,8 +15,8 @@
 
 use super::base::{self, BaseRepr, HeaderForm};
 use super::{check_exact_len, Opcode};
-use crate::contract::{f, FieldSpec};
 use crate::error::{check_len, check_room};
+use crate::field::{f, FieldSpec};
 use crate::{Error, Result};
 
 mod field {
@@ -157,7 +157,7 @@ impl NackRepr {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dta::layout_check::{case, check};
+    use crate::field::layout_check::{case, check};
 
     // Seq form: Key-Write, base seqnum 0x11, flags 0; NACK seqnum 0x11, nack set.
     const SEQ: [u8; 5] = [0x01, 0x11, 0x00, 0x11, 0x80];

@@ -10,12 +10,12 @@
 //! `1..=MAX_HOPS`; a hop beyond B is the translator's to reject.
 
 use super::{check_exact_len, Opcode};
-use crate::contract::{f, FieldSpec};
 use crate::error::{check_len, check_room};
+use crate::field::{f, FieldSpec};
 use crate::field::{get_u32, set_u32, Field};
 use crate::{Error, Result};
 
-mod field {
+pub(crate) mod field {
     use super::Field;
     pub const KEY: Field = 0..4;
     pub const HOP: usize = 4;
@@ -279,7 +279,7 @@ impl PostcardPathLenRepr {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dta::layout_check::{case, check, Case};
+    use crate::field::layout_check::{case, check, Case};
 
     // Key 0xc0a80001, hop 3, data 0x0000002a.
     const VECTOR: [u8; 9] = [0xc0, 0xa8, 0x00, 0x01, 0x03, 0x00, 0x00, 0x00, 0x2a];

@@ -9,12 +9,12 @@
 //! [`SketchRepr::counter`] and [`SketchRepr::iter_counters`] decode them.
 
 use super::check_exact_len;
-use crate::contract::{f, FieldSpec};
 use crate::error::{check_len, check_room};
+use crate::field::{f, FieldSpec};
 use crate::field::{get_u16, get_u32, set_u16, Field, Rest};
 use crate::{Error, Result};
 
-mod field {
+pub(crate) mod field {
     use super::{Field, Rest};
     pub const SKETCH_ID: usize = 0;
     pub const OP: usize = 1;
@@ -263,7 +263,7 @@ impl<'a> SketchRepr<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dta::layout_check::{case, check};
+    use crate::field::layout_check::{case, check};
 
     // Sketch 2, op max, reporter 0x0102, column 0x0304, 2 rows: 0x00000005, 0xfffffffe.
     const VECTOR: [u8; 16] = [

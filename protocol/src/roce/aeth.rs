@@ -4,8 +4,8 @@
 //! `001` RNR NAK (low five bits: the RNR timer code), `011` NAK (low five bits: the NAK code). `010` and a
 //! set top bit are reserved and rejected.
 
-use crate::contract::{f, FieldSpec};
 use crate::error::{check_len, check_room};
+use crate::field::{f, FieldSpec};
 use crate::field::{get_u24, set_u24, Field};
 use crate::roce::PSN_MASK;
 use crate::{Error, Result};
@@ -189,6 +189,66 @@ impl AethRepr {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::field::layout_check::{case, check};
+
+    #[test]
+    fn layout_matches_accessors() {
+        check(
+            LAYOUT,
+            HEADER_LEN,
+            &[
+                case(
+                    "syndrome",
+                    |b| Packet::new_unchecked(b).set_syndrome(0xFF),
+                    |b| Packet::new_unchecked(b).syndrome() == 0xFF,
+                ),
+                case(
+                    "msn",
+                    |b| Packet::new_unchecked(b).set_msn(0xFF_FFFF),
+                    |b| Packet::new_unchecked(b).msn() == 0xFF_FFFF,
+                ),
+            ],
+        );
+    }
+
+    #[test]
+    fn golden_bytes_from_the_iba_layout() {
+        // IBA 9.3.5 / table 41: byte 0 is the syndrome (bits 7..5 the kind: 000 ACK, 001 RNR NAK, 011 NAK;
+        // bits 4..0 credits, timer or NAK code), bytes 1..4 the MSN, most significant byte first.
+        let cases: [(AckKind, u32, [u8; 4]); 4] = [
+            (
+                AckKind::Ack { credits: 31 },
+                0x12_3456,
+                [0x1F, 0x12, 0x34, 0x56],
+            ),
+            (AckKind::RnrNak { timer: 14 }, 1, [0x2E, 0x00, 0x00, 0x01]),
+            (
+                AckKind::Nak(NakCode::InvalidRequest),
+                0xFF_FFFF,
+                [0x61, 0xFF, 0xFF, 0xFF],
+            ),
+            (
+                AckKind::Nak(NakCode::RemoteAccessError),
+                0x80_0000,
+                [0x62, 0x80, 0x00, 0x00],
+            ),
+        ];
+        for (kind, msn, bytes) in cases {
+            let r = AethRepr { kind, msn };
+            let mut out = [0u8; HEADER_LEN];
+            r.emit(&mut out).unwrap();
+            assert_eq!(out, bytes, "{kind:?}");
+            assert_eq!(
+                AethRepr::parse(&Packet::new_checked(&bytes[..]).unwrap()),
+                Ok(r)
+            );
+        }
+        let too_wide = AethRepr {
+            kind: AckKind::Ack { credits: 0 },
+            msn: 1 << 24,
+        };
+        assert!(too_wide.emit(&mut [0u8; HEADER_LEN]).is_err());
+    }
 
     #[test]
     fn decodes_syndromes() {

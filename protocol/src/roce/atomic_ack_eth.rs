@@ -1,7 +1,7 @@
 //! Atomic Acknowledge Extended Transport Header (IBA 9.5.3), 8 bytes: the original remote value.
 
-use crate::contract::{f, FieldSpec};
 use crate::error::{check_len, check_room};
+use crate::field::{f, FieldSpec};
 use crate::field::{get_u64, set_u64, Field};
 use crate::Result;
 
@@ -74,6 +74,37 @@ impl AtomicAckEthRepr {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::field::layout_check::{case, check};
+
+    #[test]
+    fn layout_matches_accessors() {
+        check(
+            LAYOUT,
+            HEADER_LEN,
+            &[case(
+                "orig_remote_data",
+                |b| Packet::new_unchecked(b).set_orig_remote_data(u64::MAX),
+                |b| Packet::new_unchecked(b).orig_remote_data() == u64::MAX,
+            )],
+        );
+    }
+
+    #[test]
+    fn golden_bytes_from_the_iba_layout() {
+        // IBA 9.5.3: one 64-bit field, the original remote data, most significant byte first.
+        let bytes = [0x80, 0, 0, 0, 0, 0, 0, 0x01];
+        let r = AtomicAckEthRepr {
+            orig_remote_data: 0x8000_0000_0000_0001,
+        };
+        let mut out = [0u8; HEADER_LEN];
+        r.emit(&mut out).unwrap();
+        assert_eq!(out, bytes);
+        assert_eq!(
+            AtomicAckEthRepr::parse(&Packet::new_checked(&bytes[..]).unwrap()),
+            Ok(r)
+        );
+        assert_eq!(r.buffer_len(), 8);
+    }
 
     #[test]
     fn round_trip_exact_bytes() {

@@ -1,8 +1,8 @@
 //! Atomic Extended Transport Header (IBA 9.3.4), 28 bytes:
 //! `VA:64, R_Key:32, swap or add data:64, compare data:64`.
 
-use crate::contract::{f, FieldSpec};
 use crate::error::{check_len, check_room};
+use crate::field::{f, FieldSpec};
 use crate::field::{get_u32, get_u64, set_u32, set_u64, Field};
 use crate::Result;
 
@@ -120,7 +120,38 @@ impl AtomicEthRepr {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::contract::layout_bytes;
+    use crate::field::layout_bytes;
+    use crate::field::layout_check::{case, check};
+
+    #[test]
+    fn layout_matches_accessors() {
+        check(
+            LAYOUT,
+            HEADER_LEN,
+            &[
+                case(
+                    "va",
+                    |b| Packet::new_unchecked(b).set_va(u64::MAX),
+                    |b| Packet::new_unchecked(b).va() == u64::MAX,
+                ),
+                case(
+                    "rkey",
+                    |b| Packet::new_unchecked(b).set_rkey(u32::MAX),
+                    |b| Packet::new_unchecked(b).rkey() == u32::MAX,
+                ),
+                case(
+                    "swap_add",
+                    |b| Packet::new_unchecked(b).set_swap_add(u64::MAX),
+                    |b| Packet::new_unchecked(b).swap_add() == u64::MAX,
+                ),
+                case(
+                    "compare",
+                    |b| Packet::new_unchecked(b).set_compare(u64::MAX),
+                    |b| Packet::new_unchecked(b).compare() == u64::MAX,
+                ),
+            ],
+        );
+    }
 
     #[test]
     fn round_trip_exact_bytes() {

@@ -6,10 +6,10 @@
 //! 8: AckReq:1 reserved:7 | 9: PSN:24
 //! ```
 
-use crate::contract::{f, FieldSpec};
 use crate::error::{check_len, check_room};
+use crate::field::{f, FieldSpec};
 use crate::field::{get_u16, get_u24, set_u16, set_u24, Field, Rest};
-use crate::roce::PSN_MASK;
+use crate::roce::{PSN_MASK, QPN_MASK};
 use crate::{Error, Result};
 
 mod field {
@@ -26,6 +26,19 @@ mod field {
 
 /// Length of the BTH.
 pub const HEADER_LEN: usize = field::PAYLOAD.start;
+/// Offset of the AckReq/PSN word: every byte before it is the same for all packets of one QP and opcode,
+/// which is what lets a sender keep frame templates and an iCRC prefix per shape.
+pub const ACK_PSN_OFFSET: usize = field::ACK_REQ;
+/// Offset of the byte holding FECN, BECN and six reserved bits: switches may change it in flight, so the
+/// iCRC covers it as all ones.
+pub const FECN_BECN_OFFSET: usize = field::BECN_FECN;
+
+/// The destination QP of a BTH at the start of `buf`, read without checking anything else: enough to route
+/// a response to the owner of its QP. `None` if `buf` ends before the field does.
+#[inline]
+pub fn peek_dest_qp(buf: &[u8]) -> Option<u32> {
+    buf.get(field::DEST_QP).map(get_u24)
+}
 
 /// Field table of the BTH, in wire order.
 pub const LAYOUT: &[FieldSpec] = &[
@@ -43,6 +56,38 @@ pub const LAYOUT: &[FieldSpec] = &[
     f("reserved7", 7),
     f("psn", 24),
 ];
+
+/// Raw opcodes of the RC transport (IBA table 38) and the RoCEv2 CNP, including those dta never sends: a
+/// responder must still tell them apart to refuse them the way rxe does. [`BthOpcode`] names the subset dta
+/// builds or consumes.
+pub mod opcode {
+    #![allow(missing_docs)]
+    pub const SEND_FIRST: u8 = 0x00;
+    pub const SEND_MIDDLE: u8 = 0x01;
+    pub const SEND_LAST: u8 = 0x02;
+    pub const SEND_LAST_IMM: u8 = 0x03;
+    pub const SEND_ONLY: u8 = 0x04;
+    pub const SEND_ONLY_IMM: u8 = 0x05;
+    pub const WRITE_FIRST: u8 = 0x06;
+    pub const WRITE_MIDDLE: u8 = 0x07;
+    pub const WRITE_LAST: u8 = 0x08;
+    pub const WRITE_LAST_IMM: u8 = 0x09;
+    pub const WRITE_ONLY: u8 = 0x0A;
+    pub const WRITE_ONLY_IMM: u8 = 0x0B;
+    pub const READ_REQUEST: u8 = 0x0C;
+    pub const READ_RESPONSE_FIRST: u8 = 0x0D;
+    pub const READ_RESPONSE_MIDDLE: u8 = 0x0E;
+    pub const READ_RESPONSE_LAST: u8 = 0x0F;
+    pub const READ_RESPONSE_ONLY: u8 = 0x10;
+    pub const ACKNOWLEDGE: u8 = 0x11;
+    pub const ATOMIC_ACKNOWLEDGE: u8 = 0x12;
+    pub const COMPARE_SWAP: u8 = 0x13;
+    pub const FETCH_ADD: u8 = 0x14;
+    pub const SEND_LAST_INV: u8 = 0x16;
+    pub const SEND_ONLY_INV: u8 = 0x17;
+    /// RoCEv2 congestion notification packet.
+    pub const CNP: u8 = 0x81;
+}
 
 /// The BTH opcodes that dta builds or consumes (RC transport, plus the RoCEv2 CNP).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -67,26 +112,26 @@ impl BthOpcode {
     /// The opcode's wire value.
     pub const fn code(self) -> u8 {
         match self {
-            BthOpcode::RdmaWriteOnly => 0x0A,
-            BthOpcode::RdmaWriteOnlyImm => 0x0B,
-            BthOpcode::Acknowledge => 0x11,
-            BthOpcode::AtomicAcknowledge => 0x12,
-            BthOpcode::CompareSwap => 0x13,
-            BthOpcode::FetchAdd => 0x14,
-            BthOpcode::Cnp => 0x81,
+            BthOpcode::RdmaWriteOnly => opcode::WRITE_ONLY,
+            BthOpcode::RdmaWriteOnlyImm => opcode::WRITE_ONLY_IMM,
+            BthOpcode::Acknowledge => opcode::ACKNOWLEDGE,
+            BthOpcode::AtomicAcknowledge => opcode::ATOMIC_ACKNOWLEDGE,
+            BthOpcode::CompareSwap => opcode::COMPARE_SWAP,
+            BthOpcode::FetchAdd => opcode::FETCH_ADD,
+            BthOpcode::Cnp => opcode::CNP,
         }
     }
 
     /// The opcode for a wire value, if dta handles it.
     pub const fn from_code(code: u8) -> Result<Self> {
         Ok(match code {
-            0x0A => BthOpcode::RdmaWriteOnly,
-            0x0B => BthOpcode::RdmaWriteOnlyImm,
-            0x11 => BthOpcode::Acknowledge,
-            0x12 => BthOpcode::AtomicAcknowledge,
-            0x13 => BthOpcode::CompareSwap,
-            0x14 => BthOpcode::FetchAdd,
-            0x81 => BthOpcode::Cnp,
+            opcode::WRITE_ONLY => BthOpcode::RdmaWriteOnly,
+            opcode::WRITE_ONLY_IMM => BthOpcode::RdmaWriteOnlyImm,
+            opcode::ACKNOWLEDGE => BthOpcode::Acknowledge,
+            opcode::ATOMIC_ACKNOWLEDGE => BthOpcode::AtomicAcknowledge,
+            opcode::COMPARE_SWAP => BthOpcode::CompareSwap,
+            opcode::FETCH_ADD => BthOpcode::FetchAdd,
+            opcode::CNP => BthOpcode::Cnp,
             other => return Err(Error::UnsupportedBthOpcode(other)),
         })
     }
@@ -276,7 +321,7 @@ impl BthRepr {
     /// Writes the header into the first [`HEADER_LEN`] bytes of `buf`.
     pub fn emit(&self, buf: &mut [u8]) -> Result<()> {
         check_room(buf, HEADER_LEN)?;
-        if self.dest_qp & !PSN_MASK != 0 || self.psn & !PSN_MASK != 0 || self.pad_count > 3 {
+        if self.dest_qp & !QPN_MASK != 0 || self.psn & !PSN_MASK != 0 || self.pad_count > 3 {
             return Err(Error::InvalidField {
                 header: "BTH",
                 field: "24-bit QP/PSN or pad count",
@@ -381,6 +426,35 @@ mod tests {
             bit += spec.bits as usize;
         }
         assert_eq!(bit, HEADER_LEN * 8);
+    }
+
+    #[test]
+    fn opcodes_are_iba_table_38() {
+        // Written out from the table rather than from the constants: RC is transport 000, so the opcode
+        // is the five-bit operation code.
+        let named = [
+            (BthOpcode::RdmaWriteOnly, 0b0_1010),
+            (BthOpcode::RdmaWriteOnlyImm, 0b0_1011),
+            (BthOpcode::Acknowledge, 0b1_0001),
+            (BthOpcode::AtomicAcknowledge, 0b1_0010),
+            (BthOpcode::CompareSwap, 0b1_0011),
+            (BthOpcode::FetchAdd, 0b1_0100),
+            (BthOpcode::Cnp, 0x81),
+        ];
+        for (op, code) in named {
+            assert_eq!(op.code(), code);
+            assert_eq!(BthOpcode::from_code(code), Ok(op));
+        }
+        assert_eq!((opcode::SEND_FIRST, opcode::READ_REQUEST), (0, 0b0_1100));
+        assert_eq!((opcode::SEND_LAST_INV, opcode::SEND_ONLY_INV), (0x16, 0x17));
+    }
+
+    #[test]
+    fn peeks_the_dest_qp_of_a_partial_header() {
+        assert_eq!(peek_dest_qp(&VECTOR), Some(0x11));
+        assert_eq!(peek_dest_qp(&VECTOR[..8]), Some(0x11));
+        assert_eq!(peek_dest_qp(&VECTOR[..7]), None);
+        assert_eq!(ACK_PSN_OFFSET, 8);
     }
 
     #[test]

@@ -15,7 +15,8 @@ use crate::{Error, Result};
 
 /// Length of the reserved field that follows the BTH in a CNP.
 pub const CNP_RESERVED_LEN: usize = 16;
-/// Length of the immediate data of a WRITE ONLY with immediate.
+/// Length of the immediate data of a WRITE ONLY with immediate (the IETH of a SEND with invalidate is as
+/// long).
 pub const IMM_LEN: usize = 4;
 
 /// The headers between the BTH and the payload; which one a frame has follows from its BTH opcode.

@@ -13,12 +13,15 @@
 //! last bytes: 4 bytes of AckReq and PSN, the extension header and the payload.
 
 use crate::roce::{bth, ICRC_LEN};
+use crate::udp::{
+    offset, ETHERTYPE_IPV4, ETH_HEADER_LEN as ETH_LEN, IPV4_HEADER_LEN, UDP_HEADER_LEN as UDP_LEN,
+};
 use crate::{Error, Result};
 
-const ETH_LEN: usize = 14;
-const UDP_LEN: usize = 8;
-/// Offset of the AckReq/PSN word inside the BTH: the first per-packet bytes.
-const BTH_PER_PACKET: usize = 8;
+/// The LRH stand-in: 8 bytes of all ones ahead of the IPv4 header.
+const LRH_LEN: usize = 8;
+/// Longest IPv4 header: IHL is 4 bits of 32-bit words.
+const IPV4_MAX_HEADER_LEN: usize = 15 * 4;
 
 /// Where the RoCE parts of an Ethernet frame are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,25 +34,27 @@ struct Offsets {
 }
 
 fn locate(frame: &[u8]) -> Result<Offsets> {
-    if frame.len() < ETH_LEN + 20 {
+    if frame.len() < ETH_LEN + IPV4_HEADER_LEN {
         return Err(Error::Truncated {
             header: "Ethernet/IPv4",
-            needed: ETH_LEN + 20,
+            needed: ETH_LEN + IPV4_HEADER_LEN,
             available: frame.len(),
         });
     }
-    if frame[12..14] != [0x08, 0x00] {
+    if frame[offset::ETH_TYPE] != ETHERTYPE_IPV4.to_be_bytes() {
         return Err(Error::NotRoce("EtherType is not IPv4"));
     }
     let ip = ETH_LEN;
-    if frame[ip] >> 4 != 4 {
+    let version_ihl = frame[ip + offset::IPV4_VERSION_IHL];
+    if version_ihl >> 4 != 4 {
         return Err(Error::NotRoce("IP version is not 4"));
     }
-    let ihl = usize::from(frame[ip] & 0x0F) * 4;
-    if ihl < 20 {
+    let ihl = usize::from(version_ihl & 0x0F) * 4;
+    if ihl < IPV4_HEADER_LEN {
         return Err(Error::NotRoce("IPv4 IHL below 5"));
     }
-    let total = usize::from(u16::from_be_bytes([frame[ip + 2], frame[ip + 3]]));
+    let tl = &frame[ip + offset::IPV4_TOTAL_LEN.start..ip + offset::IPV4_TOTAL_LEN.end];
+    let total = usize::from(u16::from_be_bytes([tl[0], tl[1]]));
     let end = ip + total;
     let udp = ip + ihl;
     let bth = udp + UDP_LEN;
@@ -83,8 +88,8 @@ fn locate(frame: &[u8]) -> Result<Offsets> {
     })
 }
 
-/// Longest masked pseudo-header: 8 bytes of LRH stand-in, a 60-byte IPv4 header, UDP and a whole BTH.
-const MAX_PSEUDO_HEADER: usize = 8 + 60 + UDP_LEN + bth::HEADER_LEN;
+/// Longest masked pseudo-header: the LRH stand-in, a 60-byte IPv4 header, UDP and a whole BTH.
+const MAX_PSEUDO_HEADER: usize = LRH_LEN + IPV4_MAX_HEADER_LEN + UDP_LEN + bth::HEADER_LEN;
 
 /// Feeds the invariant header bytes from the IPv4 header up to (not including) `bth + upto` into `h`.
 ///
@@ -93,14 +98,23 @@ const MAX_PSEUDO_HEADER: usize = 8 + 60 + UDP_LEN + bth::HEADER_LEN;
 fn hash_masked_headers(h: &mut crc32fast::Hasher, frame: &[u8], o: &Offsets, upto: usize) {
     let mut buf = [0u8; MAX_PSEUDO_HEADER];
     let ip_len = o.udp - o.ip;
-    let n = 8 + ip_len + UDP_LEN + upto;
-    buf[..8].fill(0xFF);
-    buf[8..n].copy_from_slice(&frame[o.ip..o.bth + upto]);
-    // IPv4 TOS, TTL and header checksum; UDP checksum; BTH byte 4 (FECN, BECN, reserved).
-    let ip = 8;
+    let n = LRH_LEN + ip_len + UDP_LEN + upto;
+    buf[..LRH_LEN].fill(0xFF);
+    buf[LRH_LEN..n].copy_from_slice(&frame[o.ip..o.bth + upto]);
+    // The variant fields, all set to ones: IPv4 TOS, TTL and header checksum; UDP checksum; BTH byte 4
+    // (FECN, BECN, reserved).
+    let ip = LRH_LEN;
     let udp = ip + ip_len;
     let bth = udp + UDP_LEN;
-    for at in [ip + 1, ip + 8, ip + 10, ip + 11, udp + 6, udp + 7, bth + 4] {
+    for at in [
+        ip + offset::IPV4_TOS,
+        ip + offset::IPV4_TTL,
+        ip + offset::IPV4_CHECKSUM.start,
+        ip + offset::IPV4_CHECKSUM.start + 1,
+        udp + offset::UDP_CHECKSUM.start,
+        udp + offset::UDP_CHECKSUM.start + 1,
+        bth + bth::FECN_BECN_OFFSET,
+    ] {
         buf[at] = 0xFF;
     }
     h.update(&buf[..n]);
@@ -159,10 +173,10 @@ impl IcrcPrefix {
     pub fn new(template: &[u8]) -> Result<Self> {
         let o = locate(template)?;
         let mut state = crc32fast::Hasher::new();
-        hash_masked_headers(&mut state, template, &o, BTH_PER_PACKET);
+        hash_masked_headers(&mut state, template, &o, bth::ACK_PSN_OFFSET);
         Ok(IcrcPrefix {
             state,
-            resume_at: o.bth + BTH_PER_PACKET,
+            resume_at: o.bth + bth::ACK_PSN_OFFSET,
         })
     }
 

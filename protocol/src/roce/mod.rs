@@ -1,7 +1,8 @@
 //! RoCEv2 as the translator sends and consumes it (DESIGN.md section 4).
 //!
 //! One file per header: [`bth`], [`reth`], [`atomic_eth`], [`aeth`], [`atomic_ack_eth`]; the invariant CRC in
-//! [`icrc`]; and [`frame`], which builds and parses whole Ethernet/IPv4/UDP/BTH/.../iCRC frames.
+//! [`icrc`]; PSN arithmetic in [`psn`]; and [`frame`], which builds and parses whole
+//! Ethernet/IPv4/UDP/BTH/.../iCRC frames.
 
 pub mod aeth;
 pub mod atomic_ack_eth;
@@ -9,6 +10,7 @@ pub mod atomic_eth;
 pub mod bth;
 pub mod frame;
 pub mod icrc;
+pub mod psn;
 pub mod reth;
 
 pub use aeth::{AckKind, AethRepr, NakCode};
@@ -17,6 +19,7 @@ pub use atomic_eth::AtomicEthRepr;
 pub use bth::{BthOpcode, BthRepr};
 pub use frame::{Extension, FrameRepr};
 pub use icrc::IcrcPrefix;
+pub use psn::Psn;
 pub use reth::RethRepr;
 
 /// UDP destination port of RoCEv2.
@@ -25,5 +28,11 @@ pub const ROCEV2_UDP_PORT: u16 = 4791;
 pub const ICRC_LEN: usize = 4;
 /// The default partition key.
 pub const DEFAULT_PKEY: u16 = 0xFFFF;
-/// PSNs are 24 bits wide and wrap.
+/// The partition number bits of a P_Key: the top bit is the membership type (full or limited), which two
+/// ends of one partition may differ in, so partitions are compared under this mask.
+pub const PKEY_PARTITION_MASK: u16 = 0x7FFF;
+/// PSNs are 24 bits wide and wrap; [`Psn`] does the arithmetic.
 pub const PSN_MASK: u32 = 0x00FF_FFFF;
+/// QP numbers are 24 bits wide. The same value as [`PSN_MASK`], kept apart because it masks another field:
+/// a QPN is a name, never stepped or ordered as a PSN is.
+pub const QPN_MASK: u32 = 0x00FF_FFFF;

@@ -1,7 +1,7 @@
 //! RDMA Extended Transport Header (IBA 9.3.3), 16 bytes: `VA:64, R_Key:32, DMA length:32`.
 
-use crate::contract::{f, FieldSpec};
 use crate::error::{check_len, check_room};
+use crate::field::{f, FieldSpec};
 use crate::field::{get_u32, get_u64, set_u32, set_u64, Field, Rest};
 use crate::Result;
 
@@ -109,7 +109,33 @@ impl RethRepr {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::contract::layout_bytes;
+    use crate::field::layout_bytes;
+    use crate::field::layout_check::{case, check};
+
+    #[test]
+    fn layout_matches_accessors() {
+        check(
+            LAYOUT,
+            HEADER_LEN,
+            &[
+                case(
+                    "va",
+                    |b| Packet::new_unchecked(b).set_va(u64::MAX),
+                    |b| Packet::new_unchecked(b).va() == u64::MAX,
+                ),
+                case(
+                    "rkey",
+                    |b| Packet::new_unchecked(b).set_rkey(u32::MAX),
+                    |b| Packet::new_unchecked(b).rkey() == u32::MAX,
+                ),
+                case(
+                    "dma_len",
+                    |b| Packet::new_unchecked(b).set_dma_len(u32::MAX),
+                    |b| Packet::new_unchecked(b).dma_len() == u32::MAX,
+                ),
+            ],
+        );
+    }
 
     #[test]
     fn vector_round_trip() {

@@ -10,10 +10,10 @@
 //! Frames that are neither (and RoCE not addressed to us) are forwarded untouched. A report too short to
 //! read goes to worker 0, whose engine counts it as malformed.
 
-use dta_protocol::dta::HeaderForm;
+use dta_protocol::dta::{peek, HeaderForm, Opcode};
 use dta_protocol::hash::key_checksum;
-use dta_protocol::roce::ROCEV2_UDP_PORT;
-use dta_protocol::udp::UdpFrame;
+use dta_protocol::roce::{bth, ROCEV2_UDP_PORT};
+use dta_protocol::udp::{ether_type, UdpFrame, ETHERTYPE_ARP};
 
 /// Where a frame goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,14 +46,10 @@ pub struct Steering {
     pub form: HeaderForm,
 }
 
-const ETHERTYPE_ARP: u16 = 0x0806;
-/// Byte 12..16 of the BTH hold the destination QP in its low 24 bits.
-const BTH_DEST_QP: std::ops::Range<usize> = 5..8;
-
 impl Steering {
     /// Steers one frame.
     pub fn target(&self, frame: &[u8]) -> Target {
-        if frame.len() >= 14 && u16::from_be_bytes([frame[12], frame[13]]) == ETHERTYPE_ARP {
+        if ether_type(frame) == Some(ETHERTYPE_ARP) {
             return Target::Arp;
         }
         let Ok(udp) = UdpFrame::parse(frame) else {
@@ -64,11 +60,10 @@ impl Steering {
             return Target::Worker(self.report_worker(ep.src_ip, udp.payload));
         }
         if ep.dst_port == ROCEV2_UDP_PORT && ep.dst_ip == self.local_ip {
-            let p = udp.payload;
-            if p.len() < BTH_DEST_QP.end {
+            // Only the BTH's destination QP is read; the owner's engine parses and judges the rest.
+            let Some(qpn) = bth::peek_dest_qp(udp.payload) else {
                 return Target::Forward;
-            }
-            let qpn = u32::from_be_bytes([0, p[5], p[6], p[7]]);
+            };
             let per = self.collectors as u32;
             return match qpn.checked_sub(self.qpn_base).map(|d| (d / per) as usize) {
                 Some(k) if k < self.workers => Target::Response(k),
@@ -82,25 +77,14 @@ impl Steering {
         if self.workers == 1 {
             return 0;
         }
-        let (flags_at, sub) = match self.form {
-            HeaderForm::Seq => (2, 3),
-            HeaderForm::Compact => (1, 2),
-        };
-        let u32_at = |at: usize| -> Option<u32> {
-            p.get(at..at + 4)
-                .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
-        };
-        let retransmit = p.get(flags_at).is_some_and(|f| f & 0x40 != 0);
-        let owner = match p.first() {
-            // Key-Write and Key-Increment: redundancy (1 byte), then the key.
-            Some(0x01 | 0x03) if retransmit => Some(u32::from_be_bytes(src_ip)),
-            Some(0x01 | 0x03) => u32_at(sub + 1),
-            // Append: list id; Postcarding (both forms): flow key.
-            Some(0x02 | 0x04 | 0x06) => u32_at(sub),
-            // Sketch-Merge: sketch id.
-            Some(0x05) => p.get(sub).map(|&id| u32::from(id)),
-            _ => None,
-        };
+        let owner = peek(p, self.form).and_then(|r| match r.opcode {
+            // A retransmittable Key-Write or Key-Increment goes by reporter, so that one engine tracks its
+            // sequence numbers; otherwise by key.
+            Opcode::KeyWrite | Opcode::KeyIncrement if r.retransmit => {
+                Some(u32::from_be_bytes(src_ip))
+            }
+            _ => r.state.map(|k| k.value()),
+        });
         owner.map_or(0, |o| key_checksum(o) as usize % self.workers)
     }
 }
@@ -175,6 +159,23 @@ mod tests {
         assert_eq!(sk, Target::Worker(key_checksum(9) as usize % 4));
         // Too short to read: worker 0 counts it.
         assert_eq!(s.target(&report(10, &[0x02])), Target::Worker(0));
+        // Key-Increment: likewise by key or reporter; the same bytes read in the compact form, where the
+        // flags are byte 1.
+        let ki = |flags: u8, form: HeaderForm| {
+            let c = Steering { form, ..s };
+            let mut p = vec![0x03, flags, flags, 1];
+            p.extend_from_slice(&77u32.to_be_bytes());
+            p.extend_from_slice(&[0; 8]);
+            if form == HeaderForm::Compact {
+                p.remove(1);
+            }
+            c.target(&report(10, &p))
+        };
+        let by_key = Target::Worker(key_checksum(77) as usize % 4);
+        assert_eq!(ki(0, HeaderForm::Seq), by_key);
+        assert_eq!(ki(0, HeaderForm::Compact), by_key);
+        assert_eq!(ki(0x40, HeaderForm::Seq), Target::Worker(by_src));
+        assert_eq!(ki(0x40, HeaderForm::Compact), Target::Worker(by_src));
     }
 
     #[test]

@@ -10,7 +10,7 @@ use dta_protocol::layout::{
     AppendGeometry, Geometry, KeyIncrementGeometry, KeyWriteGeometry, PostcardGeometry, Region,
     SketchGeometry,
 };
-use dta_protocol::roce::{AckKind, AethRepr, Extension, FrameRepr, NakCode, PSN_MASK};
+use dta_protocol::roce::{AckKind, AethRepr, Extension, FrameRepr, NakCode, Psn};
 use dta_protocol::udp::{UdpEndpoints, HEADERS_LEN};
 
 pub const COLLECTOR_MAC: [u8; 6] = [2, 0, 0, 0, 0, 2];
@@ -251,8 +251,7 @@ impl Responder {
         let psn = f.bth.psn;
         let ack_ok = AckKind::Ack { credits: 31 };
         if psn != self.expected {
-            let behind = self.expected.wrapping_sub(psn) & PSN_MASK;
-            if behind != 0 && behind < 1 << 23 {
+            if Psn::new(psn).before(Psn::new(self.expected)) {
                 self.duplicates += 1;
                 if let Extension::Atomic(_) = f.ext {
                     let Some(&(_, v)) = self.atomic_cache.iter().find(|(p, _)| *p == psn) else {
@@ -261,7 +260,7 @@ impl Responder {
                     };
                     return vec![self.ack(psn, ack_ok, Some(v))];
                 }
-                let last = self.expected.wrapping_sub(1) & PSN_MASK;
+                let last = Psn::new(self.expected).prev().value();
                 return vec![self.ack(last, ack_ok, None)];
             }
             if self.nak_sent {
@@ -276,7 +275,7 @@ impl Responder {
             return vec![self.ack(psn, AckKind::RnrNak { timer: 1 }, None)];
         }
         self.nak_sent = false;
-        self.expected = (psn + 1) & PSN_MASK;
+        self.expected = Psn::new(psn).next().value();
         match f.ext {
             Extension::Reth(r) => {
                 assert_eq!(r.rkey, RKEY);
