@@ -6,30 +6,16 @@
 //! RDMA READ, SEND ONLY or a foreign P_Key exactly as a misbehaving requester would.
 
 use anyhow::{Context, Result};
-use dta_protocol::roce::{icrc, ICRC_LEN, PSN_MASK, ROCEV2_UDP_PORT};
+use dta_protocol::roce::{icrc, Psn, ICRC_LEN, ROCEV2_UDP_PORT};
 use dta_protocol::udp::{UdpEndpoints, UdpFrame, HEADERS_LEN};
 
 use super::cases::{Addr, Key, Op, QpRef, Step};
 
-/// RC opcodes the cases send (IBA table 38).
+/// The opcodes the cases send: the RC table lives in dta-protocol; a UC opcode is added here, since only
+/// these cases send one (to check that an RC QP refuses another transport).
 pub mod opcode {
-    /// SEND ONLY.
-    pub const SEND_ONLY: u8 = 0x04;
-    /// RDMA WRITE ONLY.
-    pub const WRITE_ONLY: u8 = 0x0A;
-    /// RDMA WRITE ONLY with immediate.
-    pub const WRITE_ONLY_IMM: u8 = 0x0B;
-    /// RDMA READ REQUEST.
-    pub const READ_REQUEST: u8 = 0x0C;
-    /// ACKNOWLEDGE.
-    pub const ACKNOWLEDGE: u8 = 0x11;
-    /// ATOMIC ACKNOWLEDGE.
-    pub const ATOMIC_ACKNOWLEDGE: u8 = 0x12;
-    /// COMPARE & SWAP.
-    pub const COMPARE_SWAP: u8 = 0x13;
-    /// FETCH & ADD.
-    pub const FETCH_ADD: u8 = 0x14;
-    /// UC RDMA WRITE ONLY (another transport than the QP's).
+    pub use dta_protocol::roce::bth::opcode::*;
+    /// UC RDMA WRITE ONLY (IBA table 38, UC transport 0x20 + 0x0A).
     pub const UC_WRITE_ONLY: u8 = 0x2A;
 }
 
@@ -73,7 +59,7 @@ impl Ctx {
 
 /// Builds the frame of one step.
 pub fn build(ctx: &Ctx, step: &Step) -> Result<Vec<u8>> {
-    let psn = ctx.start_psn.wrapping_add(step.psn as u32) & PSN_MASK;
+    let psn = Psn::new(ctx.start_psn).add(step.psn as u32).value();
     let (code, ext, payload): (u8, Vec<u8>, Vec<u8>) = match step.op {
         Op::Write { at, len, fill } => (
             opcode::WRITE_ONLY,
@@ -232,13 +218,8 @@ pub fn parse_response(frame: &[u8], peer_ip: [u8; 4]) -> Option<Resp> {
 impl Resp {
     /// A short human form, PSN relative to the case's start PSN.
     pub fn describe(&self, start_psn: u32) -> String {
-        let rel = (self.psn.wrapping_sub(start_psn) & PSN_MASK) as i32;
-        // Show PSNs behind the start as negative offsets.
-        let rel = if rel >= 0x80_0000 {
-            rel - 0x100_0000
-        } else {
-            rel
-        };
+        // PSNs behind the start show as negative offsets.
+        let rel = Psn::new(self.psn).offset_from(Psn::new(start_psn));
         let kind = match (self.opcode, self.syndrome) {
             (opcode::ACKNOWLEDGE, Some(s)) => syndrome_name(s),
             (opcode::ATOMIC_ACKNOWLEDGE, Some(s)) => format!("ATOMIC-{}", syndrome_name(s)),
