@@ -268,9 +268,16 @@ impl Engine {
 
     fn handle_roce(&mut self, now: Instant, i: usize, frame: &[u8]) {
         let c = &mut self.counters;
-        let Ok(f) = FrameRepr::parse(frame) else {
-            c.stale_responses += 1;
-            return;
+        let f = match FrameRepr::parse(frame) {
+            Ok(f) => f,
+            Err(WireError::IcrcMismatch { .. }) => {
+                c.bad_icrc_responses += 1;
+                return;
+            }
+            Err(_) => {
+                c.stale_responses += 1;
+                return;
+            }
         };
         let col = &mut self.collectors[i];
         let ours = self.cfg.local.qpn_base + i as u32;
@@ -371,8 +378,7 @@ impl Engine {
     }
 
     fn send_nack(&mut self, report: &UdpEndpoints, op: Opcode, seqnum: u8) {
-        let f = nack_frame(report, self.fmt.form, op, seqnum);
-        if !f.is_empty() {
+        if let Some(f) = nack_frame(report, self.fmt.form, op, seqnum) {
             self.counters.dta_nacks_sent += 1;
             self.nacks.push_back(f);
         }

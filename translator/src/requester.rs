@@ -459,7 +459,7 @@ impl Requester {
                 let probe = self.probe.take();
                 if self.retire_before(i + 1) {
                     // An ACK past an unanswered atomic: go back to it.
-                    self.rewind_to_front(c);
+                    self.rewind_to_front();
                 } else if let Some(before) = probe {
                     // The responder answers a duplicate with its newest in-order PSN (C9-105). An answer
                     // for the probe alone means it has nothing after it: go back N. An answer beyond it
@@ -495,7 +495,7 @@ impl Requester {
                     .is_some_and(|(p, t)| p == psn && now.saturating_since(t) < self.rto());
                 if !echo || stuck {
                     self.last_rewind = Some((psn, now));
-                    self.rewind_to_front(c);
+                    self.rewind_to_front();
                     if !echo {
                         self.on_loss();
                     }
@@ -531,7 +531,8 @@ impl Requester {
         }
     }
 
-    fn rewind_to_front(&mut self, _c: &mut Counters) {
+    /// Go-back-N: everything in the window goes again, oldest first.
+    fn rewind_to_front(&mut self) {
         self.sent = 0;
     }
 

@@ -115,7 +115,13 @@ impl SequenceTracker {
 }
 
 /// A DTA NACK frame answering a report received on `report`: addresses swapped, UDP destination 40044.
-pub fn nack_frame(report: &UdpEndpoints, form: HeaderForm, op: Opcode, seqnum: u8) -> Vec<u8> {
+/// `None` if the NACK cannot be encoded (the caller sends nothing and counts nothing).
+pub fn nack_frame(
+    report: &UdpEndpoints,
+    form: HeaderForm,
+    op: Opcode,
+    seqnum: u8,
+) -> Option<Vec<u8>> {
     let mut ep = report.reversed();
     ep.dst_port = DTA_NACK_UDP_PORT;
     let nack = NackRepr {
@@ -124,14 +130,10 @@ pub fn nack_frame(report: &UdpEndpoints, form: HeaderForm, op: Opcode, seqnum: u
         nack: true,
     };
     let mut payload = [0u8; 8];
-    let mut out = Vec::new();
-    if let Ok(n) = nack.emit(&mut payload, form) {
-        out.resize(dta_protocol::udp::HEADERS_LEN + n, 0);
-        if ep.emit_frame(&mut out, &payload[..n]).is_err() {
-            out.clear();
-        }
-    }
-    out
+    let n = nack.emit(&mut payload, form).ok()?;
+    let mut out = vec![0u8; dta_protocol::udp::HEADERS_LEN + n];
+    ep.emit_frame(&mut out, &payload[..n]).ok()?;
+    Some(out)
 }
 
 #[cfg(test)]
@@ -198,7 +200,7 @@ mod tests {
             5555,
             40040,
         );
-        let f = nack_frame(&report, HeaderForm::Seq, Opcode::KeyWrite, 0x11);
+        let f = nack_frame(&report, HeaderForm::Seq, Opcode::KeyWrite, 0x11).unwrap();
         let u = UdpFrame::parse(&f).unwrap();
         assert_eq!(u.endpoints.dst_ip, [10, 0, 0, 9]);
         assert_eq!(u.endpoints.src_ip, [198, 18, 0, 2]);

@@ -1,7 +1,8 @@
 //! The engine's notion of time: a caller-supplied monotonic instant in nanoseconds.
 //!
 //! The engine never reads a clock; every entry point takes `now`. Tests drive it with a virtual clock and
-//! the daemon with TSC or `CLOCK_MONOTONIC`, so behaviour is reproducible bit for bit.
+//! the daemon with `std::time::Instant` (`CLOCK_MONOTONIC`) since its start, so a test's run is
+//! reproducible bit for bit.
 
 use std::ops::Add;
 
