@@ -22,14 +22,12 @@ use crate::config::{Config, KeyRouting};
 use crate::counters::{opcode_index, Counters, DropReason};
 use crate::error::ConfigError;
 use crate::frames::FrameBuilder;
-use crate::primitives::append::AppendLists;
-use crate::primitives::keyincrement::Coalescer;
-use crate::primitives::keywrite;
-use crate::primitives::postcard::{Postcard, PostcardCache};
-use crate::primitives::sketch::{Outcome, SketchMerger};
+use crate::primitives::keywrite::KeyWriteReport;
+use crate::primitives::postcard::Postcard;
+use crate::primitives::{FlushMode, Outcome, Primitive, Primitives, Sink};
 use crate::requester::{QpError, Requester, RequesterParams, Response};
 use crate::sequence::{nack_frame, SequenceTracker, Stream, Verdict};
-use crate::time::{earliest, Instant};
+use crate::time::{earliest, nanos, Instant};
 
 /// What the engine did with a frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,11 +75,31 @@ struct Collector {
     regions: Regions,
     mtu: usize,
     qp: Requester,
-    ki: Coalescer,
-    append: AppendLists,
-    postcard: PostcardCache,
-    sketch: SketchMerger,
+    prims: Primitives,
     can_atomic: bool,
+}
+
+impl Collector {
+    /// Hands a report to primitive `pick(prims)`: its region must exist and the queue must have room for
+    /// the most work it may add (checked in that order, so a missing region is counted as one even when
+    /// the queue is full).
+    fn offer<P: Primitive>(
+        &mut self,
+        now: Instant,
+        pick: impl FnOnce(&mut Primitives) -> &mut P,
+        r: &P::Report<'_>,
+        counters: &mut Counters,
+    ) -> Result<Outcome, DropReason> {
+        let p = pick(&mut self.prims);
+        let region = *p.region(&self.regions, r).ok_or(DropReason::NoRegion)?;
+        room(&self.qp, p.max_wrs(r))?;
+        let mut out = Sink {
+            qp: &mut self.qp,
+            mtu: self.mtu,
+            counters,
+        };
+        p.handle(now, r, &region, &mut out)
+    }
 }
 
 /// The engine of one worker core.
@@ -94,10 +112,6 @@ pub struct Engine {
     events: VecDeque<Event>,
     counters: Counters,
     next_qp: usize,
-}
-
-fn us(v: u64) -> u64 {
-    v.saturating_mul(1000)
 }
 
 impl Engine {
@@ -116,7 +130,7 @@ impl Engine {
         }
         Ok(Engine {
             fmt: cfg.report.format(),
-            seq: SequenceTracker::new(cfg.sequence.max_reporters, us(cfg.sequence.nack_holdoff_us)),
+            seq: SequenceTracker::new(cfg.sequence.max_reporters, cfg.sequence.nack_holdoff()),
             cfg,
             collectors: out,
             nacks: VecDeque::new(),
@@ -189,21 +203,7 @@ impl Engine {
             regions,
             mtu: mtu as usize,
             qp: Requester::new(params, builder, now),
-            ki: Coalescer::new(
-                us(cfg.key_increment.coalesce_us),
-                cfg.key_increment.coalesce_capacity,
-            ),
-            append: AppendLists::new(us(cfg.append.idle_flush_us), cfg.append.head_every_batches),
-            postcard: PostcardCache::new(
-                cfg.postcard.cache_size,
-                us(cfg.postcard.idle_timeout_us),
-                cfg.postcard.redundancy,
-            ),
-            sketch: SketchMerger::new(
-                cfg.sketch.reporters,
-                cfg.sketch.column_batch,
-                us(cfg.sketch.idle_flush_us),
-            ),
+            prims: Primitives::new(cfg),
             can_atomic: w.max_dest_rd_atomic > 0,
         })
     }
@@ -223,14 +223,14 @@ impl Engine {
     /// Gauges of collector `i`'s QP.
     pub fn qp_stats(&self, i: usize) -> Option<QpStats> {
         self.collectors.get(i).map(|c| {
-            let (timeout_ns, srtt_ns) = c.qp.timeout_ns();
+            let (timeout, srtt) = c.qp.timeout();
             QpStats {
                 window: c.qp.window_occupancy(),
                 queue: c.qp.queue_depth(),
                 next_psn: c.qp.next_psn(),
                 error: c.qp.error(),
-                timeout_ns,
-                srtt_ns,
+                timeout_ns: nanos(timeout),
+                srtt_ns: srtt.map(nanos),
                 window_limit: c.qp.window_limit(),
             }
         })
@@ -386,87 +386,65 @@ impl Engine {
 
     fn dispatch(&mut self, now: Instant, r: &ReportRepr, udp: &UdpFrame) -> Result<(), DropReason> {
         let dst = udp.endpoints.dst_ip;
-        match r.body {
+        let outcome = match r.body {
             Body::KeyWrite(kw) => {
                 // Once per report: the entries store it and key-hash routing uses it.
                 let checksum = key_checksum(kw.key);
                 let i = self.route(|| checksum, dst).ok_or(DropReason::NoRegion)?;
-                let col = &mut self.collectors[i];
-                let region = col.regions.key_write.ok_or(DropReason::NoRegion)?;
-                room(&col.qp, usize::from(kw.redundancy))?;
-                keywrite::handle_with_checksum(&kw, checksum, &region, &mut col.qp)
+                let kw = KeyWriteReport { repr: kw, checksum };
+                self.collectors[i].offer(now, |p| &mut p.key_write, &kw, &mut self.counters)?
             }
             Body::KeyIncrement(ki) => {
                 let i = self.route_key(ki.key, dst).ok_or(DropReason::NoRegion)?;
                 let col = &mut self.collectors[i];
-                let region = col.regions.key_increment.ok_or(DropReason::NoRegion)?;
                 if !col.can_atomic {
                     return Err(DropReason::NoRegion);
                 }
-                room(&col.qp, col.ki.max_wrs(ki.redundancy))?;
-                col.ki
-                    .handle(now, &ki, &region, &mut col.qp, &mut self.counters)
+                col.offer(now, |p| &mut p.key_increment, &ki, &mut self.counters)?
             }
             Body::Append(a) => {
                 let i = self
                     .route_region(a.list_id, true)
                     .ok_or(DropReason::NoRegion)?;
-                let col = &mut self.collectors[i];
-                let region = *col
-                    .regions
-                    .append_list(a.list_id)
-                    .ok_or(DropReason::NoRegion)?;
-                room(&col.qp, AppendLists::MAX_WRS)?;
-                col.append
-                    .handle(now, &a, &region, col.mtu, &mut col.qp, &mut self.counters)
+                self.collectors[i].offer(now, |p| &mut p.append, &a, &mut self.counters)?
             }
-            Body::Postcard(p) => self.postcard(
-                now,
-                dst,
-                Postcard {
+            Body::Postcard(p) => {
+                let p = Postcard {
                     key: p.key,
                     hop: p.hop,
                     path_len: self.cfg.postcard.hops,
                     data: p.data,
                     opcode: Opcode::Postcard,
-                },
-            ),
-            Body::PostcardPathLen(p) => self.postcard(
-                now,
-                dst,
-                Postcard {
+                };
+                let i = self.route_key(p.key, dst).ok_or(DropReason::NoRegion)?;
+                self.collectors[i].offer(now, |p| &mut p.postcard, &p, &mut self.counters)?
+            }
+            Body::PostcardPathLen(p) => {
+                let p = Postcard {
                     key: p.key,
                     hop: p.hop,
                     path_len: p.path_len,
                     data: p.data,
                     opcode: Opcode::PostcardPathLen,
-                },
-            ),
+                };
+                let i = self.route_key(p.key, dst).ok_or(DropReason::NoRegion)?;
+                self.collectors[i].offer(now, |p| &mut p.postcard, &p, &mut self.counters)?
+            }
             Body::SketchMerge(s) => {
-                let id = u32::from(s.sketch_id);
-                let i = self.route_region(id, false).ok_or(DropReason::NoRegion)?;
-                let col = &mut self.collectors[i];
-                let region = *col.regions.sketch(id).ok_or(DropReason::NoRegion)?;
-                room(&col.qp, SketchMerger::MAX_WRS)?;
-                match col.sketch.handle(now, &s, &region, col.mtu, &mut col.qp)? {
-                    Outcome::Merged => Ok(()),
-                    Outcome::Duplicate => Err(DropReason::Duplicate),
-                    Outcome::Gap { last_in_order } => {
-                        self.send_nack(&udp.endpoints, Opcode::SketchMerge, last_in_order);
-                        Err(DropReason::OutOfOrder)
-                    }
-                }
+                let i = self
+                    .route_region(u32::from(s.sketch_id), false)
+                    .ok_or(DropReason::NoRegion)?;
+                self.collectors[i].offer(now, |p| &mut p.sketch, &s, &mut self.counters)?
+            }
+        };
+        match outcome {
+            Outcome::Accepted => Ok(()),
+            Outcome::Duplicate => Err(DropReason::Duplicate),
+            Outcome::Gap { last_in_order } => {
+                self.send_nack(&udp.endpoints, r.base.opcode, last_in_order);
+                Err(DropReason::OutOfOrder)
             }
         }
-    }
-
-    fn postcard(&mut self, now: Instant, dst: [u8; 4], p: Postcard) -> Result<(), DropReason> {
-        let i = self.route_key(p.key, dst).ok_or(DropReason::NoRegion)?;
-        let col = &mut self.collectors[i];
-        let region = col.regions.postcard.ok_or(DropReason::NoRegion)?;
-        room(&col.qp, col.postcard.max_wrs())?;
-        col.postcard
-            .handle(now, &p, &region, &mut col.qp, &mut self.counters)
     }
 
     /// Writes the next frame to send into `out` (cleared first); false when nothing may go now.
@@ -496,33 +474,32 @@ impl Engine {
         let mut t = None;
         for c in &self.collectors {
             t = earliest(t, c.qp.poll_timeout());
-            t = earliest(t, c.ki.poll_timeout());
-            t = earliest(t, c.append.poll_timeout());
-            t = earliest(t, c.postcard.poll_timeout());
-            t = earliest(t, c.sketch.poll_timeout());
+            t = earliest(t, c.prims.poll_timeout());
         }
         t
     }
 
     /// Runs every timer due at `now`.
     pub fn handle_timeout(&mut self, now: Instant) {
-        self.flush_inner(now, false);
+        self.flush_inner(now, FlushMode::Due);
     }
 
     /// Writes everything batched or cached now (end of an offline capture, shutdown).
     pub fn flush(&mut self, now: Instant) {
-        self.flush_inner(now, true);
+        self.flush_inner(now, FlushMode::All);
     }
 
-    fn flush_inner(&mut self, now: Instant, all: bool) {
+    fn flush_inner(&mut self, now: Instant, mode: FlushMode) {
         for (i, col) in self.collectors.iter_mut().enumerate() {
-            let c = &mut self.counters;
-            col.ki.flush(now, all, &mut col.qp);
-            col.append.flush(now, all, &mut col.qp, c);
-            col.postcard
-                .flush(now, all, col.regions.postcard.as_ref(), &mut col.qp, c);
-            col.sketch.flush(now, all, col.mtu, &mut col.qp);
-            if let Some(error) = col.qp.on_timeout(now, c) {
+            let mut out = Sink {
+                qp: &mut col.qp,
+                mtu: col.mtu,
+                counters: &mut self.counters,
+            };
+            for p in col.prims.timed() {
+                p.flush(now, mode, &col.regions, &mut out);
+            }
+            if let Some(error) = col.qp.on_timeout(now, &mut self.counters) {
                 self.events.push_back(Event::QpError {
                     collector: i,
                     error,

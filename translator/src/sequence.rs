@@ -5,6 +5,7 @@
 //! this translator has two independent sequences per opcode.
 
 use std::collections::HashMap;
+use std::time::Duration;
 
 use dta_protocol::dta::{HeaderForm, NackRepr, Opcode, DTA_NACK_UDP_PORT};
 use dta_protocol::udp::UdpEndpoints;
@@ -47,16 +48,16 @@ pub struct Stream {
 pub struct SequenceTracker {
     tracks: HashMap<Stream, Track>,
     max: usize,
-    holdoff_ns: u64,
+    holdoff: Duration,
 }
 
 impl SequenceTracker {
-    /// Tracks at most `max` reporters; a gap is NACKed again after `holdoff_ns`.
-    pub fn new(max: usize, holdoff_ns: u64) -> Self {
+    /// Tracks at most `max` reporters; a gap is NACKed again after `holdoff`.
+    pub fn new(max: usize, holdoff: Duration) -> Self {
         SequenceTracker {
             tracks: HashMap::new(),
             max,
-            holdoff_ns,
+            holdoff,
         }
     }
 
@@ -87,7 +88,7 @@ impl SequenceTracker {
         } else if ahead < 128 {
             let last = t.expected.wrapping_sub(1);
             let due = match t.last_nack {
-                Some((s, at)) => s != last || now.saturating_since(at) >= self.holdoff_ns,
+                Some((s, at)) => s != last || now - at >= self.holdoff,
                 None => true,
             };
             if due {
@@ -154,7 +155,7 @@ mod tests {
 
     #[test]
     fn in_order_gap_duplicate_and_wrap() {
-        let mut t = SequenceTracker::new(4, 100);
+        let mut t = SequenceTracker::new(4, Duration::from_nanos(100));
         let kw = stream(Opcode::KeyWrite);
         assert_eq!(t.check(Instant(0), kw, 254), Some(Verdict::Accept));
         assert_eq!(t.check(Instant(0), kw, 255), Some(Verdict::Accept));
