@@ -1,7 +1,7 @@
 //! Translator configuration (TOML). Every field has a default, so an empty file is a working setup for one
 //! collector on the reference's sizes; [`Config::validate`] rejects values the engine cannot honour.
 
-use std::time::Duration;
+mod durations;
 
 use dta_protocol::dta::{HeaderForm, ReportFormat, DTA_UDP_PORT};
 use dta_protocol::udp::ECN_ECT0;
@@ -301,56 +301,6 @@ impl Default for SketchConfig {
             column_batch: 16,
             idle_flush_us: 1000,
         }
-    }
-}
-
-// The `*_us` keys stay microseconds in TOML (config files and docs name them); the engine takes them as
-// `Duration`s through these, converted once where it is built.
-
-impl RequesterConfig {
-    /// `retransmit_timeout_us`.
-    pub fn retransmit_timeout(&self) -> Duration {
-        Duration::from_micros(self.retransmit_timeout_us)
-    }
-
-    /// `max_retransmit_timeout_us`.
-    pub fn max_retransmit_timeout(&self) -> Duration {
-        Duration::from_micros(self.max_retransmit_timeout_us)
-    }
-}
-
-impl SequenceConfig {
-    /// `nack_holdoff_us`.
-    pub fn nack_holdoff(&self) -> Duration {
-        Duration::from_micros(self.nack_holdoff_us)
-    }
-}
-
-impl KeyIncrementConfig {
-    /// `coalesce_us` (zero: off).
-    pub fn coalesce(&self) -> Duration {
-        Duration::from_micros(self.coalesce_us)
-    }
-}
-
-impl AppendConfig {
-    /// `idle_flush_us`.
-    pub fn idle_flush(&self) -> Duration {
-        Duration::from_micros(self.idle_flush_us)
-    }
-}
-
-impl PostcardConfig {
-    /// `idle_timeout_us`.
-    pub fn idle_timeout(&self) -> Duration {
-        Duration::from_micros(self.idle_timeout_us)
-    }
-}
-
-impl SketchConfig {
-    /// `idle_flush_us`.
-    pub fn idle_flush(&self) -> Duration {
-        Duration::from_micros(self.idle_flush_us)
     }
 }
 

@@ -7,6 +7,8 @@
 //! * [`Engine::poll_timeout`] / [`Engine::handle_timeout`] drive retransmissions, idle flushes and the
 //!   rate limiter; [`Engine::poll_event`] reports QP errors.
 
+mod link;
+
 use std::collections::VecDeque;
 
 use dta_protocol::control::Welcome;
@@ -17,17 +19,16 @@ use dta_protocol::roce::{FrameRepr, ROCEV2_UDP_PORT};
 use dta_protocol::udp::{UdpEndpoints, UdpFrame};
 use dta_protocol::Error as WireError;
 
-use crate::collector::{Regions, DEFAULT_PATH_MTU};
 use crate::config::{Config, KeyRouting};
 use crate::counters::{opcode_index, Counters, DropReason};
 use crate::error::ConfigError;
-use crate::frames::FrameBuilder;
 use crate::primitives::keywrite::KeyWriteReport;
 use crate::primitives::postcard::Postcard;
-use crate::primitives::{FlushMode, Outcome, Primitive, Primitives, Sink};
-use crate::requester::{QpError, Requester, RequesterParams, Response};
+use crate::primitives::{FlushMode, Outcome, Sink};
+use crate::requester::{QpError, Response};
 use crate::sequence::{nack_frame, SequenceTracker, Stream, Verdict};
-use crate::time::{earliest, nanos, Instant};
+use crate::time::{earliest, Instant};
+use link::Collector;
 
 /// What the engine did with a frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,38 +71,6 @@ pub struct QpStats {
     pub window_limit: u32,
 }
 
-struct Collector {
-    ip: [u8; 4],
-    regions: Regions,
-    mtu: usize,
-    qp: Requester,
-    prims: Primitives,
-    can_atomic: bool,
-}
-
-impl Collector {
-    /// Hands a report to primitive `pick(prims)`: its region must exist and the queue must have room for
-    /// the most work it may add (checked in that order, so a missing region is counted as one even when
-    /// the queue is full).
-    fn offer<P: Primitive>(
-        &mut self,
-        now: Instant,
-        pick: impl FnOnce(&mut Primitives) -> &mut P,
-        r: &P::Report<'_>,
-        counters: &mut Counters,
-    ) -> Result<Outcome, DropReason> {
-        let p = pick(&mut self.prims);
-        let region = *p.region(&self.regions, r).ok_or(DropReason::NoRegion)?;
-        room(&self.qp, p.max_wrs(r))?;
-        let mut out = Sink {
-            qp: &mut self.qp,
-            mtu: self.mtu,
-            counters,
-        };
-        p.handle(now, r, &region, &mut out)
-    }
-}
-
 /// The engine of one worker core.
 pub struct Engine {
     cfg: Config,
@@ -126,7 +95,7 @@ impl Engine {
         }
         let mut out = Vec::with_capacity(collectors.len());
         for (i, w) in collectors.iter().enumerate() {
-            out.push(Self::collector(&cfg, i, w, now)?);
+            out.push(Collector::new(&cfg, i, w, now)?);
         }
         Ok(Engine {
             fmt: cfg.report.format(),
@@ -137,74 +106,6 @@ impl Engine {
             events: VecDeque::new(),
             counters: Counters::default(),
             next_qp: 0,
-        })
-    }
-
-    fn builder(cfg: &Config, i: usize, w: &Welcome) -> Result<FrameBuilder, ConfigError> {
-        let qp = w.qps.first().ok_or_else(|| ConfigError::Collector {
-            collector: i,
-            why: "advertises no QP".into(),
-        })?;
-        let l = &cfg.local;
-        let mut ep = UdpEndpoints::new(
-            l.mac,
-            w.mac,
-            l.ip,
-            w.ip,
-            l.udp_src_port_base.wrapping_add(i as u16),
-            ROCEV2_UDP_PORT,
-        );
-        ep.dscp = l.dscp;
-        ep.ecn = l.ecn;
-        Ok(FrameBuilder::new(ep, qp.qpn & 0xFF_FFFF))
-    }
-
-    fn collector(
-        cfg: &Config,
-        i: usize,
-        w: &Welcome,
-        now: Instant,
-    ) -> Result<Collector, ConfigError> {
-        let builder = Self::builder(cfg, i, w)?;
-        let mtu = if w.path_mtu == 0 {
-            DEFAULT_PATH_MTU
-        } else {
-            w.path_mtu
-        };
-        if mtu < 64 {
-            return Err(ConfigError::Collector {
-                collector: i,
-                why: format!("path MTU {mtu} is below 64 bytes"),
-            });
-        }
-        let regions = Regions::new(i, &w.regions)?;
-        if let Some(r) = &regions.key_write {
-            if let dta_protocol::layout::Geometry::KeyWrite(g) = r.geometry {
-                if g.data_len() != cfg.report.keywrite_data_len {
-                    return Err(ConfigError::Collector {
-                        collector: i,
-                        why: format!(
-                            "Key-Write entries hold {} data bytes, reports carry {}",
-                            g.data_len(),
-                            cfg.report.keywrite_data_len
-                        ),
-                    });
-                }
-            }
-        }
-        let params = RequesterParams {
-            cfg: cfg.requester.clone(),
-            rate: cfg.rate.clone(),
-            max_atomics: w.max_dest_rd_atomic,
-            start_psn: cfg.local.start_psn,
-        };
-        Ok(Collector {
-            ip: w.ip,
-            regions,
-            mtu: mtu as usize,
-            qp: Requester::new(params, builder, now),
-            prims: Primitives::new(cfg),
-            can_atomic: w.max_dest_rd_atomic > 0,
         })
     }
 
@@ -222,18 +123,7 @@ impl Engine {
 
     /// Gauges of collector `i`'s QP.
     pub fn qp_stats(&self, i: usize) -> Option<QpStats> {
-        self.collectors.get(i).map(|c| {
-            let (timeout, srtt) = c.qp.timeout();
-            QpStats {
-                window: c.qp.window_occupancy(),
-                queue: c.qp.queue_depth(),
-                next_psn: c.qp.next_psn(),
-                error: c.qp.error(),
-                timeout_ns: nanos(timeout),
-                srtt_ns: srtt.map(nanos),
-                window_limit: c.qp.window_limit(),
-            }
-        })
+        self.collectors.get(i).map(Collector::stats)
     }
 
     /// Whether every QP has nothing queued or in flight and no DTA NACK waits.
@@ -522,7 +412,7 @@ impl Engine {
         start_psn: u32,
         now: Instant,
     ) -> Result<(), ConfigError> {
-        let builder = Self::builder(&self.cfg, i, welcome)?;
+        let builder = Collector::builder(&self.cfg, i, welcome)?;
         let col = self.collectors.get_mut(i).ok_or(ConfigError::Collector {
             collector: i,
             why: "no such collector".into(),
@@ -551,10 +441,10 @@ impl Engine {
                 why: "no such collector".into(),
             });
         }
-        let mut fresh = Self::collector(&self.cfg, i, welcome, now)?;
+        let mut fresh = Collector::new(&self.cfg, i, welcome, now)?;
         fresh
             .qp
-            .reestablish(Self::builder(&self.cfg, i, welcome)?, start_psn, now);
+            .reestablish(Collector::builder(&self.cfg, i, welcome)?, start_psn, now);
         let old = std::mem::replace(&mut self.collectors[i], fresh);
         self.events
             .retain(|e| !matches!(e, Event::QpError { collector, .. } if *collector == i));
@@ -571,22 +461,6 @@ impl Engine {
 
     /// The regions of collector `i` as configured (for tests and tools).
     pub fn regions(&self, i: usize) -> Option<Vec<Region>> {
-        let c = self.collectors.get(i)?;
-        let r = &c.regions;
-        let mut v: Vec<Region> = [r.key_write, r.key_increment, r.postcard]
-            .into_iter()
-            .flatten()
-            .collect();
-        v.extend_from_slice(&r.append);
-        v.extend_from_slice(&r.sketch);
-        Some(v)
-    }
-}
-
-fn room(qp: &Requester, need: usize) -> Result<(), DropReason> {
-    if qp.queue_room() >= need {
-        Ok(())
-    } else {
-        Err(DropReason::QueueFull)
+        self.collectors.get(i).map(Collector::region_list)
     }
 }

@@ -5,6 +5,9 @@
 //! window, the responder's atomic limit and the rate limiter allow. The window keeps the work request, not
 //! the frame: a retransmission rebuilds the identical frame from the same PSN, which costs less than
 //! keeping a copy of every frame in flight.
+//!
+//! Over 500 lines on purpose: one state machine whose window, timers and response handling share every
+//! field and invariant (`sent`, `atomics`, `probe`); split across files they would be harder to check.
 
 use std::collections::VecDeque;
 use std::time::Duration;
