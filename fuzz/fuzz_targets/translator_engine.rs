@@ -25,6 +25,7 @@
 #![no_main]
 
 use std::collections::HashMap;
+use std::time::Duration;
 
 use dta_protocol::control::{ResponderQp, Welcome, CONTROL_VERSION};
 use dta_protocol::dta::{
@@ -767,13 +768,16 @@ impl Harness {
             }
             10 => {
                 let v = u64::from(s.u16());
-                self.now = self.now + v * [1, 1_000, 1_000_000, 100][usize::from(op >> 4) % 4];
+                self.now = self.now
+                    + Duration::from_nanos(
+                        v * [1, 1_000, 1_000_000, 100][usize::from(op >> 4) % 4],
+                    );
                 self.timers(false);
             }
             11 => {
                 if let Some(t) = self.engine.poll_timeout() {
                     // Bounded: at most a minute ahead.
-                    self.now = self.now.max(t.min(self.now + 60_000_000_000));
+                    self.now = self.now.max(t.min(self.now + Duration::from_secs(60)));
                 }
                 self.timers(false);
             }
@@ -841,7 +845,7 @@ impl Harness {
             if self.engine.is_idle() {
                 return true;
             }
-            self.now = self.now + 200_000_000;
+            self.now = self.now + Duration::from_millis(200);
             self.timers(false);
             self.engine.flush(self.now);
         }

@@ -6,8 +6,8 @@
 //! window, go-back-N and timeouts. This type is sans-IO like the translator's engine: frames and a clock
 //! in, frames out.
 //!
-//! The one piece written here is the response dispatch (parse the frame, check the QP, hand ACK or ATOMIC
-//! ACKNOWLEDGE to the requester), which in the translator lives in the private `Engine::handle_roce`.
+//! The one piece written here is picking this QP's responses out of what arrives (the collector's IP and
+//! this QPN); [`Requester::on_response_frame`] then handles them as it does for the translator's engine.
 
 use dta_protocol::control::Welcome;
 use dta_protocol::dta::KeyWriteRepr;

@@ -408,8 +408,7 @@ pub fn run(a: &DartArgs) -> Result<()> {
             if let Some(t) = dart.poll_timeout() {
                 // poll(2) counts whole milliseconds: round up so that a sub-millisecond wait sleeps
                 // instead of spinning.
-                let ns = t.saturating_since(now).max(1_000_000);
-                wait = wait.min(Duration::from_nanos(ns));
+                wait = wait.min((t - now).max(Duration::from_millis(1)));
             }
             port.wait_readable(wait)
                 .with_context(|| format!("waiting on {}", a.interface))?;

@@ -1,6 +1,8 @@
 //! Translator configuration (TOML). Every field has a default, so an empty file is a working setup for one
 //! collector on the reference's sizes; [`Config::validate`] rejects values the engine cannot honour.
 
+mod durations;
+
 use dta_protocol::dta::{HeaderForm, ReportFormat, DTA_UDP_PORT};
 use dta_protocol::udp::ECN_ECT0;
 use serde::{Deserialize, Serialize};

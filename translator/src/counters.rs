@@ -1,60 +1,58 @@
 //! Counters for a metrics endpoint. Plain `u64`s owned by one engine (one core), so updating them costs
 //! an add; an exporter reads them through [`Engine::counters`](crate::Engine::counters) and sums across cores.
 
+use std::ops::AddAssign;
+
 use dta_protocol::dta::Opcode;
 
-/// Why a report (or part of one) was not turned into RDMA traffic.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum DropReason {
+/// Declares [`DropReason`] with its [`ALL`](DropReason::ALL) list and labels from one list, so a reason
+/// cannot be added without its counter slot (`Counters::drops` is sized by `ALL`) and its metrics label.
+macro_rules! drop_reasons {
+    ($($(#[doc = $doc:expr])* $name:ident => $label:literal,)+) => {
+        /// Why a report (or part of one) was not turned into RDMA traffic.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum DropReason {
+            $($(#[doc = $doc])* $name,)+
+        }
+
+        impl DropReason {
+            /// Every reason, in counter order.
+            pub const ALL: [DropReason; [$(DropReason::$name),+].len()] = [$(DropReason::$name),+];
+
+            /// A metrics label.
+            pub const fn label(self) -> &'static str {
+                match self {
+                    $(DropReason::$name => $label,)+
+                }
+            }
+        }
+    };
+}
+
+drop_reasons! {
     /// The UDP payload is not a well-formed report (length, reserved bits, unknown opcode).
-    Malformed,
+    Malformed => "malformed",
     /// Redundancy 0 or above N_max (never clamped).
-    BadRedundancy,
+    BadRedundancy => "bad_redundancy",
     /// No collector holds a region for this report (Append list or sketch id unknown, kind missing).
-    NoRegion,
+    NoRegion => "no_region",
     /// The report's redundancy exceeds the region's `n_max`, or its data size the region's entry.
-    GeometryMismatch,
+    GeometryMismatch => "geometry_mismatch",
     /// A postcard's hop beyond its path length.
-    BadHop,
+    BadHop => "bad_hop",
     /// A sketch report whose rows, op or column do not fit the sketch region.
-    BadSketch,
+    BadSketch => "bad_sketch",
     /// The QP's queue is full and the report is not retransmittable.
-    QueueFull,
+    QueueFull => "queue_full",
     /// A retransmittable report that arrived after a gap in its reporter's sequence (it was NACKed).
-    OutOfOrder,
+    OutOfOrder => "out_of_order",
     /// A retransmittable report seen before (behind the expected seqnum).
-    Duplicate,
+    Duplicate => "duplicate",
 }
 
 impl DropReason {
-    /// Every reason, in counter order.
-    pub const ALL: [DropReason; 9] = [
-        DropReason::Malformed,
-        DropReason::BadRedundancy,
-        DropReason::NoRegion,
-        DropReason::GeometryMismatch,
-        DropReason::BadHop,
-        DropReason::BadSketch,
-        DropReason::QueueFull,
-        DropReason::OutOfOrder,
-        DropReason::Duplicate,
-    ];
-
-    /// A metrics label.
-    pub const fn label(self) -> &'static str {
-        match self {
-            DropReason::Malformed => "malformed",
-            DropReason::BadRedundancy => "bad_redundancy",
-            DropReason::NoRegion => "no_region",
-            DropReason::GeometryMismatch => "geometry_mismatch",
-            DropReason::BadHop => "bad_hop",
-            DropReason::BadSketch => "bad_sketch",
-            DropReason::QueueFull => "queue_full",
-            DropReason::OutOfOrder => "out_of_order",
-            DropReason::Duplicate => "duplicate",
-        }
-    }
-
+    /// The slot in [`Counters::drops`]: the declaration order, which is also the order of
+    /// [`ALL`](Self::ALL) (both come from the one list above).
     const fn index(self) -> usize {
         self as usize
     }
@@ -86,8 +84,8 @@ pub struct Counters {
     pub postcard_timeouts: u64,
     /// Append partial batches written on idle.
     pub append_idle_flushes: u64,
-    /// Reports dropped, by [`DropReason`].
-    pub drops: [u64; 9],
+    /// Reports dropped, by [`DropReason`] (index: its position in [`DropReason::ALL`]).
+    pub drops: [u64; DropReason::ALL.len()],
     /// DTA NACKs sent to reporters.
     pub dta_nacks_sent: u64,
     /// RoCE frames sent again (go-back-N or timeout).
@@ -108,8 +106,11 @@ pub struct Counters {
     pub acks: u64,
     /// ATOMIC ACKNOWLEDGEs matched to their request.
     pub atomic_acks: u64,
-    /// Responses that matched nothing in flight (duplicates, stale, wrong QP).
+    /// Responses that matched nothing in flight (duplicates, stale, wrong QP), and RoCE frames from a
+    /// collector that do not parse.
     pub stale_responses: u64,
+    /// RoCE frames from a collector whose iCRC is wrong (corrupted on the way: dropped unread).
+    pub bad_icrc_responses: u64,
     /// Congestion notification packets received.
     pub cnps: u64,
     /// QPs that went into error.
@@ -134,6 +135,82 @@ impl Counters {
     }
 }
 
+/// Sums another engine's counters into these (an exporter adds up its workers). Every field is named
+/// below without `..`, so a field added to [`Counters`] does not compile until it is summed here too.
+impl AddAssign<&Counters> for Counters {
+    fn add_assign(&mut self, o: &Counters) {
+        let Counters {
+            frames_in,
+            not_for_us,
+            reports_in,
+            ops_out,
+            append_head_writes,
+            increments_coalesced,
+            postcard_evictions,
+            postcard_timeouts,
+            append_idle_flushes,
+            drops,
+            dta_nacks_sent,
+            retransmitted_frames,
+            retransmit_timeouts,
+            nak_psn_sequence,
+            nak_rnr,
+            nak_invalid_request,
+            nak_remote_access,
+            nak_remote_operational,
+            acks,
+            atomic_acks,
+            stale_responses,
+            bad_icrc_responses,
+            cnps,
+            qp_errors,
+            rate_limited,
+            roce_frames_out,
+            roce_bytes_out,
+        } = self;
+        for (a, b) in reports_in.iter_mut().zip(&o.reports_in) {
+            *a += b;
+        }
+        for (a, b) in ops_out.iter_mut().zip(&o.ops_out) {
+            *a += b;
+        }
+        // `drops` is sized by `DropReason::ALL`, so every reason is summed.
+        for (a, b) in drops.iter_mut().zip(&o.drops) {
+            *a += b;
+        }
+        *frames_in += o.frames_in;
+        *not_for_us += o.not_for_us;
+        *append_head_writes += o.append_head_writes;
+        *increments_coalesced += o.increments_coalesced;
+        *postcard_evictions += o.postcard_evictions;
+        *postcard_timeouts += o.postcard_timeouts;
+        *append_idle_flushes += o.append_idle_flushes;
+        *dta_nacks_sent += o.dta_nacks_sent;
+        *retransmitted_frames += o.retransmitted_frames;
+        *retransmit_timeouts += o.retransmit_timeouts;
+        *nak_psn_sequence += o.nak_psn_sequence;
+        *nak_rnr += o.nak_rnr;
+        *nak_invalid_request += o.nak_invalid_request;
+        *nak_remote_access += o.nak_remote_access;
+        *nak_remote_operational += o.nak_remote_operational;
+        *acks += o.acks;
+        *atomic_acks += o.atomic_acks;
+        *stale_responses += o.stale_responses;
+        *bad_icrc_responses += o.bad_icrc_responses;
+        *cnps += o.cnps;
+        *qp_errors += o.qp_errors;
+        *rate_limited += o.rate_limited;
+        *roce_frames_out += o.roce_frames_out;
+        *roce_bytes_out += o.roce_bytes_out;
+    }
+}
+
+impl AddAssign for Counters {
+    fn add_assign(&mut self, o: Counters) {
+        *self += &o;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -150,5 +227,36 @@ mod tests {
         assert_eq!(c.dropped(DropReason::Duplicate), 9);
         assert_eq!(c.dropped(DropReason::Malformed), 1);
         assert_eq!(opcode_index(Opcode::PostcardPathLen), 5);
+    }
+
+    #[test]
+    fn add_assign_sums_every_field() {
+        // Each field gets a distinct value; summing twice into zero doubles every one of them.
+        let mut one = Counters::default();
+        let mut v = 0u64;
+        let mut next = || {
+            v += 1;
+            v
+        };
+        one.frames_in = next();
+        one.not_for_us = next();
+        one.reports_in = [next(), next(), next(), next(), next(), next()];
+        one.ops_out = [next(), next(), next(), next(), next(), next()];
+        for r in DropReason::ALL {
+            one.drops[r.index()] = next();
+        }
+        one.bad_icrc_responses = next();
+        one.roce_bytes_out = next();
+        let mut sum = Counters::default();
+        sum += &one;
+        sum += one.clone();
+        assert_eq!(sum.frames_in, 2 * one.frames_in);
+        assert_eq!(sum.reports_in[5], 2 * one.reports_in[5]);
+        assert_eq!(sum.ops_out[0], 2 * one.ops_out[0]);
+        for r in DropReason::ALL {
+            assert_eq!(sum.dropped(r), 2 * one.dropped(r));
+        }
+        assert_eq!(sum.bad_icrc_responses, 2 * one.bad_icrc_responses);
+        assert_eq!(sum.roce_bytes_out, 2 * one.roce_bytes_out);
     }
 }

@@ -7,6 +7,8 @@
 //! and, after `fast_recovery_steps` periods, `target` itself grows by the additive increase. Once the rate
 //! is back at the base rate the cap is lifted. Integer arithmetic (alpha in 1/1024) keeps it exact.
 
+use std::time::Duration;
+
 use serde::{Deserialize, Serialize};
 
 use crate::time::Instant;
@@ -89,8 +91,9 @@ impl Dcqcn {
         self.next_update
     }
 
-    fn period(&self) -> u64 {
-        self.cfg.recovery_period_us.max(1) * 1000
+    /// `recovery_period_us` (at least 1 µs, so the timer loop always moves on).
+    fn period(&self) -> Duration {
+        Duration::from_micros(self.cfg.recovery_period_us.max(1))
     }
 
     /// A CNP arrived: cut the rate.

@@ -7,6 +7,8 @@
 //! * [`Engine::poll_timeout`] / [`Engine::handle_timeout`] drive retransmissions, idle flushes and the
 //!   rate limiter; [`Engine::poll_event`] reports QP errors.
 
+mod link;
+
 use std::collections::VecDeque;
 
 use dta_protocol::control::Welcome;
@@ -17,19 +19,16 @@ use dta_protocol::roce::{FrameRepr, ROCEV2_UDP_PORT};
 use dta_protocol::udp::{UdpEndpoints, UdpFrame};
 use dta_protocol::Error as WireError;
 
-use crate::collector::{Regions, DEFAULT_PATH_MTU};
 use crate::config::{Config, KeyRouting};
 use crate::counters::{opcode_index, Counters, DropReason};
 use crate::error::ConfigError;
-use crate::frames::FrameBuilder;
-use crate::primitives::append::AppendLists;
-use crate::primitives::keyincrement::Coalescer;
-use crate::primitives::keywrite;
-use crate::primitives::postcard::{Postcard, PostcardCache};
-use crate::primitives::sketch::{Outcome, SketchMerger};
-use crate::requester::{QpError, Requester, RequesterParams, Response};
+use crate::primitives::keywrite::KeyWriteReport;
+use crate::primitives::postcard::Postcard;
+use crate::primitives::{FlushMode, Outcome, Sink};
+use crate::requester::{QpError, Response};
 use crate::sequence::{nack_frame, SequenceTracker, Stream, Verdict};
 use crate::time::{earliest, Instant};
+use link::Collector;
 
 /// What the engine did with a frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,18 +71,6 @@ pub struct QpStats {
     pub window_limit: u32,
 }
 
-struct Collector {
-    ip: [u8; 4],
-    regions: Regions,
-    mtu: usize,
-    qp: Requester,
-    ki: Coalescer,
-    append: AppendLists,
-    postcard: PostcardCache,
-    sketch: SketchMerger,
-    can_atomic: bool,
-}
-
 /// The engine of one worker core.
 pub struct Engine {
     cfg: Config,
@@ -94,10 +81,6 @@ pub struct Engine {
     events: VecDeque<Event>,
     counters: Counters,
     next_qp: usize,
-}
-
-fn us(v: u64) -> u64 {
-    v.saturating_mul(1000)
 }
 
 impl Engine {
@@ -112,99 +95,17 @@ impl Engine {
         }
         let mut out = Vec::with_capacity(collectors.len());
         for (i, w) in collectors.iter().enumerate() {
-            out.push(Self::collector(&cfg, i, w, now)?);
+            out.push(Collector::new(&cfg, i, w, now)?);
         }
         Ok(Engine {
             fmt: cfg.report.format(),
-            seq: SequenceTracker::new(cfg.sequence.max_reporters, us(cfg.sequence.nack_holdoff_us)),
+            seq: SequenceTracker::new(cfg.sequence.max_reporters, cfg.sequence.nack_holdoff()),
             cfg,
             collectors: out,
             nacks: VecDeque::new(),
             events: VecDeque::new(),
             counters: Counters::default(),
             next_qp: 0,
-        })
-    }
-
-    fn builder(cfg: &Config, i: usize, w: &Welcome) -> Result<FrameBuilder, ConfigError> {
-        let qp = w.qps.first().ok_or_else(|| ConfigError::Collector {
-            collector: i,
-            why: "advertises no QP".into(),
-        })?;
-        let l = &cfg.local;
-        let mut ep = UdpEndpoints::new(
-            l.mac,
-            w.mac,
-            l.ip,
-            w.ip,
-            l.udp_src_port_base.wrapping_add(i as u16),
-            ROCEV2_UDP_PORT,
-        );
-        ep.dscp = l.dscp;
-        ep.ecn = l.ecn;
-        Ok(FrameBuilder::new(ep, qp.qpn & 0xFF_FFFF))
-    }
-
-    fn collector(
-        cfg: &Config,
-        i: usize,
-        w: &Welcome,
-        now: Instant,
-    ) -> Result<Collector, ConfigError> {
-        let builder = Self::builder(cfg, i, w)?;
-        let mtu = if w.path_mtu == 0 {
-            DEFAULT_PATH_MTU
-        } else {
-            w.path_mtu
-        };
-        if mtu < 64 {
-            return Err(ConfigError::Collector {
-                collector: i,
-                why: format!("path MTU {mtu} is below 64 bytes"),
-            });
-        }
-        let regions = Regions::new(i, &w.regions)?;
-        if let Some(r) = &regions.key_write {
-            if let dta_protocol::layout::Geometry::KeyWrite(g) = r.geometry {
-                if g.data_len() != cfg.report.keywrite_data_len {
-                    return Err(ConfigError::Collector {
-                        collector: i,
-                        why: format!(
-                            "Key-Write entries hold {} data bytes, reports carry {}",
-                            g.data_len(),
-                            cfg.report.keywrite_data_len
-                        ),
-                    });
-                }
-            }
-        }
-        let params = RequesterParams {
-            cfg: cfg.requester.clone(),
-            rate: cfg.rate.clone(),
-            max_atomics: w.max_dest_rd_atomic,
-            start_psn: cfg.local.start_psn,
-        };
-        Ok(Collector {
-            ip: w.ip,
-            regions,
-            mtu: mtu as usize,
-            qp: Requester::new(params, builder, now),
-            ki: Coalescer::new(
-                us(cfg.key_increment.coalesce_us),
-                cfg.key_increment.coalesce_capacity,
-            ),
-            append: AppendLists::new(us(cfg.append.idle_flush_us), cfg.append.head_every_batches),
-            postcard: PostcardCache::new(
-                cfg.postcard.cache_size,
-                us(cfg.postcard.idle_timeout_us),
-                cfg.postcard.redundancy,
-            ),
-            sketch: SketchMerger::new(
-                cfg.sketch.reporters,
-                cfg.sketch.column_batch,
-                us(cfg.sketch.idle_flush_us),
-            ),
-            can_atomic: w.max_dest_rd_atomic > 0,
         })
     }
 
@@ -222,18 +123,7 @@ impl Engine {
 
     /// Gauges of collector `i`'s QP.
     pub fn qp_stats(&self, i: usize) -> Option<QpStats> {
-        self.collectors.get(i).map(|c| {
-            let (timeout_ns, srtt_ns) = c.qp.timeout_ns();
-            QpStats {
-                window: c.qp.window_occupancy(),
-                queue: c.qp.queue_depth(),
-                next_psn: c.qp.next_psn(),
-                error: c.qp.error(),
-                timeout_ns,
-                srtt_ns,
-                window_limit: c.qp.window_limit(),
-            }
-        })
+        self.collectors.get(i).map(Collector::stats)
     }
 
     /// Whether every QP has nothing queued or in flight and no DTA NACK waits.
@@ -268,9 +158,16 @@ impl Engine {
 
     fn handle_roce(&mut self, now: Instant, i: usize, frame: &[u8]) {
         let c = &mut self.counters;
-        let Ok(f) = FrameRepr::parse(frame) else {
-            c.stale_responses += 1;
-            return;
+        let f = match FrameRepr::parse(frame) {
+            Ok(f) => f,
+            Err(WireError::IcrcMismatch { .. }) => {
+                c.bad_icrc_responses += 1;
+                return;
+            }
+            Err(_) => {
+                c.stale_responses += 1;
+                return;
+            }
         };
         let col = &mut self.collectors[i];
         let ours = self.cfg.local.qpn_base + i as u32;
@@ -371,8 +268,7 @@ impl Engine {
     }
 
     fn send_nack(&mut self, report: &UdpEndpoints, op: Opcode, seqnum: u8) {
-        let f = nack_frame(report, self.fmt.form, op, seqnum);
-        if !f.is_empty() {
+        if let Some(f) = nack_frame(report, self.fmt.form, op, seqnum) {
             self.counters.dta_nacks_sent += 1;
             self.nacks.push_back(f);
         }
@@ -380,87 +276,65 @@ impl Engine {
 
     fn dispatch(&mut self, now: Instant, r: &ReportRepr, udp: &UdpFrame) -> Result<(), DropReason> {
         let dst = udp.endpoints.dst_ip;
-        match r.body {
+        let outcome = match r.body {
             Body::KeyWrite(kw) => {
                 // Once per report: the entries store it and key-hash routing uses it.
                 let checksum = key_checksum(kw.key);
                 let i = self.route(|| checksum, dst).ok_or(DropReason::NoRegion)?;
-                let col = &mut self.collectors[i];
-                let region = col.regions.key_write.ok_or(DropReason::NoRegion)?;
-                room(&col.qp, usize::from(kw.redundancy))?;
-                keywrite::handle_with_checksum(&kw, checksum, &region, &mut col.qp)
+                let kw = KeyWriteReport { repr: kw, checksum };
+                self.collectors[i].offer(now, |p| &mut p.key_write, &kw, &mut self.counters)?
             }
             Body::KeyIncrement(ki) => {
                 let i = self.route_key(ki.key, dst).ok_or(DropReason::NoRegion)?;
                 let col = &mut self.collectors[i];
-                let region = col.regions.key_increment.ok_or(DropReason::NoRegion)?;
                 if !col.can_atomic {
                     return Err(DropReason::NoRegion);
                 }
-                room(&col.qp, col.ki.max_wrs(ki.redundancy))?;
-                col.ki
-                    .handle(now, &ki, &region, &mut col.qp, &mut self.counters)
+                col.offer(now, |p| &mut p.key_increment, &ki, &mut self.counters)?
             }
             Body::Append(a) => {
                 let i = self
                     .route_region(a.list_id, true)
                     .ok_or(DropReason::NoRegion)?;
-                let col = &mut self.collectors[i];
-                let region = *col
-                    .regions
-                    .append_list(a.list_id)
-                    .ok_or(DropReason::NoRegion)?;
-                room(&col.qp, AppendLists::MAX_WRS)?;
-                col.append
-                    .handle(now, &a, &region, col.mtu, &mut col.qp, &mut self.counters)
+                self.collectors[i].offer(now, |p| &mut p.append, &a, &mut self.counters)?
             }
-            Body::Postcard(p) => self.postcard(
-                now,
-                dst,
-                Postcard {
+            Body::Postcard(p) => {
+                let p = Postcard {
                     key: p.key,
                     hop: p.hop,
                     path_len: self.cfg.postcard.hops,
                     data: p.data,
                     opcode: Opcode::Postcard,
-                },
-            ),
-            Body::PostcardPathLen(p) => self.postcard(
-                now,
-                dst,
-                Postcard {
+                };
+                let i = self.route_key(p.key, dst).ok_or(DropReason::NoRegion)?;
+                self.collectors[i].offer(now, |p| &mut p.postcard, &p, &mut self.counters)?
+            }
+            Body::PostcardPathLen(p) => {
+                let p = Postcard {
                     key: p.key,
                     hop: p.hop,
                     path_len: p.path_len,
                     data: p.data,
                     opcode: Opcode::PostcardPathLen,
-                },
-            ),
+                };
+                let i = self.route_key(p.key, dst).ok_or(DropReason::NoRegion)?;
+                self.collectors[i].offer(now, |p| &mut p.postcard, &p, &mut self.counters)?
+            }
             Body::SketchMerge(s) => {
-                let id = u32::from(s.sketch_id);
-                let i = self.route_region(id, false).ok_or(DropReason::NoRegion)?;
-                let col = &mut self.collectors[i];
-                let region = *col.regions.sketch(id).ok_or(DropReason::NoRegion)?;
-                room(&col.qp, SketchMerger::MAX_WRS)?;
-                match col.sketch.handle(now, &s, &region, col.mtu, &mut col.qp)? {
-                    Outcome::Merged => Ok(()),
-                    Outcome::Duplicate => Err(DropReason::Duplicate),
-                    Outcome::Gap { last_in_order } => {
-                        self.send_nack(&udp.endpoints, Opcode::SketchMerge, last_in_order);
-                        Err(DropReason::OutOfOrder)
-                    }
-                }
+                let i = self
+                    .route_region(u32::from(s.sketch_id), false)
+                    .ok_or(DropReason::NoRegion)?;
+                self.collectors[i].offer(now, |p| &mut p.sketch, &s, &mut self.counters)?
+            }
+        };
+        match outcome {
+            Outcome::Accepted => Ok(()),
+            Outcome::Duplicate => Err(DropReason::Duplicate),
+            Outcome::Gap { last_in_order } => {
+                self.send_nack(&udp.endpoints, r.base.opcode, last_in_order);
+                Err(DropReason::OutOfOrder)
             }
         }
-    }
-
-    fn postcard(&mut self, now: Instant, dst: [u8; 4], p: Postcard) -> Result<(), DropReason> {
-        let i = self.route_key(p.key, dst).ok_or(DropReason::NoRegion)?;
-        let col = &mut self.collectors[i];
-        let region = col.regions.postcard.ok_or(DropReason::NoRegion)?;
-        room(&col.qp, col.postcard.max_wrs())?;
-        col.postcard
-            .handle(now, &p, &region, &mut col.qp, &mut self.counters)
     }
 
     /// Writes the next frame to send into `out` (cleared first); false when nothing may go now.
@@ -490,33 +364,32 @@ impl Engine {
         let mut t = None;
         for c in &self.collectors {
             t = earliest(t, c.qp.poll_timeout());
-            t = earliest(t, c.ki.poll_timeout());
-            t = earliest(t, c.append.poll_timeout());
-            t = earliest(t, c.postcard.poll_timeout());
-            t = earliest(t, c.sketch.poll_timeout());
+            t = earliest(t, c.prims.poll_timeout());
         }
         t
     }
 
     /// Runs every timer due at `now`.
     pub fn handle_timeout(&mut self, now: Instant) {
-        self.flush_inner(now, false);
+        self.flush_inner(now, FlushMode::Due);
     }
 
     /// Writes everything batched or cached now (end of an offline capture, shutdown).
     pub fn flush(&mut self, now: Instant) {
-        self.flush_inner(now, true);
+        self.flush_inner(now, FlushMode::All);
     }
 
-    fn flush_inner(&mut self, now: Instant, all: bool) {
+    fn flush_inner(&mut self, now: Instant, mode: FlushMode) {
         for (i, col) in self.collectors.iter_mut().enumerate() {
-            let c = &mut self.counters;
-            col.ki.flush(now, all, &mut col.qp);
-            col.append.flush(now, all, &mut col.qp, c);
-            col.postcard
-                .flush(now, all, col.regions.postcard.as_ref(), &mut col.qp, c);
-            col.sketch.flush(now, all, col.mtu, &mut col.qp);
-            if let Some(error) = col.qp.on_timeout(now, c) {
+            let mut out = Sink {
+                qp: &mut col.qp,
+                mtu: col.mtu,
+                counters: &mut self.counters,
+            };
+            for p in col.prims.timed() {
+                p.flush(now, mode, &col.regions, &mut out);
+            }
+            if let Some(error) = col.qp.on_timeout(now, &mut self.counters) {
                 self.events.push_back(Event::QpError {
                     collector: i,
                     error,
@@ -539,7 +412,7 @@ impl Engine {
         start_psn: u32,
         now: Instant,
     ) -> Result<(), ConfigError> {
-        let builder = Self::builder(&self.cfg, i, welcome)?;
+        let builder = Collector::builder(&self.cfg, i, welcome)?;
         let col = self.collectors.get_mut(i).ok_or(ConfigError::Collector {
             collector: i,
             why: "no such collector".into(),
@@ -568,10 +441,10 @@ impl Engine {
                 why: "no such collector".into(),
             });
         }
-        let mut fresh = Self::collector(&self.cfg, i, welcome, now)?;
+        let mut fresh = Collector::new(&self.cfg, i, welcome, now)?;
         fresh
             .qp
-            .reestablish(Self::builder(&self.cfg, i, welcome)?, start_psn, now);
+            .reestablish(Collector::builder(&self.cfg, i, welcome)?, start_psn, now);
         let old = std::mem::replace(&mut self.collectors[i], fresh);
         self.events
             .retain(|e| !matches!(e, Event::QpError { collector, .. } if *collector == i));
@@ -588,22 +461,6 @@ impl Engine {
 
     /// The regions of collector `i` as configured (for tests and tools).
     pub fn regions(&self, i: usize) -> Option<Vec<Region>> {
-        let c = self.collectors.get(i)?;
-        let r = &c.regions;
-        let mut v: Vec<Region> = [r.key_write, r.key_increment, r.postcard]
-            .into_iter()
-            .flatten()
-            .collect();
-        v.extend_from_slice(&r.append);
-        v.extend_from_slice(&r.sketch);
-        Some(v)
-    }
-}
-
-fn room(qp: &Requester, need: usize) -> Result<(), DropReason> {
-    if qp.queue_room() >= need {
-        Ok(())
-    } else {
-        Err(DropReason::QueueFull)
+        self.collectors.get(i).map(Collector::region_list)
     }
 }

@@ -1,8 +1,10 @@
 //! Token bucket per collector (packets and bytes per second), so the translator cannot overrun the
 //! collector NIC. Integer arithmetic in nano-tokens keeps it exact and free of float drift.
 
+use std::time::Duration;
+
 use crate::config::RateConfig;
-use crate::time::Instant;
+use crate::time::{nanos, Instant};
 
 const NANOS: u128 = 1_000_000_000;
 
@@ -26,20 +28,20 @@ impl Bucket {
         }
     }
 
-    fn refill(&mut self, elapsed_ns: u64) {
+    fn refill(&mut self, elapsed: Duration) {
         if self.rate > 0 {
-            self.level = (self.level + u128::from(elapsed_ns) * self.rate).min(self.cap);
+            self.level = (self.level + u128::from(nanos(elapsed)) * self.rate).min(self.cap);
         }
     }
 
-    /// Nanoseconds until `n` tokens are there (0 if now).
-    fn wait_for(&self, n: u64) -> u64 {
+    /// The time until `n` tokens are there (zero if now).
+    fn wait_for(&self, n: u64) -> Duration {
         let need = u128::from(n) * NANOS;
         if self.rate == 0 || self.level >= need {
-            return 0;
+            return Duration::ZERO;
         }
         let ns = (need - self.level).div_ceil(self.rate);
-        u64::try_from(ns).unwrap_or(u64::MAX)
+        Duration::from_nanos(u64::try_from(ns).unwrap_or(u64::MAX))
     }
 
     fn take(&mut self, n: u64) {
@@ -83,7 +85,7 @@ impl RateLimiter {
     }
 
     fn refill(&mut self, now: Instant) {
-        let dt = now.saturating_since(self.last);
+        let dt = now - self.last;
         self.packets.refill(dt);
         self.bytes.refill(dt);
         self.last = self.last.max(now);

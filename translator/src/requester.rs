@@ -5,8 +5,12 @@
 //! window, the responder's atomic limit and the rate limiter allow. The window keeps the work request, not
 //! the frame: a retransmission rebuilds the identical frame from the same PSN, which costs less than
 //! keeping a copy of every frame in flight.
+//!
+//! Over 500 lines on purpose: one state machine whose window, timers and response handling share every
+//! field and invariant (`sent`, `atomics`, `probe`); split across files they would be harder to check.
 
 use std::collections::VecDeque;
+use std::time::Duration;
 
 use dta_protocol::dta::Opcode;
 use dta_protocol::roce::{
@@ -126,12 +130,8 @@ impl Requester {
     pub fn new(p: RequesterParams, builder: FrameBuilder, now: Instant) -> Self {
         let rate = RateLimiter::new(&p.rate, now);
         let dcqcn = Dcqcn::new(p.rate.congestion.clone(), p.rate.packets_per_sec);
-        let base = p.cfg.retransmit_timeout_us.saturating_mul(1000);
-        let rtt = RttEstimator::new(
-            base,
-            base,
-            p.cfg.max_retransmit_timeout_us.saturating_mul(1000),
-        );
+        let base = p.cfg.retransmit_timeout();
+        let rtt = RttEstimator::new(base, base, p.cfg.max_retransmit_timeout());
         Requester {
             rtt,
             cwnd: p.cfg.window,
@@ -301,23 +301,23 @@ impl Requester {
         }
     }
 
-    /// The retransmit timeout in ns, backoff included.
-    fn rto(&self) -> u64 {
+    /// The retransmit timeout, backoff included.
+    fn rto(&self) -> Duration {
         self.base_timeout()
             .saturating_mul(1 << self.backoff.min(self.p.cfg.max_backoff_shift))
     }
 
-    /// The retransmit timeout in ns before backoff: measured, or the configured one.
-    fn base_timeout(&self) -> u64 {
+    /// The retransmit timeout before backoff: measured, or the configured one.
+    fn base_timeout(&self) -> Duration {
         if self.p.cfg.adaptive_timeout {
             self.rtt.timeout()
         } else {
-            self.p.cfg.retransmit_timeout_us.saturating_mul(1000)
+            self.p.cfg.retransmit_timeout()
         }
     }
 
-    /// The base retransmit timeout in force (ns, before backoff) and the smoothed RTT, once measured.
-    pub fn timeout_ns(&self) -> (u64, Option<u64>) {
+    /// The base retransmit timeout in force (before backoff) and the smoothed RTT, once measured.
+    pub fn timeout(&self) -> (Duration, Option<Duration>) {
         (self.base_timeout(), self.rtt.srtt())
     }
 
@@ -454,12 +454,12 @@ impl Requester {
                 }
                 let f = &self.window[i];
                 if !f.resent {
-                    self.rtt.sample(now.saturating_since(f.sent_at));
+                    self.rtt.sample(now - f.sent_at);
                 }
                 let probe = self.probe.take();
                 if self.retire_before(i + 1) {
                     // An ACK past an unanswered atomic: go back to it.
-                    self.rewind_to_front(c);
+                    self.rewind_to_front();
                 } else if let Some(before) = probe {
                     // The responder answers a duplicate with its newest in-order PSN (C9-105). An answer
                     // for the probe alone means it has nothing after it: go back N. An answer beyond it
@@ -492,10 +492,10 @@ impl Requester {
                 // already repairing, and rewinding again would resend the window twice.
                 let echo = self
                     .last_rewind
-                    .is_some_and(|(p, t)| p == psn && now.saturating_since(t) < self.rto());
+                    .is_some_and(|(p, t)| p == psn && now - t < self.rto());
                 if !echo || stuck {
                     self.last_rewind = Some((psn, now));
-                    self.rewind_to_front(c);
+                    self.rewind_to_front();
                     if !echo {
                         self.on_loss();
                     }
@@ -515,8 +515,9 @@ impl Requester {
                     return;
                 }
                 self.sent = 0;
-                self.rnr_until = Some(now + rnr_timer_ns(timer));
-                self.rto_at = Some(now + rnr_timer_ns(timer) + self.rto());
+                let rnr = Duration::from_nanos(rnr_timer_ns(timer));
+                self.rnr_until = Some(now + rnr);
+                self.rto_at = Some(now + rnr + self.rto());
             }
             AckKind::Nak(code) => {
                 match code {
@@ -531,7 +532,8 @@ impl Requester {
         }
     }
 
-    fn rewind_to_front(&mut self, _c: &mut Counters) {
+    /// Go-back-N: everything in the window goes again, oldest first.
+    fn rewind_to_front(&mut self) {
         self.sent = 0;
     }
 
@@ -572,16 +574,13 @@ impl Requester {
         }
         c.retransmit_timeouts += 1;
         if log::log_enabled!(log::Level::Debug) {
-            let oldest = self
-                .window
-                .front()
-                .map(|f| now.saturating_since(f.sent_at) / 1000);
+            let oldest = self.window.front().map(|f| (now - f.sent_at).as_micros());
             log::debug!(
                 "retransmit timeout: {} in flight, oldest sent {oldest:?} µs ago, srtt {:?} µs, rttvar {:?} µs, timeout {} µs, backoff {}",
                 self.window.len(),
-                self.rtt.srtt().map(|v| v / 1000),
-                self.rtt.rttvar().map(|v| v / 1000),
-                self.rto() / 1000,
+                self.rtt.srtt().map(|v| v.as_micros()),
+                self.rtt.rttvar().map(|v| v.as_micros()),
+                self.rto().as_micros(),
                 self.backoff
             );
         }

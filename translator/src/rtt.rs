@@ -10,6 +10,13 @@
 //! collapses while the RTT is steady and the next queueing hiccup (a responder answering a burst of
 //! atomics in turn) fires the timer. TCP avoids the same with a 200 ms minimum; a RoCE path's RTT is
 //! microseconds to milliseconds, so the bound is relative instead.
+//!
+//! Times go in and out as [`Duration`]s; inside they are whole nanoseconds, so the integer divisions
+//! truncate exactly as RFC 6298's arithmetic written in ns does.
+
+use std::time::Duration;
+
+use crate::time::nanos;
 
 /// Smoothed RTT, its variation and the resulting base timeout.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,9 +29,10 @@ pub struct RttEstimator {
 }
 
 impl RttEstimator {
-    /// Timeout `initial` ns before the first sample; afterwards the estimate, held within
-    /// `[floor, ceiling]` ns.
-    pub fn new(initial: u64, floor: u64, ceiling: u64) -> Self {
+    /// Timeout `initial` before the first sample; afterwards the estimate, held within
+    /// `[floor, ceiling]`.
+    pub fn new(initial: Duration, floor: Duration, ceiling: Duration) -> Self {
+        let (initial, floor, ceiling) = (nanos(initial), nanos(floor), nanos(ceiling));
         let ceiling = ceiling.max(floor);
         RttEstimator {
             state: None,
@@ -34,8 +42,9 @@ impl RttEstimator {
         }
     }
 
-    /// Takes one RTT sample in ns (RFC 6298 section 2: alpha = 1/8, beta = 1/4).
-    pub fn sample(&mut self, rtt: u64) {
+    /// Takes one RTT sample (RFC 6298 section 2: alpha = 1/8, beta = 1/4).
+    pub fn sample(&mut self, rtt: Duration) {
+        let rtt = nanos(rtt);
         self.state = Some(match self.state {
             None => (rtt, rtt / 2),
             Some((srtt, rttvar)) => {
@@ -46,25 +55,25 @@ impl RttEstimator {
         });
     }
 
-    /// The smoothed RTT in ns, once sampled.
-    pub fn srtt(&self) -> Option<u64> {
-        self.state.map(|(s, _)| s)
+    /// The smoothed RTT, once sampled.
+    pub fn srtt(&self) -> Option<Duration> {
+        self.state.map(|(s, _)| Duration::from_nanos(s))
     }
 
-    /// The RTT variation in ns, once sampled.
-    pub fn rttvar(&self) -> Option<u64> {
-        self.state.map(|(_, v)| v)
+    /// The RTT variation, once sampled.
+    pub fn rttvar(&self) -> Option<Duration> {
+        self.state.map(|(_, v)| Duration::from_nanos(v))
     }
 
-    /// The base retransmit timeout in ns (before any backoff).
-    pub fn timeout(&self) -> u64 {
-        match self.state {
+    /// The base retransmit timeout (before any backoff).
+    pub fn timeout(&self) -> Duration {
+        Duration::from_nanos(match self.state {
             None => self.initial,
             Some((srtt, rttvar)) => srtt
                 .saturating_add(rttvar.saturating_mul(4))
                 .max(srtt.saturating_mul(2))
                 .clamp(self.floor, self.ceiling),
-        }
+        })
     }
 
     /// Forgets the samples (a new path: a re-established QP).
@@ -77,7 +86,8 @@ impl RttEstimator {
 mod tests {
     use super::*;
 
-    const US: u64 = 1_000;
+    const US: Duration = Duration::from_micros(1);
+    const NS: Duration = Duration::from_nanos(1);
 
     #[test]
     fn initial_timeout_until_the_first_sample() {
@@ -88,7 +98,7 @@ mod tests {
 
     #[test]
     fn follows_rfc_6298_by_hand() {
-        let mut e = RttEstimator::new(1_000 * US, 1, u64::MAX);
+        let mut e = RttEstimator::new(1_000 * US, NS, Duration::MAX);
         // First sample R: SRTT = R, RTTVAR = R/2, RTO = R + 4·R/2 = 3R.
         e.sample(800 * US);
         assert_eq!((e.srtt(), e.rttvar()), (Some(800 * US), Some(400 * US)));
@@ -128,17 +138,25 @@ mod tests {
 
     #[test]
     fn steady_rtt_converges_and_variation_decays() {
-        let mut e = RttEstimator::new(1_000 * US, 1, u64::MAX);
+        let mut e = RttEstimator::new(1_000 * US, NS, Duration::MAX);
         e.sample(5_000 * US);
         for _ in 0..200 {
             e.sample(3_000 * US);
         }
         // SRTT converges to the steady sample and RTTVAR to zero, within nanoseconds of integer rounding
         // (truncating divisions stall both a few ns short).
-        let srtt = e.srtt().unwrap_or(0);
-        assert!(srtt.abs_diff(3_000 * US) <= 8, "{srtt}");
-        assert!(e.rttvar().unwrap_or(u64::MAX) <= 16, "{:?}", e.rttvar());
+        let srtt = e.srtt().unwrap_or(Duration::ZERO);
+        assert!(srtt.abs_diff(3_000 * US) <= 8 * NS, "{srtt:?}");
+        assert!(
+            e.rttvar().unwrap_or(Duration::MAX) <= 16 * NS,
+            "{:?}",
+            e.rttvar()
+        );
         // With RTTVAR gone, twice the smoothed RTT bounds the timeout from below.
-        assert!(e.timeout().abs_diff(6_000 * US) <= 16, "{}", e.timeout());
+        assert!(
+            e.timeout().abs_diff(6_000 * US) <= 16 * NS,
+            "{:?}",
+            e.timeout()
+        );
     }
 }

@@ -5,6 +5,7 @@
 //! this translator has two independent sequences per opcode.
 
 use std::collections::HashMap;
+use std::time::Duration;
 
 use dta_protocol::dta::{HeaderForm, NackRepr, Opcode, DTA_NACK_UDP_PORT};
 use dta_protocol::udp::UdpEndpoints;
@@ -47,16 +48,16 @@ pub struct Stream {
 pub struct SequenceTracker {
     tracks: HashMap<Stream, Track>,
     max: usize,
-    holdoff_ns: u64,
+    holdoff: Duration,
 }
 
 impl SequenceTracker {
-    /// Tracks at most `max` reporters; a gap is NACKed again after `holdoff_ns`.
-    pub fn new(max: usize, holdoff_ns: u64) -> Self {
+    /// Tracks at most `max` reporters; a gap is NACKed again after `holdoff`.
+    pub fn new(max: usize, holdoff: Duration) -> Self {
         SequenceTracker {
             tracks: HashMap::new(),
             max,
-            holdoff_ns,
+            holdoff,
         }
     }
 
@@ -87,7 +88,7 @@ impl SequenceTracker {
         } else if ahead < 128 {
             let last = t.expected.wrapping_sub(1);
             let due = match t.last_nack {
-                Some((s, at)) => s != last || now.saturating_since(at) >= self.holdoff_ns,
+                Some((s, at)) => s != last || now - at >= self.holdoff,
                 None => true,
             };
             if due {
@@ -115,7 +116,13 @@ impl SequenceTracker {
 }
 
 /// A DTA NACK frame answering a report received on `report`: addresses swapped, UDP destination 40044.
-pub fn nack_frame(report: &UdpEndpoints, form: HeaderForm, op: Opcode, seqnum: u8) -> Vec<u8> {
+/// `None` if the NACK cannot be encoded (the caller sends nothing and counts nothing).
+pub fn nack_frame(
+    report: &UdpEndpoints,
+    form: HeaderForm,
+    op: Opcode,
+    seqnum: u8,
+) -> Option<Vec<u8>> {
     let mut ep = report.reversed();
     ep.dst_port = DTA_NACK_UDP_PORT;
     let nack = NackRepr {
@@ -124,14 +131,10 @@ pub fn nack_frame(report: &UdpEndpoints, form: HeaderForm, op: Opcode, seqnum: u
         nack: true,
     };
     let mut payload = [0u8; 8];
-    let mut out = Vec::new();
-    if let Ok(n) = nack.emit(&mut payload, form) {
-        out.resize(dta_protocol::udp::HEADERS_LEN + n, 0);
-        if ep.emit_frame(&mut out, &payload[..n]).is_err() {
-            out.clear();
-        }
-    }
-    out
+    let n = nack.emit(&mut payload, form).ok()?;
+    let mut out = vec![0u8; dta_protocol::udp::HEADERS_LEN + n];
+    ep.emit_frame(&mut out, &payload[..n]).ok()?;
+    Some(out)
 }
 
 #[cfg(test)]
@@ -152,7 +155,7 @@ mod tests {
 
     #[test]
     fn in_order_gap_duplicate_and_wrap() {
-        let mut t = SequenceTracker::new(4, 100);
+        let mut t = SequenceTracker::new(4, Duration::from_nanos(100));
         let kw = stream(Opcode::KeyWrite);
         assert_eq!(t.check(Instant(0), kw, 254), Some(Verdict::Accept));
         assert_eq!(t.check(Instant(0), kw, 255), Some(Verdict::Accept));
@@ -198,7 +201,7 @@ mod tests {
             5555,
             40040,
         );
-        let f = nack_frame(&report, HeaderForm::Seq, Opcode::KeyWrite, 0x11);
+        let f = nack_frame(&report, HeaderForm::Seq, Opcode::KeyWrite, 0x11).unwrap();
         let u = UdpFrame::parse(&f).unwrap();
         assert_eq!(u.endpoints.dst_ip, [10, 0, 0, 9]);
         assert_eq!(u.endpoints.src_ip, [198, 18, 0, 2]);

@@ -1,11 +1,15 @@
 //! The engine's notion of time: a caller-supplied monotonic instant in nanoseconds.
 //!
 //! The engine never reads a clock; every entry point takes `now`. Tests drive it with a virtual clock and
-//! the daemon with TSC or `CLOCK_MONOTONIC`, so behaviour is reproducible bit for bit.
+//! the daemon with `std::time::Instant` (`CLOCK_MONOTONIC`) since its start, so a test's run is
+//! reproducible bit for bit.
 
-use std::ops::Add;
+use std::ops::{Add, Sub};
+use std::time::Duration;
 
-/// A point in time, nanoseconds since an arbitrary origin chosen by the caller.
+/// A point in time, nanoseconds since an arbitrary origin chosen by the caller. Intervals are
+/// [`Duration`]s: `Instant + Duration` and `Instant - Instant` both saturate, so a huge timeout means
+/// "never" instead of wrapping to the past, and time never runs backwards.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
 pub struct Instant(pub u64);
 
@@ -18,17 +22,29 @@ impl Instant {
         self.0
     }
 
-    /// Nanoseconds from `earlier` to `self`, zero if `earlier` is later (time never runs backwards here).
-    pub const fn saturating_since(self, earlier: Instant) -> u64 {
-        self.0.saturating_sub(earlier.0)
+    /// The time from `earlier` to `self`, zero if `earlier` is later.
+    pub const fn saturating_since(self, earlier: Instant) -> Duration {
+        Duration::from_nanos(self.0.saturating_sub(earlier.0))
     }
 }
 
-impl Add<u64> for Instant {
+/// Nanoseconds of `d`, saturating at `u64::MAX` (about 584 years).
+pub fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+impl Add<Duration> for Instant {
     type Output = Instant;
-    /// Adds nanoseconds, saturating so that a huge timeout means "never" instead of wrapping to the past.
-    fn add(self, ns: u64) -> Instant {
-        Instant(self.0.saturating_add(ns))
+    fn add(self, d: Duration) -> Instant {
+        Instant(self.0.saturating_add(nanos(d)))
+    }
+}
+
+impl Sub for Instant {
+    type Output = Duration;
+    /// The time from `earlier` to `self`, zero if `earlier` is later ([`Instant::saturating_since`]).
+    fn sub(self, earlier: Instant) -> Duration {
+        self.saturating_since(earlier)
     }
 }
 
@@ -47,10 +63,13 @@ mod tests {
 
     #[test]
     fn arithmetic() {
-        assert_eq!(Instant(5) + 7, Instant(12));
-        assert_eq!(Instant(u64::MAX - 1) + 7, Instant(u64::MAX));
-        assert_eq!(Instant(10).saturating_since(Instant(4)), 6);
-        assert_eq!(Instant(4).saturating_since(Instant(10)), 0);
+        let ns = Duration::from_nanos;
+        assert_eq!(Instant(5) + ns(7), Instant(12));
+        assert_eq!(Instant(u64::MAX - 1) + ns(7), Instant(u64::MAX));
+        assert_eq!(Instant(1) + Duration::MAX, Instant(u64::MAX));
+        assert_eq!(Instant(10) - Instant(4), ns(6));
+        assert_eq!(Instant(4) - Instant(10), Duration::ZERO);
+        assert_eq!(Instant(10).saturating_since(Instant(4)), ns(6));
         assert_eq!(
             earliest(Some(Instant(3)), Some(Instant(2))),
             Some(Instant(2))

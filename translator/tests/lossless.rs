@@ -4,6 +4,7 @@
 mod support;
 
 use std::collections::VecDeque;
+use std::time::Duration;
 
 use dta_protocol::dta::{AppendRepr, Body, KeyIncrementRepr, KeyWriteRepr};
 use dta_translator::{Config, Engine, Handled, Instant};
@@ -100,7 +101,7 @@ fn run(reports: &[Vec<u8>], loss_per_mille: u64, latency_ns: u64, seed: u64) -> 
             if rng.chance(loss_per_mille) {
                 continue;
             }
-            to_resp.push_back((now + latency_ns, buf.clone()));
+            to_resp.push_back((now + Duration::from_nanos(latency_ns), buf.clone()));
             // Reorder: swap with the previous frame now and then.
             let n = to_resp.len();
             if n >= 2 && rng.chance(loss_per_mille) {
@@ -114,7 +115,7 @@ fn run(reports: &[Vec<u8>], loss_per_mille: u64, latency_ns: u64, seed: u64) -> 
             moved = true;
             for r in resp.handle(&f) {
                 if !rng.chance(loss_per_mille) {
-                    to_engine.push_back((now + latency_ns, r));
+                    to_engine.push_back((now + Duration::from_nanos(latency_ns), r));
                 }
             }
         }

@@ -398,3 +398,23 @@ fn loss_halves_the_window_and_acks_grow_it_back() {
     e.handle_frame(Instant(20_000), &response(21, nak, None));
     assert_eq!(e.qp_stats(0).unwrap().window_limit, 8);
 }
+
+#[test]
+fn a_response_with_a_bad_icrc_is_counted_as_such_and_ignored() {
+    let mut e = engine(|_| {});
+    e.handle_frame(Instant(0), &kw(1, 0, false));
+    assert_eq!(drain(&mut e, Instant(0)).len(), 1);
+    // The ACK that would retire the write, with its last iCRC byte flipped on the way.
+    let mut bad = response(0, OK, None);
+    if let Some(b) = bad.last_mut() {
+        *b ^= 0xFF;
+    }
+    e.handle_frame(Instant(1), &bad);
+    let c = e.counters();
+    assert_eq!((c.bad_icrc_responses, c.stale_responses, c.acks), (1, 0, 0));
+    assert_eq!(e.qp_stats(0).unwrap().window, 1, "nothing retired");
+    // The intact ACK still works.
+    e.handle_frame(Instant(2), &response(0, OK, None));
+    assert!(e.is_idle());
+    assert_eq!(e.counters().bad_icrc_responses, 1);
+}

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use dta_netio::FrameBatch;
 use dta_protocol::control::Welcome;
-use dta_translator::{Counters, Engine, Event, QpStats};
+use dta_translator::{Counters, Engine, Event, Instant, QpStats};
 
 use super::clock::Clock;
 
@@ -83,22 +83,23 @@ pub struct WorkerIo {
 
 /// Longest sleep without input: bounds how late a timer fires after a burst of control messages.
 const MAX_IDLE: Duration = Duration::from_millis(5);
-const PUBLISH_EVERY_NS: u64 = 100_000_000;
+/// How often a worker publishes its counters to the metrics thread.
+const PUBLISH_EVERY: Duration = Duration::from_millis(100);
 /// How long shutdown waits for the collector to acknowledge what was sent.
-const DRAIN_NS: u64 = 2_000_000_000;
+const DRAIN: Duration = Duration::from_secs(2);
 
 /// Runs until `stop`, then flushes everything batched and waits (bounded) for it to be acknowledged.
 pub fn run(mut engine: Engine, io: WorkerIo, clock: Clock) {
     let mut snap = Snapshot::default();
-    let mut last_publish = 0u64;
+    let mut last_publish = Instant::ZERO;
     let mut scratch = Vec::with_capacity(2048);
-    let mut stopping_since: Option<u64> = None;
+    let mut stopping_since: Option<Instant> = None;
     let mut spare = None;
     loop {
         let now = clock.now();
         let wait = engine
             .poll_timeout()
-            .map(|t| Duration::from_nanos(t.saturating_since(now)))
+            .map(|t| t - now)
             .unwrap_or(MAX_IDLE)
             .min(MAX_IDLE);
         match io.rx.recv_timeout(wait) {
@@ -128,16 +129,16 @@ pub fn run(mut engine: Engine, io: WorkerIo, clock: Clock) {
             }
         }
         transmit(&mut engine, &io, &clock, &mut scratch, &mut spare);
-        if now.as_nanos() >= last_publish + PUBLISH_EVERY_NS {
+        if now >= last_publish + PUBLISH_EVERY {
             publish(&engine, &io, &mut snap);
-            last_publish = now.as_nanos();
+            last_publish = now;
         }
         if io.stop.load(Ordering::Relaxed) {
             let t = *stopping_since.get_or_insert_with(|| {
                 engine.flush(now);
-                now.as_nanos()
+                now
             });
-            if engine.is_idle() || now.as_nanos() > t + DRAIN_NS {
+            if engine.is_idle() || now > t + DRAIN {
                 if !engine.is_idle() {
                     let (queued, unacked) = (0..)
                         .map_while(|i| engine.qp_stats(i))

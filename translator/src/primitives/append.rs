@@ -7,10 +7,13 @@
 //! after the entries it counts.
 
 use std::collections::HashMap;
+use std::time::Duration;
 
 use dta_protocol::dta::{AppendRepr, Opcode};
 use dta_protocol::layout::{AppendGeometry, Geometry, Region};
 
+use super::{FlushMode, Outcome, Primitive, Sink, Timed};
+use crate::collector::Regions;
 use crate::counters::{Counters, DropReason};
 use crate::frames::Payload;
 use crate::requester::Requester;
@@ -45,33 +48,43 @@ impl List {
 #[derive(Debug, Default)]
 pub struct AppendLists {
     lists: HashMap<u32, List>,
-    idle_ns: u64,
+    idle: Duration,
     head_every: u32,
 }
 
 impl AppendLists {
-    /// Lists flush a partial batch after `idle_ns` and write the head every `head_every` batches.
-    pub fn new(idle_ns: u64, head_every: u32) -> Self {
+    /// Lists flush a partial batch after `idle` and write the head every `head_every` batches.
+    pub fn new(idle: Duration, head_every: u32) -> Self {
         AppendLists {
             lists: HashMap::new(),
-            idle_ns,
+            idle,
             head_every,
         }
     }
 
     /// Work requests a report may add at most: a batch and a head word.
     pub const MAX_WRS: usize = 2;
+}
+
+impl Primitive for AppendLists {
+    type Report<'r> = AppendRepr<'r>;
+
+    fn region<'g>(&self, regions: &'g Regions, r: &AppendRepr<'_>) -> Option<&'g Region> {
+        regions.append_list(r.list_id)
+    }
+
+    fn max_wrs(&self, _: &AppendRepr<'_>) -> usize {
+        Self::MAX_WRS
+    }
 
     /// Adds an entry to its list.
-    pub fn handle(
+    fn handle(
         &mut self,
         now: Instant,
-        r: &AppendRepr,
+        r: &AppendRepr<'_>,
         region: &Region,
-        mtu: usize,
-        qp: &mut Requester,
-        c: &mut Counters,
-    ) -> Result<(), DropReason> {
+        out: &mut Sink<'_>,
+    ) -> Result<Outcome, DropReason> {
         let Geometry::Append(g) = region.geometry else {
             return Err(DropReason::NoRegion);
         };
@@ -94,36 +107,40 @@ impl AppendLists {
         }
         l.buf.extend_from_slice(r.data);
         l.count += 1;
-        if u64::from(l.count) >= l.cap(mtu) {
-            flush(l, false, self.head_every, qp, c);
+        if u64::from(l.count) >= l.cap(out.mtu) {
+            flush(l, false, self.head_every, out.qp, out.counters);
         }
-        Ok(())
+        Ok(Outcome::Accepted)
     }
+}
 
-    /// Writes partial batches idle since `idle_ns` before `now` (all of them if `all`).
-    pub fn flush(&mut self, now: Instant, all: bool, qp: &mut Requester, c: &mut Counters) {
+impl Timed for AppendLists {
+    /// Writes partial batches idle for `idle` by `now` (all of them with [`FlushMode::All`]), and the
+    /// head word of lists idle since batches went without it.
+    fn flush(&mut self, now: Instant, mode: FlushMode, _: &Regions, out: &mut Sink<'_>) {
+        let all = mode == FlushMode::All;
         for l in self.lists.values_mut() {
-            if l.count > 0 && (all || l.first_at + self.idle_ns <= now) {
-                c.append_idle_flushes += 1;
-                flush(l, true, self.head_every, qp, c);
+            if l.count > 0 && (all || l.first_at + self.idle <= now) {
+                out.counters.append_idle_flushes += 1;
+                flush(l, true, self.head_every, out.qp, out.counters);
             } else if l.count == 0
                 && l.batches_since_head > 0
-                && (all || l.last_at + self.idle_ns <= now)
+                && (all || l.last_at + self.idle <= now)
             {
-                write_head(l, qp, c);
+                write_head(l, out.qp, out.counters);
             }
         }
     }
 
     /// The next idle flush.
-    pub fn poll_timeout(&self) -> Option<Instant> {
+    fn poll_timeout(&self) -> Option<Instant> {
         self.lists
             .values()
             .filter_map(|l| {
                 if l.count > 0 {
-                    Some(l.first_at + self.idle_ns)
+                    Some(l.first_at + self.idle)
                 } else if l.batches_since_head > 0 {
-                    Some(l.last_at + self.idle_ns)
+                    Some(l.last_at + self.idle)
                 } else {
                     None
                 }

@@ -3,11 +3,14 @@
 //! collector's counters stay exact while the atomic rate, which the responder caps, drops.
 
 use std::collections::{HashMap, VecDeque};
+use std::time::Duration;
 
 use dta_protocol::dta::{KeyIncrementRepr, Opcode};
 use dta_protocol::layout::{Geometry, Region};
 
-use crate::counters::{Counters, DropReason};
+use super::{FlushMode, Outcome, Primitive, Sink, Timed};
+use crate::collector::Regions;
+use crate::counters::DropReason;
 use crate::frames::Op;
 use crate::requester::{Requester, WorkRequest};
 use crate::time::Instant;
@@ -29,7 +32,7 @@ struct Pending {
 /// Increments waiting to be sent, per counter address, for one collector.
 #[derive(Debug, Default)]
 pub struct Coalescer {
-    window_ns: u64,
+    window: Duration,
     capacity: usize,
     pending: HashMap<u64, Pending>,
     /// Insertion order with each entry's deadline; an entry whose deadline no longer matches is stale.
@@ -37,61 +40,13 @@ pub struct Coalescer {
 }
 
 impl Coalescer {
-    /// Coalesces for `window_ns` (0: off), holding at most `capacity` counters.
-    pub fn new(window_ns: u64, capacity: usize) -> Self {
+    /// Coalesces for `window` (zero: off), holding at most `capacity` counters.
+    pub fn new(window: Duration, capacity: usize) -> Self {
         Coalescer {
-            window_ns,
+            window,
             capacity,
             ..Default::default()
         }
-    }
-
-    /// Work requests a report may add at most (the queue must have room for them).
-    pub fn max_wrs(&self, redundancy: u8) -> usize {
-        usize::from(redundancy)
-    }
-
-    /// Handles a report.
-    pub fn handle(
-        &mut self,
-        now: Instant,
-        r: &KeyIncrementRepr,
-        region: &Region,
-        qp: &mut Requester,
-        c: &mut Counters,
-    ) -> Result<(), DropReason> {
-        let Geometry::KeyIncrement(g) = region.geometry else {
-            return Err(DropReason::NoRegion);
-        };
-        if r.redundancy > g.n_max() {
-            return Err(DropReason::GeometryMismatch);
-        }
-        for n in 0..r.redundancy {
-            let va = region.va + g.offset(r.key, n);
-            if self.window_ns == 0 {
-                fetch_add(qp, va, region.rkey, r.counter);
-                continue;
-            }
-            if let Some(p) = self.pending.get_mut(&va) {
-                p.sum = p.sum.wrapping_add(r.counter);
-                c.increments_coalesced += 1;
-                continue;
-            }
-            if self.pending.len() >= self.capacity {
-                self.flush_oldest(qp);
-            }
-            let deadline = now + self.window_ns;
-            self.pending.insert(
-                va,
-                Pending {
-                    rkey: region.rkey,
-                    sum: r.counter,
-                    deadline,
-                },
-            );
-            self.order.push_back((deadline, va));
-        }
-        Ok(())
     }
 
     fn flush_oldest(&mut self, qp: &mut Requester) {
@@ -114,20 +69,75 @@ impl Coalescer {
             _ => false,
         }
     }
+}
 
-    /// Sends every entry whose window has closed by `now` (everything if `all`).
-    pub fn flush(&mut self, now: Instant, all: bool, qp: &mut Requester) {
+impl Primitive for Coalescer {
+    type Report<'r> = KeyIncrementRepr;
+
+    fn region<'g>(&self, regions: &'g Regions, _: &KeyIncrementRepr) -> Option<&'g Region> {
+        regions.key_increment.as_ref()
+    }
+
+    fn max_wrs(&self, r: &KeyIncrementRepr) -> usize {
+        usize::from(r.redundancy)
+    }
+
+    fn handle(
+        &mut self,
+        now: Instant,
+        r: &KeyIncrementRepr,
+        region: &Region,
+        out: &mut Sink<'_>,
+    ) -> Result<Outcome, DropReason> {
+        let Geometry::KeyIncrement(g) = region.geometry else {
+            return Err(DropReason::NoRegion);
+        };
+        if r.redundancy > g.n_max() {
+            return Err(DropReason::GeometryMismatch);
+        }
+        for n in 0..r.redundancy {
+            let va = region.va + g.offset(r.key, n);
+            if self.window.is_zero() {
+                fetch_add(out.qp, va, region.rkey, r.counter);
+                continue;
+            }
+            if let Some(p) = self.pending.get_mut(&va) {
+                p.sum = p.sum.wrapping_add(r.counter);
+                out.counters.increments_coalesced += 1;
+                continue;
+            }
+            if self.pending.len() >= self.capacity {
+                self.flush_oldest(out.qp);
+            }
+            let deadline = now + self.window;
+            self.pending.insert(
+                va,
+                Pending {
+                    rkey: region.rkey,
+                    sum: r.counter,
+                    deadline,
+                },
+            );
+            self.order.push_back((deadline, va));
+        }
+        Ok(Outcome::Accepted)
+    }
+}
+
+impl Timed for Coalescer {
+    /// Sends every entry whose window has closed by `now` (everything with [`FlushMode::All`]).
+    fn flush(&mut self, now: Instant, mode: FlushMode, _: &Regions, out: &mut Sink<'_>) {
         while let Some(&(deadline, va)) = self.order.front() {
-            if !all && deadline > now {
+            if mode == FlushMode::Due && deadline > now {
                 break;
             }
             self.order.pop_front();
-            self.take(deadline, va, qp);
+            self.take(deadline, va, out.qp);
         }
     }
 
     /// The next window to close.
-    pub fn poll_timeout(&self) -> Option<Instant> {
+    fn poll_timeout(&self) -> Option<Instant> {
         self.order.front().map(|(d, _)| *d)
     }
 }

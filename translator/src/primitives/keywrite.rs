@@ -5,9 +5,55 @@ use dta_protocol::dta::{KeyWriteRepr, Opcode};
 use dta_protocol::hash::key_checksum;
 use dta_protocol::layout::{Geometry, Region, KEY_WRITE_CHECKSUM_LEN};
 
+use super::{FlushMode, Outcome, Primitive, Sink, Timed};
+use crate::collector::Regions;
 use crate::counters::DropReason;
 use crate::frames::{Payload, INLINE_PAYLOAD};
 use crate::requester::Requester;
+use crate::time::Instant;
+
+/// A Key-Write report with its key's checksum, computed once by the engine, which also routes on it.
+#[derive(Debug, Clone, Copy)]
+pub struct KeyWriteReport<'r> {
+    /// The report.
+    pub repr: KeyWriteRepr<'r>,
+    /// `key_checksum(repr.key)`.
+    pub checksum: u32,
+}
+
+/// Key-Write as a [`Primitive`]: stateless, every report is written at once.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct KeyWrite;
+
+impl Primitive for KeyWrite {
+    type Report<'r> = KeyWriteReport<'r>;
+
+    fn region<'g>(&self, regions: &'g Regions, _: &KeyWriteReport<'_>) -> Option<&'g Region> {
+        regions.key_write.as_ref()
+    }
+
+    fn max_wrs(&self, r: &KeyWriteReport<'_>) -> usize {
+        usize::from(r.repr.redundancy)
+    }
+
+    fn handle(
+        &mut self,
+        _: Instant,
+        r: &KeyWriteReport<'_>,
+        region: &Region,
+        out: &mut Sink<'_>,
+    ) -> Result<Outcome, DropReason> {
+        handle_with_checksum(&r.repr, r.checksum, region, out.qp).map(|()| Outcome::Accepted)
+    }
+}
+
+impl Timed for KeyWrite {
+    fn poll_timeout(&self) -> Option<Instant> {
+        None
+    }
+
+    fn flush(&mut self, _: Instant, _: FlushMode, _: &Regions, _: &mut Sink<'_>) {}
+}
 
 /// Queues the N writes of `r` into `region`. The caller has checked the queue has room for N.
 pub fn handle(r: &KeyWriteRepr, region: &Region, qp: &mut Requester) -> Result<(), DropReason> {
@@ -53,7 +99,6 @@ mod tests {
     use crate::counters::Counters;
     use crate::frames::FrameBuilder;
     use crate::requester::RequesterParams;
-    use crate::time::Instant;
     use dta_protocol::layout::KeyWriteGeometry;
     use dta_protocol::roce::{Extension, ROCEV2_UDP_PORT};
     use dta_protocol::udp::UdpEndpoints;

@@ -1,6 +1,12 @@
 //! The DTA primitives: each turns reports into work requests on the collector's QP, per DESIGN.md
 //! section 3. Stateful primitives (Key-Increment coalescing, Append, Postcarding, Sketch-Merge) also
 //! flush on timers.
+//!
+//! Every primitive implements [`Primitive`] (find a report's region, bound its work requests, handle it)
+//! and [`Timed`] (deadline and flush), and one collector's set of them is a [`Primitives`]: the engine
+//! routes a report to a collector and hands it to the primitive of its opcode, and loops over
+//! [`Primitives::timed`] for timers. Reports are dispatched statically (a generic call per report
+//! kind); only the timer loop goes through `dyn Timed`, once per primitive per timer run, not per report.
 
 pub mod append;
 pub mod keyincrement;
@@ -9,9 +15,145 @@ pub mod postcard;
 pub mod sketch;
 
 use dta_protocol::dta::Opcode;
+use dta_protocol::layout::Region;
 
+use crate::collector::Regions;
+use crate::config::Config;
+use crate::counters::{Counters, DropReason};
 use crate::frames::{Op, Payload};
 use crate::requester::{Requester, WorkRequest};
+use crate::time::Instant;
+
+use append::AppendLists;
+use keyincrement::Coalescer;
+use keywrite::KeyWrite;
+use postcard::PostcardCache;
+use sketch::SketchMerger;
+
+/// How much a flush writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlushMode {
+    /// Only what timed out by `now` (a timer run).
+    Due,
+    /// Everything batched or cached (end of an offline capture, shutdown).
+    All,
+}
+
+/// What a report came to when it was not refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Taken: written, batched or cached.
+    Accepted,
+    /// Already seen (Sketch-Merge: a column this reporter already sent in this round); count a drop.
+    Duplicate,
+    /// The reporter skipped ahead: drop it and NACK with `last_in_order`, the low byte of the last
+    /// report taken in order from this reporter.
+    Gap {
+        /// Seqnum (or column) for the NACK.
+        last_in_order: u8,
+    },
+}
+
+/// Where a primitive's work goes: one collector's QP and path MTU, and the engine's counters.
+pub struct Sink<'a> {
+    /// The collector's QP.
+    pub qp: &'a mut Requester,
+    /// The collector's path MTU (payload bytes a WRITE may carry).
+    pub mtu: usize,
+    /// The engine's counters.
+    pub counters: &'a mut Counters,
+}
+
+/// The timers of a primitive (object safe, so one collector's primitives can be looped over).
+pub trait Timed {
+    /// The next instant [`flush`](Self::flush) has work at, if any.
+    fn poll_timeout(&self) -> Option<Instant>;
+
+    /// Writes what is due at `now` (or everything held, with [`FlushMode::All`]).
+    fn flush(&mut self, now: Instant, mode: FlushMode, regions: &Regions, out: &mut Sink<'_>);
+}
+
+/// A DTA primitive: reports of one kind in, work requests out.
+pub trait Primitive: Timed {
+    /// The parsed report it takes.
+    type Report<'r>;
+
+    /// The collector region the report goes to, if this collector has it.
+    fn region<'g>(&self, regions: &'g Regions, r: &Self::Report<'_>) -> Option<&'g Region>;
+
+    /// Work requests the report may add at most (the engine refuses it unless the queue has room).
+    fn max_wrs(&self, r: &Self::Report<'_>) -> usize;
+
+    /// Handles a report whose region is `region`.
+    fn handle(
+        &mut self,
+        now: Instant,
+        r: &Self::Report<'_>,
+        region: &Region,
+        out: &mut Sink<'_>,
+    ) -> Result<Outcome, DropReason>;
+}
+
+/// Every primitive of one collector.
+pub struct Primitives {
+    /// Key-Write (stateless).
+    pub key_write: KeyWrite,
+    /// Key-Increment coalescing.
+    pub key_increment: Coalescer,
+    /// Append batches.
+    pub append: AppendLists,
+    /// Postcarding flow cache.
+    pub postcard: PostcardCache,
+    /// Sketch-Merge merges.
+    pub sketch: SketchMerger,
+}
+
+impl Primitives {
+    /// Fresh state for one collector.
+    pub fn new(cfg: &Config) -> Self {
+        Primitives {
+            key_write: KeyWrite,
+            key_increment: Coalescer::new(
+                cfg.key_increment.coalesce(),
+                cfg.key_increment.coalesce_capacity,
+            ),
+            append: AppendLists::new(cfg.append.idle_flush(), cfg.append.head_every_batches),
+            postcard: PostcardCache::new(
+                cfg.postcard.cache_size,
+                cfg.postcard.idle_timeout(),
+                cfg.postcard.redundancy,
+            ),
+            sketch: SketchMerger::new(
+                cfg.sketch.reporters,
+                cfg.sketch.column_batch,
+                cfg.sketch.idle_flush(),
+            ),
+        }
+    }
+
+    /// Every primitive, for the timer loop (in this order, as the engine always flushed them).
+    pub fn timed(&mut self) -> [&mut dyn Timed; 5] {
+        [
+            &mut self.key_write,
+            &mut self.key_increment,
+            &mut self.append,
+            &mut self.postcard,
+            &mut self.sketch,
+        ]
+    }
+
+    /// The earliest deadline of any primitive.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let all: [&dyn Timed; 5] = [
+            &self.key_write,
+            &self.key_increment,
+            &self.append,
+            &self.postcard,
+            &self.sketch,
+        ];
+        all.iter().filter_map(|p| p.poll_timeout()).min()
+    }
+}
 
 /// Queues a WRITE of `payload` at `va`.
 pub(crate) fn write(qp: &mut Requester, primitive: Opcode, va: u64, rkey: u32, payload: Payload) {

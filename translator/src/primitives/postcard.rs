@@ -4,12 +4,15 @@
 //! timeout counted from its first postcard.
 
 use std::collections::VecDeque;
+use std::time::Duration;
 
 use dta_protocol::dta::Opcode;
 use dta_protocol::hash::{key_checksum, POSTCARD_BLANK};
 use dta_protocol::layout::{Geometry, PostcardGeometry, Region, MAX_HOPS};
 
-use crate::counters::{Counters, DropReason};
+use super::{FlushMode, Outcome, Primitive, Sink, Timed};
+use crate::collector::Regions;
+use crate::counters::DropReason;
 use crate::frames::Payload;
 use crate::requester::Requester;
 use crate::time::Instant;
@@ -42,7 +45,7 @@ struct Flow {
 #[derive(Debug)]
 pub struct PostcardCache {
     slots: Vec<Option<Flow>>,
-    idle_ns: u64,
+    idle: Duration,
     redundancy: u8,
     gen: u64,
     expiry: VecDeque<(Instant, usize, u64)>,
@@ -50,30 +53,36 @@ pub struct PostcardCache {
 
 impl PostcardCache {
     /// A cache of `size` flows writing `redundancy` chunk copies.
-    pub fn new(size: usize, idle_ns: u64, redundancy: u8) -> Self {
+    pub fn new(size: usize, idle: Duration, redundancy: u8) -> Self {
         PostcardCache {
             slots: vec![None; size],
-            idle_ns,
+            idle,
             redundancy,
             gen: 0,
             expiry: VecDeque::new(),
         }
     }
+}
 
-    /// Work requests a postcard may add at most: an eviction and a completion.
-    pub fn max_wrs(&self) -> usize {
+impl Primitive for PostcardCache {
+    type Report<'r> = Postcard;
+
+    fn region<'g>(&self, regions: &'g Regions, _: &Postcard) -> Option<&'g Region> {
+        regions.postcard.as_ref()
+    }
+
+    /// An eviction and a completion.
+    fn max_wrs(&self, _: &Postcard) -> usize {
         2 * usize::from(self.redundancy)
     }
 
-    /// Handles one postcard.
-    pub fn handle(
+    fn handle(
         &mut self,
         now: Instant,
         p: &Postcard,
         region: &Region,
-        qp: &mut Requester,
-        c: &mut Counters,
-    ) -> Result<(), DropReason> {
+        out: &mut Sink<'_>,
+    ) -> Result<Outcome, DropReason> {
         let Geometry::Postcarding(g) = region.geometry else {
             return Err(DropReason::NoRegion);
         };
@@ -87,15 +96,15 @@ impl PostcardCache {
         let i = (key_checksum(p.key) as usize) % len;
         let slot = &mut self.slots[i];
         if let Some(old) = slot.filter(|f| f.key != p.key) {
-            c.postcard_evictions += 1;
-            write_flow(&old, region, &g, self.redundancy, qp);
+            out.counters.postcard_evictions += 1;
+            write_flow(&old, region, &g, self.redundancy, out.qp);
             *slot = None;
         }
         let flow = match slot {
             Some(f) => f,
             None => {
                 self.gen += 1;
-                self.expiry.push_back((now + self.idle_ns, i, self.gen));
+                self.expiry.push_back((now + self.idle, i, self.gen));
                 slot.insert(Flow {
                     key: p.key,
                     values: [POSTCARD_BLANK; MAX_HOPS as usize],
@@ -110,41 +119,38 @@ impl PostcardCache {
         if flow.have.count_ones() >= u32::from(flow.path_len) {
             let f = *flow;
             *slot = None;
-            write_flow(&f, region, &g, self.redundancy, qp);
+            write_flow(&f, region, &g, self.redundancy, out.qp);
         }
-        Ok(())
+        Ok(Outcome::Accepted)
     }
+}
 
-    /// Writes flows whose idle timeout passed by `now` (all cached flows if `all`).
-    pub fn flush(
-        &mut self,
-        now: Instant,
-        all: bool,
-        region: Option<&Region>,
-        qp: &mut Requester,
-        c: &mut Counters,
-    ) {
-        let Some(region) = region else { return };
+impl Timed for PostcardCache {
+    /// Writes flows whose idle timeout passed by `now` (all cached flows with [`FlushMode::All`]).
+    fn flush(&mut self, now: Instant, mode: FlushMode, regions: &Regions, out: &mut Sink<'_>) {
+        let Some(region) = regions.postcard.as_ref() else {
+            return;
+        };
         let Geometry::Postcarding(g) = region.geometry else {
             return;
         };
         while let Some(&(at, i, gen)) = self.expiry.front() {
-            if !all && at > now {
+            if mode == FlushMode::Due && at > now {
                 break;
             }
             self.expiry.pop_front();
             if let Some(slot) = self.slots.get_mut(i) {
                 if let Some(f) = slot.filter(|f| f.gen == gen) {
                     *slot = None;
-                    c.postcard_timeouts += 1;
-                    write_flow(&f, region, &g, self.redundancy, qp);
+                    out.counters.postcard_timeouts += 1;
+                    write_flow(&f, region, &g, self.redundancy, out.qp);
                 }
             }
         }
     }
 
     /// The next idle timeout.
-    pub fn poll_timeout(&self) -> Option<Instant> {
+    fn poll_timeout(&self) -> Option<Instant> {
         self.expiry.front().map(|e| e.0)
     }
 }

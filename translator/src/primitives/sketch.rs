@@ -6,28 +6,17 @@
 //! underestimates, which is the guarantee its queries rely on.
 
 use std::collections::HashMap;
+use std::time::Duration;
 
 use dta_protocol::dta::{Opcode, SketchOp, SketchRepr};
 use dta_protocol::layout::{Geometry, Region, SketchGeometry};
 
+use super::{FlushMode, Outcome, Primitive, Sink, Timed};
+use crate::collector::Regions;
 use crate::counters::DropReason;
 use crate::frames::Payload;
 use crate::requester::Requester;
 use crate::time::Instant;
-
-/// What happened to a sketch report.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
-    /// Merged.
-    Merged,
-    /// The reporter skipped columns: drop it and NACK with the low byte of its last in-order column.
-    Gap {
-        /// Low 8 bits of the last column merged in order from this reporter.
-        last_in_order: u8,
-    },
-    /// A column this reporter already sent in this round.
-    Duplicate,
-}
 
 #[derive(Debug)]
 struct Merge {
@@ -50,32 +39,44 @@ pub struct SketchMerger {
     sketches: HashMap<u32, Merge>,
     reporters: u16,
     batch: u32,
-    idle_ns: u64,
+    idle: Duration,
 }
 
 impl SketchMerger {
     /// Merges `reporters` reporters, writing up to `batch` columns per WRITE.
-    pub fn new(reporters: u16, batch: u32, idle_ns: u64) -> Self {
+    pub fn new(reporters: u16, batch: u32, idle: Duration) -> Self {
         SketchMerger {
             sketches: HashMap::new(),
             reporters,
             batch,
-            idle_ns,
+            idle,
         }
     }
 
     /// Work requests a report may add at most: one batch, or two when a column's completion also lets
     /// the batch behind a wrap go.
     pub const MAX_WRS: usize = 2;
+}
 
-    /// Merges one column report.
-    pub fn handle(
+impl Primitive for SketchMerger {
+    type Report<'r> = SketchRepr<'r>;
+
+    fn region<'g>(&self, regions: &'g Regions, r: &SketchRepr<'_>) -> Option<&'g Region> {
+        regions.sketch(u32::from(r.sketch_id))
+    }
+
+    fn max_wrs(&self, _: &SketchRepr<'_>) -> usize {
+        Self::MAX_WRS
+    }
+
+    /// Merges one column report: a column ahead of the reporter's next is a [`Outcome::Gap`] (NACKed
+    /// with the low byte of its last in-order column), one behind it a [`Outcome::Duplicate`].
+    fn handle(
         &mut self,
         now: Instant,
-        r: &SketchRepr,
+        r: &SketchRepr<'_>,
         region: &Region,
-        mtu: usize,
-        qp: &mut Requester,
+        out: &mut Sink<'_>,
     ) -> Result<Outcome, DropReason> {
         let Geometry::Sketch(g) = region.geometry else {
             return Err(DropReason::NoRegion);
@@ -127,27 +128,30 @@ impl SketchMerger {
         if m.contrib[col as usize] >= reporters && m.complete_since.is_none() {
             m.complete_since = Some(now);
         }
-        write_complete(m, reporters, self.batch, mtu, false, qp);
-        Ok(Outcome::Merged)
+        write_complete(m, reporters, self.batch, out.mtu, false, out.qp);
+        Ok(Outcome::Accepted)
     }
+}
 
-    /// Writes complete columns that waited `idle_ns` for a full batch (all complete ones if `all`).
-    pub fn flush(&mut self, now: Instant, all: bool, mtu: usize, qp: &mut Requester) {
+impl Timed for SketchMerger {
+    /// Writes complete columns that waited `idle` for a full batch (all complete ones with
+    /// [`FlushMode::All`]).
+    fn flush(&mut self, now: Instant, mode: FlushMode, _: &Regions, out: &mut Sink<'_>) {
         for m in self.sketches.values_mut() {
             if m.complete_since
-                .is_some_and(|t| all || t + self.idle_ns <= now)
+                .is_some_and(|t| mode == FlushMode::All || t + self.idle <= now)
             {
-                write_complete(m, self.reporters, self.batch, mtu, true, qp);
+                write_complete(m, self.reporters, self.batch, out.mtu, true, out.qp);
             }
         }
     }
 
     /// The next idle flush.
-    pub fn poll_timeout(&self) -> Option<Instant> {
+    fn poll_timeout(&self) -> Option<Instant> {
         self.sketches
             .values()
             .filter_map(|m| m.complete_since)
-            .map(|t| t + self.idle_ns)
+            .map(|t| t + self.idle)
             .min()
     }
 }
