@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use dta_protocol::dta::Opcode;
 use dta_protocol::roce::{
-    aeth::rnr_timer_ns, AckKind, BthOpcode, Extension, FrameRepr, NakCode, PSN_MASK,
+    aeth::rnr_timer_ns, AckKind, BthOpcode, Extension, FrameRepr, NakCode, QPN_MASK,
 };
 
 use crate::config::{RateConfig, RequesterConfig};
@@ -391,7 +391,7 @@ impl Requester {
         c: &mut Counters,
     ) -> Response {
         match (f.bth.opcode, f.ext) {
-            _ if f.bth.dest_qp != local_qpn & PSN_MASK => Response::NotOurs,
+            _ if f.bth.dest_qp != local_qpn & QPN_MASK => Response::NotOurs,
             (BthOpcode::Cnp, _) => {
                 self.on_cnp(now);
                 Response::Cnp
