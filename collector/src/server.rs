@@ -60,11 +60,17 @@ impl Running {
 
     /// The non-zero counters and gauges of `/metrics`, one per line: what a stopped collector prints.
     pub fn summary(&self) -> String {
+        let idle = crate::http::HttpStats::default();
+        let http = self.http.as_ref().map_or(&idle, HttpServer::stats);
         self.metrics
-            .render()
+            .render(http)
             .lines()
             .filter(|l| !l.starts_with('#'))
-            .filter(|l| l.rsplit(' ').next().is_some_and(|v| v != "0"))
+            .filter(|l| {
+                l.rsplit(' ')
+                    .next()
+                    .is_some_and(|v| v.parse::<f64>() != Ok(0.0))
+            })
             .map(|l| format!("  {l}\n"))
             .collect()
     }
