@@ -4,6 +4,7 @@
 //! * [`roce`]: RoCEv2 headers (BTH, RETH, AtomicETH, AETH, AtomicAckETH), the iCRC and a frame builder.
 //! * [`hash`]: the hash functions that place data in collector memory.
 //! * [`layout`]: region geometries that the translator writes and the collector queries.
+//! * [`mac`]: [`MacAddr`], the one MAC syntax of every configuration (`"02:00:00:00:00:01"`).
 //!
 //! Every header follows the smoltcp `wire` shape: a zero-copy `Packet<T: AsRef<[u8]>>` view whose
 //! `new_checked` constructor validates the length once, so its accessors cannot go out of bounds, and a
@@ -19,7 +20,9 @@ mod error;
 mod field;
 pub mod hash;
 pub mod layout;
+pub mod mac;
 pub mod roce;
 pub mod udp;
 
 pub use error::{Error, Result};
+pub use mac::MacAddr;
