@@ -187,7 +187,7 @@ impl Config {
         }
         let mut seen = HashSet::new();
         for r in &self.regions {
-            let kind = crate::memory::kind_name(&r.geometry);
+            let kind = r.geometry.kind();
             let many = matches!(r.geometry, Geometry::Append(_) | Geometry::Sketch(_));
             if !many && r.id != 0 {
                 return Err(Error::Config(format!(

@@ -147,7 +147,7 @@ impl Regions {
         // RDMA NIC NAKs a misaligned atomic).
         let mut spans = Vec::with_capacity(regions.len());
         for r in regions {
-            let name = kind_name(&r.geometry);
+            let name = r.geometry.kind();
             let end = r.va.checked_add(r.len()).ok_or_else(|| {
                 bad(format!(
                     "{name} region at {:#x} + {} bytes passes the end of the address space",
@@ -186,7 +186,7 @@ impl Regions {
                 }
             };
             if slot.replace(*r).is_some() {
-                return Err(dup(kind_name(&r.geometry)));
+                return Err(dup(r.geometry.kind().name()));
             }
         }
         for (list, name) in [(&mut out.append, "append"), (&mut out.sketch, "sketch")] {
@@ -214,16 +214,6 @@ fn find(sorted: &[Region], id: u32) -> Option<&Region> {
         .binary_search_by_key(&id, |r| r.id)
         .ok()
         .and_then(|i| sorted.get(i))
-}
-
-fn kind_name(g: &Geometry) -> &'static str {
-    match g {
-        Geometry::KeyWrite(_) => "key_write",
-        Geometry::KeyIncrement(_) => "key_increment",
-        Geometry::Postcarding(_) => "postcarding",
-        Geometry::Append(_) => "append",
-        Geometry::Sketch(_) => "sketch",
-    }
 }
 
 #[cfg(test)]
