@@ -7,6 +7,7 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::path::Path;
 
 use dta_protocol::layout::Geometry;
+use dta_protocol::MacAddr;
 use serde::Deserialize;
 
 use crate::error::{Error, Result};
@@ -42,8 +43,8 @@ pub struct Config {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct CollectorSection {
-    /// The MAC address responses come from (the interface's own address).
-    pub mac: String,
+    /// The MAC address responses come from (the interface's own address), `"02:00:00:00:00:02"`.
+    pub mac: MacAddr,
     /// The IPv4 address the translator sends to.
     pub ip: Ipv4Addr,
     /// The software responder's port: an interface name (AF_PACKET), or for `io = "dpdk"` a DPDK device
@@ -62,7 +63,7 @@ pub struct CollectorSection {
 impl Default for CollectorSection {
     fn default() -> Self {
         CollectorSection {
-            mac: "02:00:00:00:00:02".into(),
+            mac: MacAddr([0x02, 0, 0, 0, 0, 0x02]),
             ip: Ipv4Addr::new(198, 18, 0, 2),
             interface: None,
             io: IoKind::AfPacket,
@@ -174,7 +175,6 @@ impl Config {
     }
 
     fn validate(&self) -> Result<()> {
-        parse_mac(&self.collector.mac)?;
         self.faults.validate().map_err(Error::Config)?;
         self.postcarding.universe()?;
         if !(256..=4096).contains(&self.collector.path_mtu)
@@ -187,7 +187,7 @@ impl Config {
         }
         let mut seen = HashSet::new();
         for r in &self.regions {
-            let kind = crate::memory::kind_name(&r.geometry);
+            let kind = r.geometry.kind();
             let many = matches!(r.geometry, Geometry::Append(_) | Geometry::Sketch(_));
             if !many && r.id != 0 {
                 return Err(Error::Config(format!(
@@ -236,24 +236,6 @@ impl Config {
     }
 }
 
-/// Parses `aa:bb:cc:dd:ee:ff`.
-pub fn parse_mac(s: &str) -> Result<[u8; 6]> {
-    let bad = || Error::Config(format!("bad MAC address {s:?}"));
-    let mut mac = [0u8; 6];
-    let mut parts = s.split(':');
-    for b in &mut mac {
-        let p = parts.next().ok_or_else(bad)?;
-        if p.len() != 2 {
-            return Err(bad());
-        }
-        *b = u8::from_str_radix(p, 16).map_err(|_| bad())?;
-    }
-    if parts.next().is_some() {
-        return Err(bad());
-    }
-    Ok(mac)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -296,9 +278,7 @@ mod tests {
             let e = Config::parse(text).unwrap_err().to_string();
             assert!(e.contains(why), "{text:?}: {e}");
         }
-        assert_eq!(
-            parse_mac("02:00:00:00:0a:ff").unwrap(),
-            [2, 0, 0, 0, 10, 255]
-        );
+        let c = Config::parse("[collector]\nmac = \"02:00:00:00:0a:ff\"\n").unwrap();
+        assert_eq!(c.collector.mac, MacAddr([2, 0, 0, 0, 10, 255]));
     }
 }

@@ -5,12 +5,15 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
-use dta_protocol::layout::Geometry;
+use dta_protocol::layout::{
+    AppendGeometry, Geometry, KeyIncrementGeometry, KeyWriteGeometry, PostcardGeometry, RegionKind,
+    SketchGeometry,
+};
 use serde::Serialize;
 
 use crate::config::{Config, SketchMerge};
 use crate::error::{Error, Result};
-use crate::memory::{Arena, RegionSlot};
+use crate::memory::{Arena, KindGeometry};
 use crate::metrics::{Metrics, QueryKind};
 use crate::query::{
     append_read, count_min, hyperloglog, key_increment, key_write, AppendRead, KeyIncrementAnswer,
@@ -40,7 +43,7 @@ pub struct QueryEngine {
     decoder: PostcardDecoder,
     merges: HashMap<u32, SketchMerge>,
     /// The reporters' redundancy per single-instance region kind, where the configuration gives it.
-    redundancy: HashMap<&'static str, u8>,
+    redundancy: HashMap<RegionKind, u8>,
     metrics: Arc<Metrics>,
 }
 
@@ -57,7 +60,7 @@ impl QueryEngine {
         let redundancy = config
             .regions
             .iter()
-            .filter_map(|r| Some((crate::memory::kind_name(&r.geometry), r.redundancy?)))
+            .filter_map(|r| Some((r.geometry.kind(), r.redundancy?)))
             .collect();
         Ok(QueryEngine {
             arena,
@@ -73,35 +76,34 @@ impl QueryEngine {
         &self.arena
     }
 
-    fn run<T>(
+    /// Runs `f` on the bytes and geometry of the region of geometry `G` with `id`, counted and timed.
+    fn run<G: KindGeometry, T>(
         &self,
         kind: QueryKind,
-        region: &'static str,
         id: Option<u32>,
-        f: impl FnOnce(&[u8], &RegionSlot) -> Result<T>,
+        f: impl FnOnce(&[u8], &G) -> Result<T>,
     ) -> Result<T> {
         let start = Instant::now();
-        let result = self.arena.find(region, id).and_then(|slot| {
+        let result = self.arena.find_geometry::<G>(id).and_then(|(slot, g)| {
             let mem = self.arena.read();
-            f(&mem.as_slice()[slot.offset..slot.offset + slot.len()], slot)
+            f(&mem.as_slice()[slot.offset..slot.offset + slot.len()], g)
         });
         self.metrics
             .record_query(kind, start.elapsed(), result.is_ok());
         result
     }
 
+    /// The reporters' redundancy for a single-instance kind, where the configuration gives it.
+    fn redundancy(&self, kind: RegionKind) -> Option<u8> {
+        self.redundancy.get(&kind).copied()
+    }
+
     /// Key-Write lookup with redundancy `n` (default: the region's configured redundancy, else its N_max:
     /// copies never written hold other keys' checksums and do not vote) and threshold `t`.
     pub fn key_write(&self, key: u32, n: Option<u8>, t: u32) -> Result<KeyWriteAnswer> {
-        let n = n.or_else(|| self.redundancy.get("key_write").copied());
-        self.run(QueryKind::KeyWrite, "key_write", None, |mem, s| {
-            match &s.region.geometry {
-                Geometry::KeyWrite(g) => key_write(mem, g, key, n.unwrap_or(g.n_max()), t),
-                _ => Err(Error::NoRegion {
-                    kind: "key_write",
-                    id: None,
-                }),
-            }
+        let n = n.or_else(|| self.redundancy(RegionKind::KeyWrite));
+        self.run(QueryKind::KeyWrite, None, |mem, g: &KeyWriteGeometry| {
+            key_write(mem, g, key, n.unwrap_or(g.n_max()), t)
         })
     }
 
@@ -109,72 +111,46 @@ impl QueryEngine {
     /// either the answer would be a guess: the minimum over copies never incremented is 0, an
     /// undercount the paper's estimator never makes, so the query is refused instead.
     pub fn key_increment(&self, key: u32, n: Option<u8>) -> Result<KeyIncrementAnswer> {
-        let n = n.or_else(|| self.redundancy.get("key_increment").copied());
+        let n = n.or_else(|| self.redundancy(RegionKind::KeyIncrement));
         self.run(
             QueryKind::KeyIncrement,
-            "key_increment",
             None,
-            |mem, s| match &s.region.geometry {
-                Geometry::KeyIncrement(g) => match n {
-                    Some(n) => key_increment(mem, g, key, n),
-                    // One copy per key is unambiguous.
-                    None if g.n_max() == 1 => key_increment(mem, g, key, 1),
-                    None => Err(Error::BadQuery(format!(
-                        "cannot tell which of the region's {} copies key {key}'s reporters \
-                         incremented: give n (the reporters' redundancy, --n), or set \
-                         `redundancy` in the key_increment region's configuration",
-                        g.n_max()
-                    ))),
-                },
-                _ => Err(Error::NoRegion {
-                    kind: "key_increment",
-                    id: None,
-                }),
+            |mem, g: &KeyIncrementGeometry| match n {
+                Some(n) => key_increment(mem, g, key, n),
+                // One copy per key is unambiguous.
+                None if g.n_max() == 1 => key_increment(mem, g, key, 1),
+                None => Err(Error::BadQuery(format!(
+                    "cannot tell which of the region's {} copies key {key}'s reporters \
+                     incremented: give n (the reporters' redundancy, --n), or set \
+                     `redundancy` in the key_increment region's configuration",
+                    g.n_max()
+                ))),
             },
         )
     }
 
     /// Postcarding path of flow `key`.
     pub fn postcard(&self, key: u32, n: Option<u8>) -> Result<PathAnswer> {
-        let n = n.or_else(|| self.redundancy.get("postcarding").copied());
-        self.run(
-            QueryKind::Postcard,
-            "postcarding",
-            None,
-            |mem, s| match &s.region.geometry {
-                Geometry::Postcarding(g) => self.decoder.query(mem, g, key, n.unwrap_or(g.n_max())),
-                _ => Err(Error::NoRegion {
-                    kind: "postcarding",
-                    id: None,
-                }),
-            },
-        )
+        let n = n.or_else(|| self.redundancy(RegionKind::Postcarding));
+        self.run(QueryKind::Postcard, None, |mem, g: &PostcardGeometry| {
+            self.decoder.query(mem, g, key, n.unwrap_or(g.n_max()))
+        })
     }
 
     /// Entries of list `list` from `tail`, at most `max`.
     pub fn append(&self, list: u32, tail: u64, max: usize) -> Result<AppendRead> {
-        self.run(QueryKind::Append, "append", Some(list), |mem, s| {
-            match &s.region.geometry {
-                Geometry::Append(g) => append_read(mem, g, tail, max),
-                _ => Err(Error::NoRegion {
-                    kind: "append",
-                    id: Some(list),
-                }),
-            }
+        self.run(QueryKind::Append, Some(list), |mem, g: &AppendGeometry| {
+            append_read(mem, g, tail, max)
         })
     }
 
     /// Sketch `id`: count-min for `key` on a sum-merged sketch, HyperLogLog on a max-merged one.
     pub fn sketch(&self, id: u32, key: Option<u32>) -> Result<SketchAnswer> {
         let merge = self.merges.get(&id).copied().unwrap_or_default();
-        self.run(QueryKind::Sketch, "sketch", Some(id), |mem, s| {
-            let Geometry::Sketch(g) = &s.region.geometry else {
-                return Err(Error::NoRegion {
-                    kind: "sketch",
-                    id: Some(id),
-                });
-            };
-            match (merge, key) {
+        self.run(
+            QueryKind::Sketch,
+            Some(id),
+            |mem, g: &SketchGeometry| match (merge, key) {
                 (SketchMerge::Sum, Some(key)) => Ok(SketchAnswer::CountMin {
                     estimate: count_min(mem, g, key)?,
                 }),
@@ -184,15 +160,14 @@ impl QueryEngine {
                 (SketchMerge::Max, _) => Ok(SketchAnswer::Hyperloglog {
                     cardinality: hyperloglog(mem, g)?,
                 }),
-            }
-        })
+            },
+        )
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use dta_protocol::layout::KeyIncrementGeometry;
 
     fn engine(region: &str) -> QueryEngine {
         let config = Config::parse(region).unwrap();

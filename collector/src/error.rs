@@ -23,7 +23,7 @@ pub enum Error {
     #[error("no {kind} region{}", id.map(|i| format!(" with id {i}")).unwrap_or_default())]
     NoRegion {
         /// Region kind.
-        kind: &'static str,
+        kind: dta_protocol::layout::RegionKind,
         /// List or sketch id, when the kind has several.
         id: Option<u32>,
     },

@@ -12,6 +12,7 @@ use std::collections::HashMap;
 use std::net::{SocketAddr, TcpListener};
 use std::sync::Arc;
 
+use dta_httpd::openmetrics::CONTENT_TYPE;
 use dta_httpd::{Config, Request, Response, Server};
 use serde::Serialize;
 
@@ -57,10 +58,8 @@ impl HttpServer {
             refusal: |status, why| error(status, why).into(),
         };
         let server = Server::start(listener, config, move |req: &Request| {
-            let (status, ctype, mut body) = route(req.method(), req.target(), &engine, &metrics);
-            if status == 200 && req.path() == "/metrics" {
-                body.push_str(&req.stats().render("dta_collector"));
-            }
+            let (status, ctype, body) =
+                route(req.method(), req.target(), &engine, &metrics, req.stats());
             Response::new(status, ctype, body)
         })
         .map_err(|e| Error::io("spawning the HTTP thread", e))?;
@@ -150,6 +149,7 @@ pub fn route(
     url: &str,
     engine: &QueryEngine,
     metrics: &Metrics,
+    http: &HttpStats,
 ) -> (u16, &'static str, String) {
     if method != "GET" {
         return error(405, "only GET is supported");
@@ -157,7 +157,7 @@ pub fn route(
     let (path, query) = url.split_once('?').unwrap_or((url, ""));
     let p = params(query);
     match path {
-        "/metrics" => (200, "text/plain; version=0.0.4", metrics.render()),
+        "/metrics" => (200, CONTENT_TYPE, metrics.render(http)),
         "/regions" => json(Ok(engine
             .arena()
             .regions()

@@ -35,7 +35,7 @@ struct ServeArgs {
     interface: Option<String>,
     /// Packet I/O of the software responder (overrides the config).
     #[arg(long, value_enum)]
-    io: Option<IoArg>,
+    io: Option<IoKind>,
     /// EAL arguments for `--io dpdk`, split on whitespace (overrides the config).
     #[arg(long, allow_hyphen_values = true)]
     eal: Option<String>,
@@ -51,14 +51,6 @@ struct ServeArgs {
     /// Control token (overrides the config).
     #[arg(long)]
     token: Option<String>,
-}
-
-#[derive(Clone, Copy, ValueEnum)]
-enum IoArg {
-    /// A raw socket on a kernel interface.
-    AfPacket,
-    /// A DPDK port.
-    Dpdk,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -179,10 +171,7 @@ fn serve(a: ServeArgs) -> Result<()> {
         (None, None, _) => log::warn!("no control server configured: translators cannot connect"),
     }
     if let Some(io) = io {
-        config.collector.io = match io {
-            IoArg::AfPacket => IoKind::AfPacket,
-            IoArg::Dpdk => IoKind::Dpdk,
-        };
+        config.collector.io = io;
     }
     if let Some(eal) = eal {
         config.collector.eal_args = eal.split_whitespace().map(String::from).collect();

@@ -2,39 +2,20 @@
 //! (a PCI device the EAL probed, or vdev devargs such as `net_af_packet0,iface=eth1`, hot-plugged).
 
 use dta_netio::{AfPacketConfig, OpenPort};
-use serde::Deserialize;
 
 use crate::error::{Error, Result};
 
-/// Which packet I/O drives the software responder.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum IoKind {
-    /// A raw socket on a kernel interface.
-    #[default]
-    AfPacket,
-    /// A DPDK port.
-    Dpdk,
-}
+/// Which packet I/O drives the software responder (dta-netio's, shared with the translator).
+pub use dta_netio::IoKind;
 
 /// Opens `spec` with `kind`; `eal_args` initialise DPDK (once per process).
 pub fn open(kind: IoKind, spec: &str, eal_args: &[String]) -> Result<OpenPort> {
     match kind {
-        IoKind::AfPacket => {
-            let cfg = AfPacketConfig {
-                // Responses come from the collector's configured MAC, which need not be the interface's.
-                promiscuous: true,
-                // A translator's burst of a full window per QP must fit while the loop is busy.
-                rcvbuf: 32 << 20,
-                sndbuf: 8 << 20,
-                max_burst: 64,
-            };
-            OpenPort::af_packet(spec, &cfg).map_err(|e| {
-                Error::Config(format!(
-                    "AF_PACKET on {spec} (needs root or CAP_NET_RAW): {e}"
-                ))
-            })
-        }
+        IoKind::AfPacket => OpenPort::af_packet(spec, &AfPacketConfig::daemon(64)).map_err(|e| {
+            Error::Config(format!(
+                "AF_PACKET on {spec} (needs root or CAP_NET_RAW): {e}"
+            ))
+        }),
         IoKind::Dpdk => open_dpdk(spec, eal_args),
     }
 }

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use crate::backend::soft::SoftOpener;
-use crate::config::{parse_mac, Config};
+use crate::config::Config;
 use crate::control::{Advertised, ControlServer, QpOpener};
 use crate::engine::QueryEngine;
 use crate::error::{Error, Result};
@@ -60,11 +60,17 @@ impl Running {
 
     /// The non-zero counters and gauges of `/metrics`, one per line: what a stopped collector prints.
     pub fn summary(&self) -> String {
+        let idle = crate::http::HttpStats::default();
+        let http = self.http.as_ref().map_or(&idle, HttpServer::stats);
         self.metrics
-            .render()
+            .render(http)
             .lines()
             .filter(|l| !l.starts_with('#'))
-            .filter(|l| l.rsplit(' ').next().is_some_and(|v| v != "0"))
+            .filter(|l| {
+                l.rsplit(' ')
+                    .next()
+                    .is_some_and(|v| v.parse::<f64>() != Ok(0.0))
+            })
             .map(|l| format!("  {l}\n"))
             .collect()
     }
@@ -93,7 +99,7 @@ pub fn start(
     let stop = Arc::new(AtomicBool::new(false));
     let mut io = None;
     // The software responder answers from the configured MAC; a NIC answers from its own.
-    let mut mac = parse_mac(&c.mac)?;
+    let mut mac = c.mac.octets();
     let (arena, opener): (Arc<Arena>, Arc<dyn QpOpener>) = match backend {
         Backend::Ibverbs => {
             let (arena, opener, nic_mac) = ibverbs_backend(config, &layout, device)?;
@@ -193,8 +199,8 @@ fn ibverbs_backend(
         ))
     })?;
     let (ifname, mac) = netdev_mac(gid.ifindex)?;
-    let mac_text = fmt_mac(mac);
-    if parse_mac(&c.mac)? != mac {
+    let mac_text = dta_protocol::MacAddr(mac);
+    if c.mac.octets() != mac {
         log::warn!(
             "[collector] mac = {} is not the RDMA device's: responses come from {ifname}'s {mac_text}, \
              which the translator is told",
@@ -214,14 +220,6 @@ fn ibverbs_backend(
         Arc::new(VerbsOpener::new(dev, settings)),
         mac,
     ))
-}
-
-#[cfg(feature = "ibverbs")]
-fn fmt_mac(m: [u8; 6]) -> String {
-    m.iter()
-        .map(|b| format!("{b:02x}"))
-        .collect::<Vec<_>>()
-        .join(":")
 }
 
 #[cfg(not(feature = "ibverbs"))]

@@ -16,8 +16,9 @@
 //! - a limit on the request line and headers (431, then the connection is closed without reading the rest)
 //!   and on bodies (413); `Transfer-Encoding` is refused (400).
 //!
-//! What it accepted and refused is counted in [`HttpStats`], which renders as Prometheus text under a prefix
-//! the application chooses (`dta_collector_http_*`, `dta_translator_http_*`).
+//! What it accepted and refused is counted in [`HttpStats`], which renders as OpenMetrics families under a
+//! prefix the application chooses (`dta_collector_http_*`, `dta_translator_http_*`); [`openmetrics`] has the
+//! shared exposition (prometheus-client's text encoder) that both daemons' `/metrics` use.
 //!
 //! It replaced tiny_http, which served on one thread with no write timeout and no limit on the request
 //! head, so one client that never read its responses, or sent an endless request line, held the endpoint.
@@ -33,7 +34,7 @@
 //!
 //! let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
 //! let server = Server::start(listener, Config::default(), |req| match req.path() {
-//!     "/metrics" => Response::new(200, "text/plain; version=0.0.4", req.stats().render("demo")),
+//!     "/metrics" => Response::new(200, "text/plain", req.stats().render("demo")),
 //!     _ => Response::new(404, "text/plain; charset=utf-8", "no such endpoint\n".into()),
 //! })
 //! .unwrap();
@@ -41,7 +42,6 @@
 //! // Dropping `server` stops it and closes every connection it holds.
 //! ```
 
-use std::fmt::Write as _;
 use std::io;
 use std::net::{SocketAddr, TcpListener};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -49,6 +49,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+pub mod openmetrics;
 mod serve;
 
 /// The bounds of the HTTP server.
@@ -102,56 +103,6 @@ pub struct HttpStats {
     pub bad_requests: AtomicU64,
     /// Connections open now.
     pub active: AtomicUsize,
-}
-
-impl HttpStats {
-    /// Prometheus text of the counters, every name starting with `prefix` (`{prefix}_http_...`).
-    pub fn render(&self, prefix: &str) -> String {
-        let l = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        let mut o = String::new();
-        let _ = writeln!(
-            o,
-            "# HELP {prefix}_http_connections_total HTTP connections accepted.\n\
-             # TYPE {prefix}_http_connections_total counter\n\
-             {prefix}_http_connections_total {}",
-            l(&self.connections)
-        );
-        let _ = writeln!(
-            o,
-            "# HELP {prefix}_http_connections_active HTTP connections open now.\n\
-             # TYPE {prefix}_http_connections_active gauge\n\
-             {prefix}_http_connections_active {}",
-            self.active.load(Ordering::Relaxed)
-        );
-        let _ = writeln!(
-            o,
-            "# HELP {prefix}_http_requests_total HTTP requests answered.\n\
-             # TYPE {prefix}_http_requests_total counter\n\
-             {prefix}_http_requests_total {}",
-            l(&self.requests)
-        );
-        let _ = writeln!(
-            o,
-            "# HELP {prefix}_http_refused_total HTTP connections and requests refused or closed, by reason.\n\
-             # TYPE {prefix}_http_refused_total counter"
-        );
-        for (reason, n) in [
-            ("connection_cap", &self.refused_connection_cap),
-            ("idle_timeout", &self.idle_timeouts),
-            ("read_timeout", &self.read_timeouts),
-            ("write_timeout", &self.write_timeouts),
-            ("head_too_large", &self.head_too_large),
-            ("body_too_large", &self.body_too_large),
-            ("bad_request", &self.bad_requests),
-        ] {
-            let _ = writeln!(
-                o,
-                "{prefix}_http_refused_total{{reason=\"{reason}\"}} {}",
-                l(n)
-            );
-        }
-        o
-    }
 }
 
 /// One request, as the handler sees it: its head has been read within the limits, its body (if any, at

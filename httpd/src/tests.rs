@@ -90,7 +90,7 @@ fn stats_render_under_the_prefix() {
         .write_timeouts
         .fetch_add(2, std::sync::atomic::Ordering::Relaxed);
     let text = stats.render("dta_collector");
-    assert!(text.contains("# TYPE dta_collector_http_connections_total counter\n"));
+    assert!(text.contains("# TYPE dta_collector_http_connections counter\n"));
     assert!(text.contains("dta_collector_http_connections_active 0\n"));
     assert!(text.contains("dta_collector_http_refused_total{reason=\"write_timeout\"} 2\n"));
     assert!(text.contains("dta_collector_http_refused_total{reason=\"connection_cap\"} 0\n"));

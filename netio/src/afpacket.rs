@@ -25,6 +25,22 @@ pub struct AfPacketConfig {
     pub max_burst: usize,
 }
 
+impl AfPacketConfig {
+    /// A daemon's port (the translator's and the collector's software responder's), moving at most
+    /// `max_burst` frames per call: promiscuous, because a bump in the wire forwards frames for every MAC
+    /// and reports are addressed to the collector, and the responder answers for its configured MAC, which
+    /// need not be the interface's; a 32 MiB receive buffer, so that report bursts, or a translator's
+    /// burst of a full window per QP, fit while the loop is busy; an 8 MiB send buffer.
+    pub fn daemon(max_burst: usize) -> Self {
+        AfPacketConfig {
+            promiscuous: true,
+            rcvbuf: 32 << 20,
+            sndbuf: 8 << 20,
+            max_burst,
+        }
+    }
+}
+
 impl Default for AfPacketConfig {
     fn default() -> Self {
         AfPacketConfig {

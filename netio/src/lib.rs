@@ -26,6 +26,7 @@ mod burst;
 #[cfg(feature = "dpdk")]
 pub mod dpdk;
 mod error;
+mod kind;
 pub mod memory;
 mod pcap;
 #[cfg(target_os = "linux")]
@@ -36,6 +37,7 @@ pub use afpacket::{AfPacket, AfPacketConfig};
 pub use batch::{FrameBatch, DEFAULT_SLOT_SIZE};
 pub use burst::{RxBurst, RxStats, TxBurst, TxStats};
 pub use error::NetioError;
+pub use kind::IoKind;
 pub use memory::MemoryPort;
 pub use pcap::{PcapSink, PcapSource, PCAP_SNAPLEN};
 #[cfg(target_os = "linux")]

@@ -10,6 +10,7 @@ use dta_pktgen::keys::KeyDist;
 use dta_pktgen::workload::{Kind, Params, SketchParams};
 use dta_protocol::dta::{HeaderForm, ReportFormat, SketchOp, DTA_UDP_PORT};
 use dta_protocol::udp::UdpEndpoints;
+use dta_protocol::MacAddr;
 
 /// Key distribution.
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -107,10 +108,10 @@ pub struct Cli {
     pub sketch_reporters: u16,
     /// Source MAC.
     #[arg(long, default_value = "02:00:00:00:00:09")]
-    pub src_mac: String,
+    pub src_mac: MacAddr,
     /// Destination MAC (the translator's port).
     #[arg(long, default_value = "02:00:00:00:00:01")]
-    pub dst_mac: String,
+    pub dst_mac: MacAddr,
     /// Source IPv4 (the reporter).
     #[arg(long, default_value = "10.0.0.9")]
     pub src_ip: Ipv4Addr,
@@ -149,19 +150,6 @@ pub struct Cli {
     pub progress: bool,
 }
 
-/// Parses `aa:bb:cc:dd:ee:ff`.
-pub fn parse_mac(s: &str) -> Result<[u8; 6]> {
-    let parts: Vec<&str> = s.split(':').collect();
-    if parts.len() != 6 {
-        bail!("MAC {s}: need six colon-separated bytes");
-    }
-    let mut mac = [0u8; 6];
-    for (b, p) in mac.iter_mut().zip(parts) {
-        *b = u8::from_str_radix(p, 16).with_context(|| format!("MAC {s}"))?;
-    }
-    Ok(mac)
-}
-
 impl Cli {
     /// The report format.
     pub fn format(&self) -> Result<ReportFormat> {
@@ -176,8 +164,8 @@ impl Cli {
     /// The frames' addresses.
     pub fn endpoints(&self) -> Result<UdpEndpoints> {
         Ok(UdpEndpoints::new(
-            parse_mac(&self.src_mac)?,
-            parse_mac(&self.dst_mac)?,
+            self.src_mac.octets(),
+            self.dst_mac.octets(),
             self.src_ip.octets(),
             self.dst_ip.octets(),
             self.src_port,

@@ -15,6 +15,9 @@ use serde::{Deserialize, Serialize};
 use crate::dta::N_MAX;
 use crate::hash::{key_checksum, placement, postcard_cell};
 
+mod kind;
+pub use kind::RegionKind;
+
 /// A geometry that cannot be laid out.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("invalid {region} geometry: {field} = {value} ({why})")]

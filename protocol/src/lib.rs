@@ -5,6 +5,7 @@
 //! * [`hash`]: the hash functions that place data in collector memory.
 //! * [`layout`]: region geometries that the translator writes and the collector queries.
 //! * [`int`]: In-band Network Telemetry reports (v0.5 as fabric-tna sends them, v2.0) and INT-MD stacks.
+//! * [`mac`]: [`MacAddr`], the one MAC syntax of every configuration (`"02:00:00:00:00:01"`).
 //!
 //! Every header follows the smoltcp `wire` shape: a zero-copy `Packet<T: AsRef<[u8]>>` view whose
 //! `new_checked` constructor validates the length once, so its accessors cannot go out of bounds, and a
@@ -21,7 +22,9 @@ mod field;
 pub mod hash;
 pub mod int;
 pub mod layout;
+pub mod mac;
 pub mod roce;
 pub mod udp;
 
 pub use error::{Error, Result};
+pub use mac::MacAddr;

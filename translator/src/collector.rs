@@ -14,7 +14,12 @@ pub const DEFAULT_PATH_MTU: u32 = 1024;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct StaticCollector {
-    /// Collector MAC.
+    /// Collector MAC, written `mac = "02:00:00:00:00:02"` (the array form of earlier versions is still
+    /// read, with a deprecation warning).
+    #[serde(
+        deserialize_with = "mac_field::deserialize",
+        serialize_with = "mac_field::serialize"
+    )]
     pub mac: [u8; 6],
     /// Collector IPv4.
     pub ip: [u8; 4],
@@ -52,6 +57,27 @@ impl StaticCollector {
             )));
         }
         Regions::new(collector, &self.regions).map(drop)
+    }
+}
+
+/// A regions file's `mac`: a [`MacAddr`](dta_protocol::MacAddr) string in the file, bytes in memory (as in
+/// the [`Welcome`] it stands for).
+mod mac_field {
+    use dta_protocol::MacAddr;
+    use serde::{Deserializer, Serialize, Serializer};
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<[u8; 6], D::Error> {
+        fn warn() {
+            log::warn!(
+                "regions file: [[collectors]] mac as an array of bytes is deprecated: write it as a string, \
+                 mac = \"02:00:00:00:00:02\""
+            );
+        }
+        dta_protocol::mac::deserialize_with_legacy_array(d, warn).map(MacAddr::octets)
+    }
+
+    pub fn serialize<S: Serializer>(mac: &[u8; 6], s: S) -> Result<S::Ok, S::Error> {
+        MacAddr(*mac).serialize(s)
     }
 }
 
@@ -121,7 +147,7 @@ impl Regions {
         // RDMA NIC NAKs a misaligned atomic).
         let mut spans = Vec::with_capacity(regions.len());
         for r in regions {
-            let name = kind_name(&r.geometry);
+            let name = r.geometry.kind();
             let end = r.va.checked_add(r.len()).ok_or_else(|| {
                 bad(format!(
                     "{name} region at {:#x} + {} bytes passes the end of the address space",
@@ -160,7 +186,7 @@ impl Regions {
                 }
             };
             if slot.replace(*r).is_some() {
-                return Err(dup(kind_name(&r.geometry)));
+                return Err(dup(r.geometry.kind().name()));
             }
         }
         for (list, name) in [(&mut out.append, "append"), (&mut out.sketch, "sketch")] {
@@ -190,23 +216,13 @@ fn find(sorted: &[Region], id: u32) -> Option<&Region> {
         .and_then(|i| sorted.get(i))
 }
 
-fn kind_name(g: &Geometry) -> &'static str {
-    match g {
-        Geometry::KeyWrite(_) => "key_write",
-        Geometry::KeyIncrement(_) => "key_increment",
-        Geometry::Postcarding(_) => "postcarding",
-        Geometry::Append(_) => "append",
-        Geometry::Sketch(_) => "sketch",
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     const FILE: &str = r#"
 [[collectors]]
-mac = [2, 0, 0, 0, 0, 2]
+mac = "02:00:00:00:00:02"
 ip = [198, 18, 0, 2]
 qps = [{ qpn = 17, peer_qpn = 256 }]
 [[collectors.regions]]
@@ -226,6 +242,9 @@ geometry = { kind = "append", entries = 64, entry_size = 4, batch_size = 16 }
         let w = RegionsFile::from_toml(FILE).unwrap();
         assert_eq!(w.len(), 1);
         assert_eq!(w[0].path_mtu, 1024);
+        assert_eq!(w[0].mac, [2, 0, 0, 0, 0, 2]);
+        let old = FILE.replace("\"02:00:00:00:00:02\"", "[2, 0, 0, 0, 0, 2]");
+        assert_eq!(RegionsFile::from_toml(&old).unwrap(), w);
         assert_eq!(w[0].max_dest_rd_atomic, 16);
         assert_eq!(w[0].qps[0].qpn, 17);
         let r = Regions::new(0, &w[0].regions).unwrap();

@@ -75,7 +75,13 @@ impl ReportConfig {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct LocalConfig {
-    /// Source MAC of RoCE frames.
+    /// Source MAC of RoCE frames, written `mac = "02:00:00:00:00:01"` ([`MacAddr`](dta_protocol::MacAddr) syntax). The array
+    /// form `[2, 0, 0, 0, 0, 1]` of earlier versions is still read, with a deprecation warning. The bytes
+    /// stay `[u8; 6]` here because the engine and its users read them as bytes.
+    #[serde(
+        deserialize_with = "local_mac::deserialize",
+        serialize_with = "local_mac::serialize"
+    )]
     pub mac: [u8; 6],
     /// Source IPv4 of RoCE frames.
     pub ip: [u8; 4],
@@ -89,6 +95,48 @@ pub struct LocalConfig {
     pub dscp: u8,
     /// ECN code point of RoCE frames, ECT(0) by default so switches can mark congestion.
     pub ecn: u8,
+}
+
+/// `[local] mac`: a [`MacAddr`](dta_protocol::MacAddr) string on the wire, bytes in memory.
+mod local_mac {
+    use dta_protocol::MacAddr;
+    use serde::{Deserializer, Serialize, Serializer};
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<[u8; 6], D::Error> {
+        fn warn() {
+            log::warn!(
+                "[local] mac as an array of bytes is deprecated: write it as a string, \
+                 mac = \"02:00:00:00:00:01\""
+            );
+        }
+        dta_protocol::mac::deserialize_with_legacy_array(d, warn).map(MacAddr::octets)
+    }
+
+    pub fn serialize<S: Serializer>(mac: &[u8; 6], s: S) -> Result<S::Ok, S::Error> {
+        MacAddr(*mac).serialize(s)
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use crate::config::Config;
+
+        #[test]
+        fn the_string_and_the_deprecated_array() {
+            let c = Config::from_toml("[local]\nmac = \"02:00:00:00:0a:0B\"\n").unwrap();
+            assert_eq!(c.local.mac, [2, 0, 0, 0, 10, 11]);
+            let old = Config::from_toml("[local]\nmac = [2, 0, 0, 0, 10, 11]\n").unwrap();
+            assert_eq!(old.local.mac, [2, 0, 0, 0, 10, 11]);
+            for bad in ["\"02:00\"", "[2, 0, 0]", "[2, 0, 0, 0, 0, 300]", "7"] {
+                assert!(
+                    Config::from_toml(&format!("[local]\nmac = {bad}\n")).is_err(),
+                    "{bad}"
+                );
+            }
+            let text = toml::to_string(&c).unwrap();
+            assert!(text.contains("mac = \"02:00:00:00:0a:0b\""), "{text}");
+            assert_eq!(Config::from_toml(&text).unwrap(), c);
+        }
+    }
 }
 
 impl Default for LocalConfig {

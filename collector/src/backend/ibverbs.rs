@@ -162,9 +162,11 @@ pub fn netdev_mac(ifindex: u32) -> Result<(String, [u8; 6])> {
     let path = format!("/sys/class/net/{name}/address");
     let text = std::fs::read_to_string(&path)
         .map_err(|e| Error::io(format!("reading {path} (the RoCE device's MAC)"), e))?;
-    let mac =
-        crate::config::parse_mac(text.trim()).map_err(|e| Error::Rdma(format!("{path}: {e}")))?;
-    Ok((name, mac))
+    let mac: dta_protocol::MacAddr = text
+        .trim()
+        .parse()
+        .map_err(|e| Error::Rdma(format!("{path}: {e}")))?;
+    Ok((name, mac.octets()))
 }
 
 impl Verbs for IbvDevice {

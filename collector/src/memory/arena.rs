@@ -9,7 +9,7 @@ use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 use rand_chacha::ChaCha20Rng;
 use rand_core::{RngCore, SeedableRng};
 
-use dta_protocol::layout::{Geometry, Region};
+use dta_protocol::layout::{Geometry, Region, RegionKind};
 
 use super::Mapping;
 use crate::error::{Error, Result};
@@ -129,13 +129,12 @@ impl Arena {
         self.mapping.write().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The first region of a geometry kind with `id` (ignored for single-instance kinds when `None`).
-    pub fn find(&self, kind: &'static str, id: Option<u32>) -> Result<&RegionSlot> {
+    /// The first region of `kind` with `id` (any id when `None`). [`Arena::find_geometry`] also hands out
+    /// the region's geometry, typed.
+    pub fn find(&self, kind: RegionKind, id: Option<u32>) -> Result<&RegionSlot> {
         self.slots
             .iter()
-            .find(|s| {
-                kind_name(&s.region.geometry) == kind && id.map_or(true, |i| s.region.id == i)
-            })
+            .find(|s| s.region.geometry.kind() == kind && id.map_or(true, |i| s.region.id == i))
             .ok_or(Error::NoRegion { kind, id })
     }
 }
@@ -168,17 +167,6 @@ fn soft_rkeys(n: usize) -> Vec<u32> {
         }
     }
     keys
-}
-
-/// The snake_case kind name of a geometry, as configuration and the HTTP API spell it.
-pub fn kind_name(g: &Geometry) -> &'static str {
-    match g {
-        Geometry::KeyWrite(_) => "key_write",
-        Geometry::KeyIncrement(_) => "key_increment",
-        Geometry::Postcarding(_) => "postcarding",
-        Geometry::Append(_) => "append",
-        Geometry::Sketch(_) => "sketch",
-    }
 }
 
 /// Resolves `(rkey, va, len)` to an offset range in the arena, or says why not.
@@ -232,12 +220,20 @@ mod tests {
         assert_eq!(s[1].region.va - s[0].region.va, 2112);
         assert_ne!(s[0].region.rkey, s[1].region.rkey);
         assert!(a.read().as_slice().len() >= 2176 + 24 + 64);
-        assert_eq!(a.find("sketch", Some(3)).unwrap().offset, 2176);
+        assert_eq!(a.find(RegionKind::Sketch, Some(3)).unwrap().offset, 2176);
         assert!(matches!(
-            a.find("sketch", Some(4)),
-            Err(Error::NoRegion { .. })
+            a.find(RegionKind::Sketch, Some(4)),
+            Err(Error::NoRegion {
+                kind: RegionKind::Sketch,
+                id: Some(4)
+            })
         ));
-        assert!(a.find("key_write", None).is_ok());
+        assert!(a.find(RegionKind::KeyWrite, None).is_ok());
+        let (slot, g) = a.find_geometry::<SketchGeometry>(Some(3)).unwrap();
+        assert_eq!((slot.offset, g.len()), (2176, 24));
+        assert!(a
+            .find_geometry::<dta_protocol::layout::AppendGeometry>(None)
+            .is_err());
     }
 
     #[test]

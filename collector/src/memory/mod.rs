@@ -3,6 +3,8 @@
 
 mod arena;
 mod mapping;
+mod typed;
 
-pub use arena::{kind_name, resolve, Arena, RegionSlot, Resolve, GUARD_LEN};
+pub use arena::{resolve, Arena, RegionSlot, Resolve, GUARD_LEN};
 pub use mapping::{Mapping, PageKind};
+pub use typed::KindGeometry;

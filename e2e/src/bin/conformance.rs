@@ -27,6 +27,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use clap::Parser;
 use dta_e2e::conformance::{self, cases, wire, Side};
+use dta_protocol::MacAddr;
 
 #[derive(Parser)]
 #[command(about = "Differential conformance of dta's software RoCEv2 responder against Linux rxe")]
@@ -81,8 +82,8 @@ fn build_network(soft_only: bool) -> Result<()> {
     }
     sh(&["ip", "netns", "add", NETNS])?;
     sh(&["ip", "-n", NETNS, "link", "set", "lo", "up"])?;
-    let rxe_peer = mac_text(RXE_PEER_MAC);
-    let soft_peer = mac_text(SOFT_PEER_MAC);
+    let rxe_peer = MacAddr(RXE_PEER_MAC).to_string();
+    let soft_peer = MacAddr(SOFT_PEER_MAC).to_string();
     for (c, cmac, t, tmac) in [
         ("c1", RXE_COLLECTOR_MAC, "t1", rxe_peer.as_str()),
         ("c2", SOFT_COLLECTOR_MAC, "t2", soft_peer.as_str()),
@@ -121,13 +122,6 @@ fn build_network(soft_only: bool) -> Result<()> {
         sh(&["rdma", "link", "add", RXE, "type", "rxe", "netdev", "c1"])?;
     }
     Ok(())
-}
-
-fn mac_text(m: [u8; 6]) -> String {
-    m.iter()
-        .map(|b| format!("{b:02x}"))
-        .collect::<Vec<_>>()
-        .join(":")
 }
 
 fn collector_config(

@@ -22,15 +22,7 @@ pub fn open(io: &IoSection) -> Result<Vec<Port>> {
 }
 
 fn open_af_packet(ifname: &str, burst: usize) -> Result<Port> {
-    let cfg = AfPacketConfig {
-        // A bump in the wire forwards frames for every MAC, and reports are addressed to the collector.
-        promiscuous: true,
-        // Large buffers absorb report bursts between two bursts of the I/O thread.
-        rcvbuf: 32 << 20,
-        sndbuf: 8 << 20,
-        max_burst: burst,
-    };
-    Port::af_packet(ifname, &cfg)
+    Port::af_packet(ifname, &AfPacketConfig::daemon(burst))
         .with_context(|| format!("opening AF_PACKET on {ifname} (needs root or CAP_NET_RAW)"))
 }
 

@@ -9,16 +9,8 @@ use anyhow::{bail, Context, Result};
 use dta_translator::Config;
 use serde::Deserialize;
 
-/// Which packet I/O backend drives the ports.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default, clap::ValueEnum)]
-#[serde(rename_all = "snake_case")]
-pub enum IoKind {
-    /// A raw socket per interface (no DPDK needed).
-    #[default]
-    AfPacket,
-    /// DPDK ports (PCI devices or vdevs) through dta-netio.
-    Dpdk,
-}
+/// Which packet I/O backend drives the ports (dta-netio's, shared with the collector).
+pub use dta_netio::IoKind;
 
 /// `[io]`.
 #[derive(Debug, Clone, Deserialize)]

@@ -1,0 +1,256 @@
+//! The translator's metric families, encoded by prometheus-client at scrape time from what the workers and
+//! the I/O thread published. Workers keep plain counters on the hot path and hand over [`Snapshot`]s; a
+//! scrape sums them here, so nothing on the hot path touches a shared atomic or a registry.
+//!
+//! Counter families are named without `_total`: the encoder appends it.
+//!
+//! [`Snapshot`]: super::super::worker::Snapshot
+
+use std::fmt;
+use std::sync::atomic::Ordering;
+
+use dta_httpd::openmetrics::{counter, counters, gauges};
+use dta_translator::DropReason;
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::DescriptorEncoder;
+
+use super::super::control::ControlCounters;
+use super::{Sources, Totals, PRIMITIVES};
+
+/// [`Sources`] as a prometheus-client collector: one registration, read at every scrape.
+pub(super) struct Families(pub(super) Sources);
+
+impl fmt::Debug for Families {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Families")
+    }
+}
+
+impl Collector for Families {
+    fn encode(&self, mut enc: DescriptorEncoder) -> fmt::Result {
+        let src = &self.0;
+        let snaps = src.snapshots();
+        let t = Totals::of(&snaps);
+        let c = &t.c;
+        let enc = &mut enc;
+        let per_primitive = |a: &[u64; 6]| -> Vec<_> {
+            PRIMITIVES
+                .iter()
+                .map(|p| [("primitive", *p)])
+                .zip(a.iter().copied())
+                .collect()
+        };
+        counter(
+            enc,
+            "frames_in",
+            "Frames handed to the engines.",
+            c.frames_in,
+        )?;
+        counters(
+            enc,
+            "reports",
+            "Well-formed reports by primitive.",
+            per_primitive(&c.reports_in),
+        )?;
+        counters(
+            enc,
+            "rdma_ops",
+            "RDMA operations first sent, by primitive.",
+            per_primitive(&c.ops_out),
+        )?;
+        counters(
+            enc,
+            "report_drops",
+            "Reports dropped, by reason.",
+            DropReason::ALL
+                .iter()
+                .map(|r| ([("reason", r.label())], c.dropped(*r))),
+        )?;
+        let io = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
+        for (name, help, v) in [
+            ("roce_frames_out", "RoCE frames sent, retransmissions included.", c.roce_frames_out),
+            ("roce_bytes_out", "RoCE bytes sent, retransmissions included.", c.roce_bytes_out),
+            ("retransmitted_frames", "RoCE frames sent again.", c.retransmitted_frames),
+            ("retransmit_timeouts", "Retransmit timeouts.", c.retransmit_timeouts),
+            ("acks", "ACKs received.", c.acks),
+            ("atomic_acks", "ATOMIC ACKNOWLEDGEs received.", c.atomic_acks),
+            ("naks_psn_sequence", "PSN sequence error NAKs.", c.nak_psn_sequence),
+            ("naks_rnr", "RNR NAKs.", c.nak_rnr),
+            (
+                "naks_remote",
+                "Invalid request, remote access and remote operational NAKs.",
+                c.nak_invalid_request + c.nak_remote_access + c.nak_remote_operational,
+            ),
+            ("stale_responses", "Responses matching nothing in flight.", c.stale_responses),
+            ("cnps", "Congestion notification packets.", c.cnps),
+            ("qp_errors", "QPs that went into error.", c.qp_errors),
+            ("rate_limited", "Times a frame waited for rate-limiter tokens.", c.rate_limited),
+            ("dta_nacks", "DTA NACKs sent to reporters.", c.dta_nacks_sent),
+            ("append_head_writes", "Append head-word writes.", c.append_head_writes),
+            ("increments_coalesced", "Increments folded into earlier ones.", c.increments_coalesced),
+            ("postcard_evictions", "Postcard chunks written on eviction.", c.postcard_evictions),
+            ("postcard_timeouts", "Postcard chunks written on idle.", c.postcard_timeouts),
+            ("qp_reestablished", "QPs resumed after an error (per worker).", t.reestablished),
+            (
+                "collector_restarts_seen",
+                "Collector restarts the workers started over from (per worker).",
+                t.restarts,
+            ),
+            (
+                "writes_lost_on_restart",
+                "Queued or unacknowledged writes lost because their collector restarted.",
+                t.lost_on_restart,
+            ),
+            (
+                "writes_abandoned_at_stop",
+                "Writes still queued or unacknowledged when the translator stopped (collector down or slow).",
+                t.abandoned_at_stop,
+            ),
+            ("forwarded", "Frames forwarded untouched between the ports.", io(&src.io.forwarded)),
+            ("not_forwarded", "Foreign frames dropped in single-port mode.", io(&src.io.not_forwarded)),
+            ("arp_replies", "ARP requests for our address answered.", io(&src.io.arp_replies)),
+            (
+                "worker_backlog_drops",
+                "Frames dropped because their worker fell behind.",
+                io(&src.io.worker_backlog_drops),
+            ),
+            (
+                "startup_drops",
+                "Reports and responses that arrived before the workers started (collectors still connecting).",
+                io(&src.io.startup_drops),
+            ),
+        ] {
+            counter(enc, name, help, v)?;
+        }
+        counters(
+            enc,
+            "worker_reports",
+            "Well-formed reports taken by each worker (how the I/O thread spreads them).",
+            snaps.iter().enumerate().map(|(k, s)| {
+                (
+                    [("worker", k.to_string())],
+                    s.counters.reports_in.iter().sum(),
+                )
+            }),
+        )?;
+        qp_gauges(enc, &snaps)?;
+        control(enc, &src.control)?;
+        ports(enc, src)
+    }
+}
+
+/// Per QP (worker × collector) gauges.
+fn qp_gauges(enc: &mut DescriptorEncoder, snaps: &[super::Snapshot]) -> fmt::Result {
+    let qps = || {
+        snaps.iter().enumerate().flat_map(|(k, s)| {
+            s.qps
+                .iter()
+                .enumerate()
+                .map(move |(i, q)| ([("worker", k.to_string()), ("collector", i.to_string())], q))
+        })
+    };
+    gauges(
+        enc,
+        "qp_window",
+        "Frames in flight per QP.",
+        qps().map(|(l, q)| (l, q.window as u64)),
+    )?;
+    gauges(
+        enc,
+        "qp_queue",
+        "Work requests waiting per QP.",
+        qps().map(|(l, q)| (l, q.queue as u64)),
+    )?;
+    gauges(
+        enc,
+        "qp_window_limit",
+        "Frames allowed in flight per QP (halved on loss, regrown by ACKs).",
+        qps().map(|(l, q)| (l, u64::from(q.window_limit))),
+    )?;
+    gauges(
+        enc,
+        "qp_retransmit_timeout_microseconds",
+        "Base retransmit timeout per QP (adaptive: smoothed RTT + 4 x variation, clamped).",
+        qps().map(|(l, q)| (l, q.timeout_ns / 1000)),
+    )?;
+    gauges(
+        enc,
+        "qp_smoothed_rtt_microseconds",
+        "Smoothed round-trip time per QP, once measured.",
+        qps().filter_map(|(l, q)| Some((l, q.srtt_ns? / 1000))),
+    )
+}
+
+/// Per collector control-channel counters.
+fn control(
+    enc: &mut DescriptorEncoder,
+    control: &[std::sync::Arc<ControlCounters>],
+) -> fmt::Result {
+    let ctl = |f: fn(&ControlCounters) -> u64| {
+        control
+            .iter()
+            .enumerate()
+            .map(move |(i, c)| ([("collector", i.to_string())], f(c)))
+    };
+    counters(
+        enc,
+        "control_welcomes",
+        "Welcomes from each collector.",
+        ctl(|c| c.welcomes.load(Ordering::Relaxed)),
+    )?;
+    counters(
+        enc,
+        "control_failures",
+        "Failed control connections or handshakes.",
+        ctl(|c| c.failures.load(Ordering::Relaxed)),
+    )?;
+    counters(
+        enc,
+        "collector_restarts",
+        "Collector restarts detected (new memory).",
+        ctl(|c| c.restarts.load(Ordering::Relaxed)),
+    )?;
+    counters(
+        enc,
+        "control_reestablished",
+        "QP sets re-created after errors.",
+        ctl(|c| c.reestablished.load(Ordering::Relaxed)),
+    )
+}
+
+/// Per port counters.
+fn ports(enc: &mut DescriptorEncoder, src: &Sources) -> fmt::Result {
+    let ports = src.ports.lock().map(|p| p.clone()).unwrap_or_default();
+    type Port = (String, dta_netio::RxStats, dta_netio::TxStats);
+    let per_port = |f: fn(&Port) -> u64| ports.iter().map(move |p| ([("port", p.0.clone())], f(p)));
+    counters(
+        enc,
+        "port_rx_frames",
+        "Frames received per port.",
+        per_port(|p| p.1.frames),
+    )?;
+    counters(
+        enc,
+        "port_rx_dropped",
+        "Frames received but dropped (oversize) per port.",
+        per_port(|p| p.1.dropped),
+    )?;
+    counters(
+        enc,
+        "port_rx_missed",
+        "Frames lost before they were received (socket buffer or NIC ring full), where the port can tell.",
+        per_port(|p| p.1.missed),
+    )?;
+    counters(
+        enc,
+        "port_tx_frames",
+        "Frames sent per port.",
+        per_port(|p| p.2.frames),
+    )?;
+    counters(
+        enc,
+        "port_tx_dropped",
+        "Frames the port refused (queue full) per port.",
+        per_port(|p| p.2.dropped),
+    )
+}

@@ -1,0 +1,330 @@
+//! The translator's exposition: values summed over workers, the served endpoint, and the pinned list of
+//! series (names, label names and values) that dashboards and the e2e scrapers select on.
+
+use std::collections::BTreeSet;
+
+use super::*;
+
+impl Sources {
+    fn render_for_test(&self) -> String {
+        exposition(
+            &self.registry(),
+            &dta_httpd::HttpStats::default(),
+            "dta_translator",
+        )
+    }
+}
+
+/// Every series the hand-written exposition had (taken by running it before the move to prometheus-client)
+/// for two workers with one QP each (smoothed RTT measured), one collector and one port `p0`.
+const SERIES: &[&str] = &[
+    "dta_translator_acks_total",
+    "dta_translator_append_head_writes_total",
+    "dta_translator_arp_replies_total",
+    "dta_translator_atomic_acks_total",
+    "dta_translator_cnps_total",
+    "dta_translator_collector_restarts_seen_total",
+    "dta_translator_collector_restarts_total{collector=\"0\"}",
+    "dta_translator_control_failures_total{collector=\"0\"}",
+    "dta_translator_control_reestablished_total{collector=\"0\"}",
+    "dta_translator_control_welcomes_total{collector=\"0\"}",
+    "dta_translator_dta_nacks_total",
+    "dta_translator_forwarded_total",
+    "dta_translator_frames_in_total",
+    "dta_translator_http_connections_active",
+    "dta_translator_http_connections_total",
+    "dta_translator_http_refused_total{reason=\"bad_request\"}",
+    "dta_translator_http_refused_total{reason=\"body_too_large\"}",
+    "dta_translator_http_refused_total{reason=\"connection_cap\"}",
+    "dta_translator_http_refused_total{reason=\"head_too_large\"}",
+    "dta_translator_http_refused_total{reason=\"idle_timeout\"}",
+    "dta_translator_http_refused_total{reason=\"read_timeout\"}",
+    "dta_translator_http_refused_total{reason=\"write_timeout\"}",
+    "dta_translator_http_requests_total",
+    "dta_translator_increments_coalesced_total",
+    "dta_translator_naks_psn_sequence_total",
+    "dta_translator_naks_remote_total",
+    "dta_translator_naks_rnr_total",
+    "dta_translator_not_forwarded_total",
+    "dta_translator_port_rx_dropped_total{port=\"p0\"}",
+    "dta_translator_port_rx_frames_total{port=\"p0\"}",
+    "dta_translator_port_rx_missed_total{port=\"p0\"}",
+    "dta_translator_port_tx_dropped_total{port=\"p0\"}",
+    "dta_translator_port_tx_frames_total{port=\"p0\"}",
+    "dta_translator_postcard_evictions_total",
+    "dta_translator_postcard_timeouts_total",
+    "dta_translator_qp_errors_total",
+    "dta_translator_qp_queue{collector=\"0\",worker=\"0\"}",
+    "dta_translator_qp_queue{collector=\"0\",worker=\"1\"}",
+    "dta_translator_qp_reestablished_total",
+    "dta_translator_qp_retransmit_timeout_microseconds{collector=\"0\",worker=\"0\"}",
+    "dta_translator_qp_retransmit_timeout_microseconds{collector=\"0\",worker=\"1\"}",
+    "dta_translator_qp_smoothed_rtt_microseconds{collector=\"0\",worker=\"0\"}",
+    "dta_translator_qp_smoothed_rtt_microseconds{collector=\"0\",worker=\"1\"}",
+    "dta_translator_qp_window_limit{collector=\"0\",worker=\"0\"}",
+    "dta_translator_qp_window_limit{collector=\"0\",worker=\"1\"}",
+    "dta_translator_qp_window{collector=\"0\",worker=\"0\"}",
+    "dta_translator_qp_window{collector=\"0\",worker=\"1\"}",
+    "dta_translator_rate_limited_total",
+    "dta_translator_rdma_ops_total{primitive=\"append\"}",
+    "dta_translator_rdma_ops_total{primitive=\"key_increment\"}",
+    "dta_translator_rdma_ops_total{primitive=\"key_write\"}",
+    "dta_translator_rdma_ops_total{primitive=\"postcard\"}",
+    "dta_translator_rdma_ops_total{primitive=\"postcard_path_len\"}",
+    "dta_translator_rdma_ops_total{primitive=\"sketch_merge\"}",
+    "dta_translator_report_drops_total{reason=\"bad_hop\"}",
+    "dta_translator_report_drops_total{reason=\"bad_redundancy\"}",
+    "dta_translator_report_drops_total{reason=\"bad_sketch\"}",
+    "dta_translator_report_drops_total{reason=\"duplicate\"}",
+    "dta_translator_report_drops_total{reason=\"geometry_mismatch\"}",
+    "dta_translator_report_drops_total{reason=\"malformed\"}",
+    "dta_translator_report_drops_total{reason=\"no_region\"}",
+    "dta_translator_report_drops_total{reason=\"out_of_order\"}",
+    "dta_translator_report_drops_total{reason=\"queue_full\"}",
+    "dta_translator_reports_total{primitive=\"append\"}",
+    "dta_translator_reports_total{primitive=\"key_increment\"}",
+    "dta_translator_reports_total{primitive=\"key_write\"}",
+    "dta_translator_reports_total{primitive=\"postcard\"}",
+    "dta_translator_reports_total{primitive=\"postcard_path_len\"}",
+    "dta_translator_reports_total{primitive=\"sketch_merge\"}",
+    "dta_translator_retransmit_timeouts_total",
+    "dta_translator_retransmitted_frames_total",
+    "dta_translator_roce_bytes_out_total",
+    "dta_translator_roce_frames_out_total",
+    "dta_translator_stale_responses_total",
+    "dta_translator_startup_drops_total",
+    "dta_translator_worker_backlog_drops_total",
+    "dta_translator_worker_reports_total{worker=\"0\"}",
+    "dta_translator_worker_reports_total{worker=\"1\"}",
+    "dta_translator_writes_abandoned_at_stop_total",
+    "dta_translator_writes_lost_on_restart_total",
+];
+
+/// The type of every family as the hand-written exposition declared it (its `# TYPE` names kept the
+/// counters' `_total`; OpenMetrics names the family without it).
+const TYPES: &[(&str, &str)] = &[
+    ("dta_translator_frames_in_total", "counter"),
+    ("dta_translator_reports_total", "counter"),
+    ("dta_translator_rdma_ops_total", "counter"),
+    ("dta_translator_report_drops_total", "counter"),
+    ("dta_translator_roce_frames_out_total", "counter"),
+    ("dta_translator_roce_bytes_out_total", "counter"),
+    ("dta_translator_retransmitted_frames_total", "counter"),
+    ("dta_translator_retransmit_timeouts_total", "counter"),
+    ("dta_translator_acks_total", "counter"),
+    ("dta_translator_atomic_acks_total", "counter"),
+    ("dta_translator_naks_psn_sequence_total", "counter"),
+    ("dta_translator_naks_rnr_total", "counter"),
+    ("dta_translator_naks_remote_total", "counter"),
+    ("dta_translator_stale_responses_total", "counter"),
+    ("dta_translator_cnps_total", "counter"),
+    ("dta_translator_qp_errors_total", "counter"),
+    ("dta_translator_rate_limited_total", "counter"),
+    ("dta_translator_dta_nacks_total", "counter"),
+    ("dta_translator_append_head_writes_total", "counter"),
+    ("dta_translator_increments_coalesced_total", "counter"),
+    ("dta_translator_postcard_evictions_total", "counter"),
+    ("dta_translator_postcard_timeouts_total", "counter"),
+    ("dta_translator_qp_reestablished_total", "counter"),
+    ("dta_translator_collector_restarts_seen_total", "counter"),
+    ("dta_translator_writes_lost_on_restart_total", "counter"),
+    ("dta_translator_writes_abandoned_at_stop_total", "counter"),
+    ("dta_translator_forwarded_total", "counter"),
+    ("dta_translator_not_forwarded_total", "counter"),
+    ("dta_translator_arp_replies_total", "counter"),
+    ("dta_translator_worker_backlog_drops_total", "counter"),
+    ("dta_translator_startup_drops_total", "counter"),
+    ("dta_translator_worker_reports_total", "counter"),
+    ("dta_translator_qp_window", "gauge"),
+    ("dta_translator_qp_queue", "gauge"),
+    ("dta_translator_qp_window_limit", "gauge"),
+    ("dta_translator_qp_retransmit_timeout_microseconds", "gauge"),
+    ("dta_translator_qp_smoothed_rtt_microseconds", "gauge"),
+    ("dta_translator_control_welcomes_total", "counter"),
+    ("dta_translator_control_failures_total", "counter"),
+    ("dta_translator_collector_restarts_total", "counter"),
+    ("dta_translator_control_reestablished_total", "counter"),
+    ("dta_translator_port_rx_frames_total", "counter"),
+    ("dta_translator_port_rx_dropped_total", "counter"),
+    ("dta_translator_port_rx_missed_total", "counter"),
+    ("dta_translator_port_tx_frames_total", "counter"),
+    ("dta_translator_port_tx_dropped_total", "counter"),
+    ("dta_translator_http_connections_total", "counter"),
+    ("dta_translator_http_connections_active", "gauge"),
+    ("dta_translator_http_requests_total", "counter"),
+    ("dta_translator_http_refused_total", "counter"),
+];
+
+fn fixture() -> Sources {
+    let qp = dta_translator::QpStats {
+        window: 1,
+        queue: 2,
+        next_psn: 0,
+        error: None,
+        timeout_ns: 1000,
+        srtt_ns: Some(5000),
+        window_limit: 4,
+    };
+    let a = Snapshot {
+        qps: vec![qp],
+        ..Snapshot::default()
+    };
+    Sources {
+        workers: Arc::new(Mutex::new(vec![a.clone(), a])),
+        io: Arc::new(IoCounters::default()),
+        ports: Arc::new(Mutex::new(vec![(
+            "p0".into(),
+            Default::default(),
+            Default::default(),
+        )])),
+        control: vec![Arc::new(ControlCounters::default())],
+    }
+}
+
+#[test]
+fn series_names_and_labels_are_kept() {
+    let text = fixture().render_for_test();
+    let want: BTreeSet<String> = SERIES.iter().map(|s| s.to_string()).collect();
+    let got = dta_httpd::openmetrics::series(&text);
+    assert_eq!(
+        got.difference(&want).collect::<Vec<_>>(),
+        Vec::<&String>::new(),
+        "new series"
+    );
+    assert_eq!(
+        want.difference(&got).collect::<Vec<_>>(),
+        Vec::<&String>::new(),
+        "missing series"
+    );
+    assert!(text.ends_with("# EOF\n"));
+    for (name, kind) in TYPES {
+        let family = match *kind {
+            "counter" => name.strip_suffix("_total").expect("counters end in _total"),
+            _ => name,
+        };
+        assert!(
+            text.contains(&format!("# TYPE {family} {kind}\n")),
+            "{family} {kind} in\n{text}"
+        );
+    }
+    assert!(!text.contains("_total_total"));
+    assert!(!text.contains(".."), "help text ends in one full stop");
+    // The e2e scraper reads the samples as before.
+    assert_eq!(dta_e2e_metric(&text, "dta_translator_qp_window"), 2);
+    assert_eq!(dta_e2e_metric(&text, "dta_translator_qp_queue"), 4);
+}
+
+/// e2e/src/http.rs `metric`, as the e2e tests read the endpoint.
+fn dta_e2e_metric(text: &str, name: &str) -> u64 {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| {
+            let (series, value) = l.rsplit_once(' ')?;
+            let (metric, _) = series.split_once('{').unwrap_or((series, ""));
+            (metric == name).then(|| value.parse::<f64>().ok())?
+        })
+        .map(|v| v as u64)
+        .sum()
+}
+
+#[test]
+fn sums_workers_and_renders_labels() {
+    let mut a = Snapshot::default();
+    a.counters.reports_in[0] = 3;
+    a.counters.drops[0] = 1;
+    a.lost_on_restart = 2;
+    let mut b = Snapshot::default();
+    b.counters.reports_in[0] = 4;
+    b.counters.roce_frames_out = 9;
+    let src = Sources {
+        workers: Arc::new(Mutex::new(vec![a, b])),
+        io: Arc::new(IoCounters::default()),
+        ports: Arc::new(Mutex::new(Vec::new())),
+        control: vec![Arc::new(ControlCounters::default())],
+    };
+    let text = src.render_for_test();
+    assert!(
+        text.contains("dta_translator_reports_total{primitive=\"key_write\"} 7\n"),
+        "{text}"
+    );
+    assert!(text.contains("dta_translator_report_drops_total{reason=\"malformed\"} 1\n"));
+    assert!(text.contains("dta_translator_roce_frames_out_total 9\n"));
+    assert!(text.contains("dta_translator_worker_reports_total{worker=\"0\"} 3\n"));
+    assert!(text.contains("dta_translator_worker_reports_total{worker=\"1\"} 4\n"));
+    assert!(text.contains("dta_translator_writes_lost_on_restart_total 2\n"));
+    assert!(text.contains("dta_translator_collector_restarts_total{collector=\"0\"} 0\n"));
+    assert!(src.summary().contains("reports in            7"));
+}
+
+fn get(addr: SocketAddr, path: &str) -> std::io::Result<String> {
+    use std::io::{Read, Write};
+    let mut c = std::net::TcpStream::connect(addr)?;
+    c.set_read_timeout(Some(std::time::Duration::from_secs(5)))?;
+    let _ = c.write_all(format!("GET {path} HTTP/1.0\r\n\r\n").as_bytes());
+    let mut text = String::new();
+    c.read_to_string(&mut text)?;
+    Ok(text)
+}
+
+/// The endpoint is served through `dta-httpd` within the given limits: `/metrics` has the translator's
+/// metrics and the server's counters as `dta_translator_http_*`; anything else is 404, and a connection
+/// over the cap is refused in plain text. (The server's behaviour under abusive clients is tested in
+/// dta-httpd.)
+#[test]
+fn metrics_endpoint_is_served_through_the_bounded_server() {
+    use std::time::Duration;
+    let src = Sources {
+        workers: Arc::new(Mutex::new(vec![Snapshot::default()])),
+        io: Arc::new(IoCounters::default()),
+        ports: Arc::new(Mutex::new(Vec::new())),
+        control: vec![Arc::new(ControlCounters::default())],
+    };
+    let limits = Limits {
+        max_connections: 1,
+        read_timeout: Duration::from_secs(1),
+        ..Limits::default()
+    };
+    let server = MetricsServer::start_with("127.0.0.1:0".parse().unwrap(), src, limits).unwrap();
+    let addr = server.addr;
+
+    let text = get(addr, "/metrics").unwrap();
+    assert!(text.starts_with("HTTP/1.1 200 OK\r\n"), "{text}");
+    assert!(text.contains(&format!("Content-Type: {CONTENT_TYPE}\r\n")));
+    assert!(text.contains("dta_translator_reports_total"), "{text}");
+    assert!(
+        text.contains("dta_translator_http_requests_total 0\n"),
+        "{text}"
+    );
+    assert!(text.contains("dta_translator_http_refused_total{reason=\"connection_cap\"} 0\n"));
+
+    // The cap is one connection, and the previous one's slot is freed when its thread ends, which a
+    // loaded machine may not have run yet: ask again while the answer is "busy".
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    let text = loop {
+        let t = get(addr, "/other").unwrap();
+        if !t.starts_with("HTTP/1.1 503") || std::time::Instant::now() > deadline {
+            break t;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(text.starts_with("HTTP/1.1 404 Not Found\r\n"), "{text}");
+    assert!(
+        text.ends_with("no such endpoint /other; try /metrics\n"),
+        "{text}"
+    );
+
+    // One idle connection fills the cap of one: the next is refused in plain text.
+    let idle = std::net::TcpStream::connect(addr).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let text = get(addr, "/metrics").unwrap();
+    assert!(
+        text.starts_with("HTTP/1.1 503 Service Unavailable\r\n"),
+        "{text}"
+    );
+    assert!(
+        text.ends_with("too many connections; try again later\n"),
+        "{text}"
+    );
+    drop(idle);
+    drop(server);
+}
