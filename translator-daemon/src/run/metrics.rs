@@ -68,7 +68,7 @@ impl Totals {
             abandoned_at_stop: 0,
         };
         for s in snaps {
-            add(&mut t.c, &s.counters);
+            t.c += &s.counters;
             t.lost_on_restart += s.lost_on_restart;
             t.reestablished += s.reestablished;
             t.restarts += s.restarts;
@@ -155,39 +155,6 @@ impl Sources {
         );
         s
     }
-}
-
-fn add(a: &mut Counters, b: &Counters) {
-    a.frames_in += b.frames_in;
-    a.not_for_us += b.not_for_us;
-    for i in 0..6 {
-        a.reports_in[i] += b.reports_in[i];
-        a.ops_out[i] += b.ops_out[i];
-    }
-    for (x, y) in a.drops.iter_mut().zip(&b.drops) {
-        *x += y;
-    }
-    a.append_head_writes += b.append_head_writes;
-    a.increments_coalesced += b.increments_coalesced;
-    a.postcard_evictions += b.postcard_evictions;
-    a.postcard_timeouts += b.postcard_timeouts;
-    a.append_idle_flushes += b.append_idle_flushes;
-    a.dta_nacks_sent += b.dta_nacks_sent;
-    a.retransmitted_frames += b.retransmitted_frames;
-    a.retransmit_timeouts += b.retransmit_timeouts;
-    a.nak_psn_sequence += b.nak_psn_sequence;
-    a.nak_rnr += b.nak_rnr;
-    a.nak_invalid_request += b.nak_invalid_request;
-    a.nak_remote_access += b.nak_remote_access;
-    a.nak_remote_operational += b.nak_remote_operational;
-    a.acks += b.acks;
-    a.atomic_acks += b.atomic_acks;
-    a.stale_responses += b.stale_responses;
-    a.cnps += b.cnps;
-    a.qp_errors += b.qp_errors;
-    a.rate_limited += b.rate_limited;
-    a.roce_frames_out += b.roce_frames_out;
-    a.roce_bytes_out += b.roce_bytes_out;
 }
 
 /// The metrics HTTP server, `dta-httpd`'s bounded server answering `GET /metrics` with the families of

@@ -82,6 +82,11 @@ impl Collector for Families {
                 c.nak_invalid_request + c.nak_remote_access + c.nak_remote_operational,
             ),
             ("stale_responses", "Responses matching nothing in flight.", c.stale_responses),
+            (
+                "bad_icrc_responses",
+                "RoCE frames from a collector whose iCRC did not match (dropped).",
+                c.bad_icrc_responses,
+            ),
             ("cnps", "Congestion notification packets.", c.cnps),
             ("qp_errors", "QPs that went into error.", c.qp_errors),
             ("rate_limited", "Times a frame waited for rate-limiter tokens.", c.rate_limited),
