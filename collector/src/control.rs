@@ -7,6 +7,8 @@
 //! of connections in total and per address (more are refused at once, with a refusal line), one deadline
 //! for the whole hello line rather than a timeout per read, and a size limit on it. Every refusal is
 //! logged with its reason; refusals over the connection limits are logged as a count.
+//!
+//! (Over 500 lines: the server, its limits and the hello's validation are one state machine; splitting them would spread one protocol over files.)
 
 use std::collections::HashMap;
 use std::io::{Read, Write};

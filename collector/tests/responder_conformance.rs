@@ -1,4 +1,6 @@
 //! Frame-by-frame conformance of the software responder with the rxe rules of DESIGN.md section 5.
+//!
+//! (Over 500 lines: one test per DESIGN.md section 5 rule, in the order the section lists them.)
 
 use dta_collector::memory::Arena;
 use dta_collector::responder::{

@@ -1,6 +1,8 @@
 //! A whole system for one test: the namespaces, the collector (software responder on `c0`) and the
 //! translator (bump in the wire on `ta`/`tb`), with configuration files in a scratch directory and a
 //! watchdog that tears everything down and fails the process if the test overruns its time.
+//!
+//! (Over 500 lines: the topology, both daemons' configs and the watchdog of one test system.)
 
 use std::io::Write;
 use std::net::SocketAddr;

@@ -3,6 +3,8 @@
 //! QP per collector, and an in-order responder make the memory a deterministic function of the reports),
 //! so a check is "every query answers what the model says", plus "the model finds every key" so a layout
 //! that loses keys to collisions fails loudly instead of weakening the test.
+//!
+//! (Over 500 lines: one model per workload, each beside the reports it checks.)
 
 use std::collections::HashMap;
 use std::net::SocketAddr;

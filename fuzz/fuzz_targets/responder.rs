@@ -14,6 +14,8 @@
 //!   memory, and a replayed answer carries the original value of the first execution;
 //! * every response is a valid RoCEv2 ACKNOWLEDGE or ATOMIC ACKNOWLEDGE (iCRC included), back to the
 //!   requester's address and QP; the expected PSN only ever moves by one.
+//!
+//! (Over 500 lines: one fuzz target: the input decoder, the model and the invariants must stay together.)
 #![no_main]
 
 use std::collections::HashMap;

@@ -22,6 +22,8 @@
 //!   Key-Write equal the accepted reports' redundancies, FETCH_ADDs first sent plus coalesced increments
 //!   equal the accepted Key-Increment redundancies and their adds sum (wrapping) to the accepted
 //!   counters times redundancy, and the Append entries first written equal the accepted Append reports.
+//!
+//! (Over 500 lines: one fuzz target: the input decoder, the model and the invariants must stay together.)
 #![no_main]
 
 use std::collections::HashMap;

@@ -1,6 +1,8 @@
 //! `dta-report dart`: the I/O around the sans-IO [`Dart`] writer. It reads the writes, says hello on the
 //! collector's control channel, opens an AF_PACKET port and drives the writer with a real clock until
 //! every write is acknowledged, the QP fails, or the time limit passes.
+//!
+//! (Over 500 lines: the CLI's I/O loop and its control-channel client, which only `dta-report dart` uses.)
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpStream, UdpSocket};

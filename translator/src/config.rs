@@ -1,5 +1,7 @@
 //! Translator configuration (TOML). Every field has a default, so an empty file is a working setup for one
 //! collector on the reference's sizes; [`Config::validate`] rejects values the engine cannot honour.
+//!
+//! (Over 500 lines: 103 of them are the tests beside the code.)
 
 mod durations;
 

@@ -5,6 +5,8 @@
 //! [`VerbsOpener`]) is written against it, so tests drive it with a fake device, and
 //! [`ibverbs::IbvDevice`](self::ibverbs) (feature `ibverbs`) drives a real one. The software responder
 //! plugs into the control channel through [`soft::SoftOpener`].
+//!
+//! (Over 500 lines: 270 of them are the tests beside the code.)
 
 #[cfg(feature = "ibverbs")]
 pub mod ibverbs;

@@ -1,5 +1,7 @@
 //! The script: every case is a fresh QP (its own hello, so an rxe QP that a case moves to the error state
 //! does not leak into the next) and a few requests, each answered by one response or by silence.
+//!
+//! (Over 500 lines: the script is data: one entry per case, each a few lines.)
 
 /// Where a request points, resolved against the scratch region of the collector under test.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

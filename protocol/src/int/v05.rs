@@ -16,6 +16,8 @@
 //! Drop report header, 3 bytes: `drop_reason:8, pad:16`. Switch-local report header, 7 bytes:
 //! `pad:5, queue_occupancy:19, eg_tstamp:32`. The inner frame (Ethernet, usually IPv4 and TCP/UDP,
 //! truncated) follows.
+//!
+//! (Over 500 lines: 172 of them are the tests beside the code.)
 
 use crate::contract::{f, FieldSpec};
 use crate::error::{check_len, check_room, Error};

@@ -17,6 +17,8 @@
 //! DSMdStatus:16`, then `MD Length` words: the baseline metadata `RepMdBits` selects (see
 //! [`metadata`](super::metadata)) and the domain-specific metadata. The inner contents (a truncated packet
 //! for InType 3-5) fill the rest of the report. Several individual reports may share one packet.
+//!
+//! (Over 500 lines: 185 of them are the tests beside the code.)
 
 use crate::contract::{f, FieldSpec};
 use crate::error::{check_len, check_room, Error};
