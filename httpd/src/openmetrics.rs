@@ -165,3 +165,30 @@ pub fn series(text: &str) -> std::collections::BTreeSet<String> {
         })
         .collect()
 }
+
+/// Checks an exposition against the series a daemon promised (`want`: `name{labels}` as [`series`] writes
+/// them) and the `# TYPE` of each family (`types`: the sample name, counters with their `_total`, and the
+/// type): no series more or less, every type declared under the OpenMetrics family name, `_total` once,
+/// help texts ending in one full stop, and the closing `# EOF`. For the daemons' tests; panics with the
+/// difference.
+pub fn assert_exposition(text: &str, want: &[&str], types: &[(&str, &str)]) {
+    let want: std::collections::BTreeSet<String> = want.iter().map(|s| s.to_string()).collect();
+    let got = series(text);
+    let new: Vec<_> = got.difference(&want).collect();
+    assert!(new.is_empty(), "new series: {new:?}");
+    let missing: Vec<_> = want.difference(&got).collect();
+    assert!(missing.is_empty(), "missing series: {missing:?}");
+    for (name, kind) in types {
+        let family = match *kind {
+            "counter" => name.strip_suffix("_total").expect("counters end in _total"),
+            _ => name,
+        };
+        assert!(
+            text.contains(&format!("# TYPE {family} {kind}\n")),
+            "{family} {kind} in\n{text}"
+        );
+    }
+    assert!(!text.contains("_total_total"));
+    assert!(!text.contains(".."), "help text ends in one full stop");
+    assert!(text.ends_with("# EOF\n"));
+}

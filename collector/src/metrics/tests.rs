@@ -1,8 +1,6 @@
 //! The collector's exposition: values, and the pinned list of series (names, label names and values) that
 //! dashboards and scrapers select on.
 
-use std::collections::BTreeSet;
-
 use super::*;
 
 /// Every series the hand-written exposition had (taken by running it before the move to prometheus-client)
@@ -154,31 +152,7 @@ fn series_names_and_labels_are_kept() {
     s.frames_by_opcode[0x13] = 1;
     m.publish_responder(&s, FaultCounts::default());
     let text = m.render(&HttpStats::default());
-    let want: BTreeSet<String> = SERIES.iter().map(|s| s.to_string()).collect();
-    let got = dta_httpd::openmetrics::series(&text);
-    assert_eq!(
-        got.difference(&want).collect::<Vec<_>>(),
-        Vec::<&String>::new(),
-        "new series"
-    );
-    assert_eq!(
-        want.difference(&got).collect::<Vec<_>>(),
-        Vec::<&String>::new(),
-        "missing series"
-    );
-    for (name, kind) in TYPES {
-        let family = match *kind {
-            "counter" => name.strip_suffix("_total").expect("counters end in _total"),
-            _ => name,
-        };
-        assert!(
-            text.contains(&format!("# TYPE {family} {kind}\n")),
-            "{family} {kind} in\n{text}"
-        );
-    }
-    assert!(!text.contains("_total_total"));
-    assert!(!text.contains(".."), "help text ends in one full stop");
-    assert!(text.ends_with("# EOF\n"));
+    dta_httpd::openmetrics::assert_exposition(&text, SERIES, TYPES);
 }
 
 #[test]

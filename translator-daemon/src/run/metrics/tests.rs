@@ -1,8 +1,6 @@
 //! The translator's exposition: values summed over workers, the served endpoint, and the pinned list of
 //! series (names, label names and values) that dashboards and the e2e scrapers select on.
 
-use std::collections::BTreeSet;
-
 use super::*;
 
 impl Sources {
@@ -186,31 +184,7 @@ fn fixture() -> Sources {
 #[test]
 fn series_names_and_labels_are_kept() {
     let text = fixture().render_for_test();
-    let want: BTreeSet<String> = SERIES.iter().map(|s| s.to_string()).collect();
-    let got = dta_httpd::openmetrics::series(&text);
-    assert_eq!(
-        got.difference(&want).collect::<Vec<_>>(),
-        Vec::<&String>::new(),
-        "new series"
-    );
-    assert_eq!(
-        want.difference(&got).collect::<Vec<_>>(),
-        Vec::<&String>::new(),
-        "missing series"
-    );
-    assert!(text.ends_with("# EOF\n"));
-    for (name, kind) in TYPES {
-        let family = match *kind {
-            "counter" => name.strip_suffix("_total").expect("counters end in _total"),
-            _ => name,
-        };
-        assert!(
-            text.contains(&format!("# TYPE {family} {kind}\n")),
-            "{family} {kind} in\n{text}"
-        );
-    }
-    assert!(!text.contains("_total_total"));
-    assert!(!text.contains(".."), "help text ends in one full stop");
+    dta_httpd::openmetrics::assert_exposition(&text, SERIES, TYPES);
     // The e2e scraper reads the samples as before.
     assert_eq!(dta_e2e_metric(&text, "dta_translator_qp_window"), 2);
     assert_eq!(dta_e2e_metric(&text, "dta_translator_qp_queue"), 4);
