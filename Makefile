@@ -39,6 +39,7 @@ test-rxe: setup
 
 lint:
 	$(CARGO) fmt --all -- --check
+	cd fuzz && $(CARGO) fmt -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(CARGO) clippy -p dta-collector --no-default-features --all-targets -- -D warnings
 	bash scripts/deps-check.sh

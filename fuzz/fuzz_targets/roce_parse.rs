@@ -25,7 +25,10 @@ fn check(data: &[u8]) {
         let n = frame.emit(&mut buf).expect("a parsed frame re-emits");
         // Reserved bits (BTH byte 4's low six, AckReq's low seven) are not kept by the repr, so compare
         // what the repr does keep: parsing the re-emitted frame gives the same repr.
-        assert_eq!(FrameRepr::parse(&buf[..n]).expect("re-emitted frame parses"), frame);
+        assert_eq!(
+            FrameRepr::parse(&buf[..n]).expect("re-emitted frame parses"),
+            frame
+        );
         assert!(icrc::verify(&buf[..n]).is_ok());
     }
 }
