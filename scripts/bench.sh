@@ -69,6 +69,12 @@ for w in 1 2; do
   done
 done
 
+# The software responder (the collector of every user without an RDMA NIC), same minute as testpmd.
+for m in write fetch-add; do
+  echo "bench: software responder $m"
+  "$bin/dta-bench" responder --mode "$m" --secs "$secs" > "$run/responder-$m.json"
+done
+
 # Below half of testpmd's io-forward rate, profile Key-Write N = 1. perf needs hardware counters, which
 # VMs often lack; callgrind works everywhere (a short run: it is ~50x slower).
 # The median of the non-zero samples (less the first when there are three or more: it may cover a partial

@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 
 mod queries;
 mod report;
+mod responder;
 mod sys;
 mod translator;
 mod udp_baseline;
@@ -37,6 +38,13 @@ enum Cmd {
     },
     /// The CPU collector baseline over UDP loopback: keywrite-n1 (hash table) or append-b1 (log).
     Baseline {
+        #[arg(long)]
+        mode: String,
+        #[arg(long, default_value_t = 3.0)]
+        secs: f64,
+    },
+    /// The collector's software RoCEv2 responder on one core: write or fetch-add frames from a ring.
+    Responder {
         #[arg(long)]
         mode: String,
         #[arg(long, default_value_t = 3.0)]
@@ -84,6 +92,10 @@ fn main() -> Result<()> {
         Cmd::Baseline { mode, secs } => {
             let m = workloads::Mode::parse(&mode)?;
             serde_json::to_string_pretty(&udp_baseline::run(m, secs)?)?
+        }
+        Cmd::Responder { mode, secs } => {
+            let m = responder::Mode::parse(&mode)?;
+            serde_json::to_string_pretty(&responder::run(m, secs)?)?
         }
         Cmd::Queries { secs } => serde_json::to_string_pretty(&queries::run(secs)?)?,
         Cmd::Report {

@@ -142,6 +142,26 @@ pub fn run(dir: &Path, criterion: &Path, out: &Path, hugepages: bool) -> Result<
         }
     }
 
+    // The software responder (the collector without an RDMA NIC): per-frame work on one core, no port.
+    let mut responder_rows = Vec::new();
+    for m in ["write", "fetch-add"] {
+        let Some(mut v) = read_json(&dir.join(format!("responder-{m}.json"))) else {
+            continue;
+        };
+        let fps = f(&v, "frames_per_s");
+        let ratio = fps / io1;
+        md.push_str(&format!(
+            "| software responder {m} (no port I/O) | 1 | {} | {} | {} | {ratio:.3} | {:.3} responses/frame built, memory checked, drops {} |\n",
+            mpps(fps),
+            ns(1e9 / fps),
+            ns(f(&v, "cpu_ns_per_frame")),
+            f(&v, "responses_per_frame"),
+            v["drops"],
+        ));
+        v["ratio_to_testpmd_io"] = json!(ratio);
+        responder_rows.push(v);
+    }
+
     let icrc_naive = criterion_ns(criterion, "icrc_80B", "naive");
     let icrc_prefix = criterion_ns(criterion, "icrc_80B", "per_qp_prefix");
     let icrc_fill = criterion_ns(criterion, "icrc_80B", "per_qp_prefix_fill");
@@ -275,6 +295,7 @@ pub fn run(dir: &Path, criterion: &Path, out: &Path, hugepages: bool) -> Result<
             "vdev": "net_null0 (one port, 64 B frames, no copy)",
         },
         "translator": rows,
+        "responder": responder_rows,
         "acks": "synthetic: an ACK for every AckReq frame (every 16th) and an ATOMIC ACK for every FETCH_ADD, built with dta-protocol and fed back through handle_frame; window 256 (default)",
         "micro": micro,
         "baseline": baseline,
