@@ -17,11 +17,10 @@ use dta_collector::memory::Arena;
 use dta_collector::responder::{Outcome, Responder, ResponderConfig, RESPONSE_MAX};
 use dta_protocol::layout::{Geometry, KeyIncrementGeometry, KeyWriteGeometry};
 use dta_protocol::roce::FrameRepr;
-use dta_protocol::udp::UdpEndpoints;
 use serde::Serialize;
 
 use crate::sys::thread_cpu_ns;
-use crate::workloads::{COLLECTOR_IP, COLLECTOR_MAC, TRANSLATOR_IP, TRANSLATOR_MAC};
+use crate::workloads::{self, COLLECTOR_IP, TRANSLATOR_IP};
 
 /// Frames in the ring (consecutive PSNs).
 const RING: usize = 1 << 16;
@@ -84,14 +83,7 @@ pub fn run(mode: Mode, secs: f64) -> Result<ResponderResult> {
         .map_err(|e| anyhow!("arena: {e}"))?;
     let slot = arena.slots()[usize::from(mode == Mode::FetchAdd)];
     let (va, rkey, len) = (slot.region.va, slot.region.rkey, slot.len() as u64);
-    let ep = UdpEndpoints::new(
-        TRANSLATOR_MAC,
-        COLLECTOR_MAC,
-        TRANSLATOR_IP,
-        COLLECTOR_IP,
-        49152,
-        dta_protocol::roce::ROCEV2_UDP_PORT,
-    );
+    let ep = workloads::roce_endpoints();
     // The ring: consecutive PSNs from 0, addresses drawn once.
     let mut x = 0x9E37_79B9_7F4A_7C15u64;
     let mut ring = Vec::with_capacity(RING);

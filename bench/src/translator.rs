@@ -203,14 +203,7 @@ pub struct RunResult {
 /// ns to build one ACK and one ATOMIC ACK (iCRC included), timed apart from the engine.
 fn ack_build_ns() -> Result<(f64, f64)> {
     let mut a = Acker::new(0x100);
-    let ep = UdpEndpoints::new(
-        TRANSLATOR_MAC,
-        COLLECTOR_MAC,
-        TRANSLATOR_IP,
-        COLLECTOR_IP,
-        49152,
-        ROCEV2_UDP_PORT,
-    );
+    let ep = workloads::roce_endpoints();
     let mut time = |frame: FrameRepr| -> Result<f64> {
         let mut buf = vec![0u8; frame.buffer_len()];
         frame.emit(&mut buf).map_err(|e| anyhow!("{e}"))?;

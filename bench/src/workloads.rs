@@ -138,6 +138,18 @@ pub fn report_endpoints(cfg: &Config) -> UdpEndpoints {
     )
 }
 
+/// The translator's RoCEv2 endpoints towards the collector (the source port is the first of the range).
+pub fn roce_endpoints() -> UdpEndpoints {
+    UdpEndpoints::new(
+        TRANSLATOR_MAC,
+        COLLECTOR_MAC,
+        TRANSLATOR_IP,
+        COLLECTOR_IP,
+        49152,
+        dta_protocol::roce::ROCEV2_UDP_PORT,
+    )
+}
+
 /// The ring of whole Ethernet frames for `mode`.
 pub fn report_frames(mode: Mode, cfg: &Config) -> Result<Vec<Vec<u8>>> {
     let ep = report_endpoints(cfg);

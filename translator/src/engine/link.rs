@@ -4,7 +4,7 @@
 
 use dta_protocol::control::Welcome;
 use dta_protocol::layout::{Geometry, Region};
-use dta_protocol::roce::ROCEV2_UDP_PORT;
+use dta_protocol::roce::{QPN_MASK, ROCEV2_UDP_PORT};
 use dta_protocol::udp::UdpEndpoints;
 
 use super::QpStats;
@@ -70,7 +70,7 @@ impl Collector {
         );
         ep.dscp = l.dscp;
         ep.ecn = l.ecn;
-        Ok(FrameBuilder::new(ep, qp.qpn & 0xFF_FFFF))
+        Ok(FrameBuilder::new(ep, qp.qpn & QPN_MASK))
     }
 
     /// Collector `i` as `w` describes it, checked against the configuration.
