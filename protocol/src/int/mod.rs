@@ -21,6 +21,7 @@
 //! error, never a read past the end.
 
 pub mod inner;
+pub mod mapping;
 pub mod md;
 pub mod metadata;
 pub mod v05;
