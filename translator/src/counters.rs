@@ -82,6 +82,8 @@ pub struct Counters {
     pub postcard_evictions: u64,
     /// Postcard chunks written because the flow went idle.
     pub postcard_timeouts: u64,
+    /// Postcard flushes of an entry without hop 1, which wrote only the cells it held.
+    pub postcard_continuations: u64,
     /// Append partial batches written on idle.
     pub append_idle_flushes: u64,
     /// Reports dropped, by [`DropReason`] (index: its position in [`DropReason::ALL`]).
@@ -148,6 +150,7 @@ impl AddAssign<&Counters> for Counters {
             increments_coalesced,
             postcard_evictions,
             postcard_timeouts,
+            postcard_continuations,
             append_idle_flushes,
             drops,
             dta_nacks_sent,
@@ -184,6 +187,7 @@ impl AddAssign<&Counters> for Counters {
         *increments_coalesced += o.increments_coalesced;
         *postcard_evictions += o.postcard_evictions;
         *postcard_timeouts += o.postcard_timeouts;
+        *postcard_continuations += o.postcard_continuations;
         *append_idle_flushes += o.append_idle_flushes;
         *dta_nacks_sent += o.dta_nacks_sent;
         *retransmitted_frames += o.retransmitted_frames;

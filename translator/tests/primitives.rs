@@ -282,3 +282,61 @@ fn sketch_merges_columns_and_nacks_gaps() {
     e.handle_frame(Instant(0), &sketch(0, 1, 1, 1));
     assert_eq!(e.counters().dropped(DropReason::Duplicate), 1);
 }
+
+/// Applies WRITEs to a model of the postcard region (from `PC_VA`) and returns the memory.
+fn apply(mem: &mut [u8], writes: &[(u64, Vec<u8>)]) {
+    for (va, p) in writes {
+        let at = (va - PC_VA) as usize;
+        mem[at..at + p.len()].copy_from_slice(p);
+    }
+}
+
+#[test]
+fn postcard_partial_flushes_of_one_flow_compose() {
+    let mut e = engine(|c| {
+        c.postcard.redundancy = 1;
+        c.postcard.idle_timeout_us = 1_000;
+    });
+    let g = dta_protocol::layout::PostcardGeometry::new(64, 5, 2).unwrap();
+    let at = g.offset(9, 0) as usize;
+    // Memory a previous flow left: cells that never decode for flow 9.
+    let mut mem = vec![0xA5u8; 64 * 32];
+    // No collector answers here: count every frame as delivered, so nothing is retransmitted.
+    e.assume_delivered();
+    // Hops 1-2 of flow 9, then its idle timeout: the whole chunk, blanks for hops 3-5.
+    e.handle_frame(Instant(0), &postcard(9, 1, 31));
+    e.handle_frame(Instant(0), &postcard(9, 2, 32));
+    e.handle_timeout(Instant(1_000_000));
+    let f = ops(&drain(&mut e, Instant(1_000_000)));
+    assert_eq!(f.len(), 1);
+    assert_eq!((f[0].0, f[0].1.len()), (PC_VA + at as u64, 32));
+    apply(&mut mem, &f);
+    e.assume_delivered();
+    // Hops 3-5 arrive 2 ms later: a continuation, one WRITE of cells 3..=5 only.
+    for hop in 3..=5 {
+        e.handle_frame(Instant(2_000_000), &postcard(9, hop, 30 + u32::from(hop)));
+    }
+    e.handle_timeout(Instant(3_000_000));
+    let f = ops(&drain(&mut e, Instant(3_000_000)));
+    assert_eq!(f.len(), 1);
+    assert_eq!((f[0].0, f[0].1.len()), (PC_VA + at as u64 + 8, 12));
+    apply(&mut mem, &f);
+    e.assume_delivered();
+    assert_eq!(e.counters().postcard_timeouts, 2);
+    assert_eq!(e.counters().postcard_continuations, 1);
+    for hop in 1..=5u8 {
+        assert_eq!(
+            cell(&mem[at..at + 32], hop) ^ hop_checksum(hop, 9).unwrap(),
+            postcard_g(30 + u32::from(hop)),
+            "hop {hop}"
+        );
+    }
+    // A continuation with a hole (hops 2 and 4 of flow 10): two WRITEs of one cell each.
+    e.handle_frame(Instant(4_000_000), &postcard(10, 2, 1));
+    e.handle_frame(Instant(4_000_000), &postcard(10, 4, 1));
+    e.handle_timeout(Instant(5_000_000));
+    let f = ops(&drain(&mut e, Instant(5_000_000)));
+    let base = PC_VA + g.offset(10, 0);
+    let got: Vec<(u64, usize)> = f.iter().map(|(va, p)| (*va, p.len())).collect();
+    assert_eq!(got, vec![(base + 4, 4), (base + 12, 4)]);
+}
