@@ -4,6 +4,9 @@
 //! (Over 500 lines: 103 of them are the tests beside the code.)
 
 mod durations;
+mod int;
+
+pub use int::IntConfig;
 
 use dta_protocol::dta::{HeaderForm, ReportFormat, DTA_UDP_PORT};
 use dta_protocol::udp::ECN_ECT0;
@@ -35,6 +38,8 @@ pub struct Config {
     pub postcard: PostcardConfig,
     /// Sketch-Merge options.
     pub sketch: SketchConfig,
+    /// Standard INT reports in.
+    pub int: IntConfig,
 }
 
 /// Report format and port.
@@ -493,6 +498,8 @@ impl Config {
                 "1..=2^22 flows",
             ));
         }
+        self.int
+            .validate(self.report.udp_port, self.report.keywrite_data_len)?;
         let s = &self.sketch;
         if s.reporters == 0 {
             return Err(bad("sketch.reporters", 0, "at least 1"));

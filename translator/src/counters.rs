@@ -5,6 +5,8 @@ use std::ops::AddAssign;
 
 use dta_protocol::dta::Opcode;
 
+use crate::int::IntCounters;
+
 /// Declares [`DropReason`] with its [`ALL`](DropReason::ALL) list and labels from one list, so a reason
 /// cannot be added without its counter slot (`Counters::drops` is sized by `ALL`) and its metrics label.
 macro_rules! drop_reasons {
@@ -84,6 +86,8 @@ pub struct Counters {
     pub postcard_timeouts: u64,
     /// Postcard flushes of an entry without hop 1, which wrote only the cells it held.
     pub postcard_continuations: u64,
+    /// The INT front end's counters.
+    pub int: IntCounters,
     /// Append partial batches written on idle.
     pub append_idle_flushes: u64,
     /// Reports dropped, by [`DropReason`] (index: its position in [`DropReason::ALL`]).
@@ -151,6 +155,7 @@ impl AddAssign<&Counters> for Counters {
             postcard_evictions,
             postcard_timeouts,
             postcard_continuations,
+            int,
             append_idle_flushes,
             drops,
             dta_nacks_sent,
@@ -188,6 +193,7 @@ impl AddAssign<&Counters> for Counters {
         *postcard_evictions += o.postcard_evictions;
         *postcard_timeouts += o.postcard_timeouts;
         *postcard_continuations += o.postcard_continuations;
+        *int += &o.int;
         *append_idle_flushes += o.append_idle_flushes;
         *dta_nacks_sent += o.dta_nacks_sent;
         *retransmitted_frames += o.retransmitted_frames;

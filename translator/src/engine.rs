@@ -7,6 +7,7 @@
 //! * [`Engine::poll_timeout`] / [`Engine::handle_timeout`] drive retransmissions, idle flushes and the
 //!   rate limiter; [`Engine::poll_event`] reports QP errors.
 
+mod int;
 mod link;
 
 use std::collections::VecDeque;
@@ -22,6 +23,7 @@ use dta_protocol::Error as WireError;
 use crate::config::{Config, KeyRouting};
 use crate::counters::{opcode_index, Counters, DropReason};
 use crate::error::ConfigError;
+use crate::int::IntFrontEnd;
 use crate::primitives::keywrite::KeyWriteReport;
 use crate::primitives::postcard::Postcard;
 use crate::primitives::{FlushMode, Outcome, Sink};
@@ -81,6 +83,8 @@ pub struct Engine {
     events: VecDeque<Event>,
     counters: Counters,
     next_qp: usize,
+    /// The INT front end, when `[int] enabled`.
+    int: Option<IntFrontEnd>,
 }
 
 impl Engine {
@@ -97,6 +101,10 @@ impl Engine {
         for (i, w) in collectors.iter().enumerate() {
             out.push(Collector::new(&cfg, i, w, now)?);
         }
+        let int = cfg
+            .int
+            .enabled
+            .then(|| IntFrontEnd::new(&cfg.int, cfg.postcard.hops));
         Ok(Engine {
             fmt: cfg.report.format(),
             seq: SequenceTracker::new(cfg.sequence.max_reporters, cfg.sequence.nack_holdoff()),
@@ -106,6 +114,7 @@ impl Engine {
             events: VecDeque::new(),
             counters: Counters::default(),
             next_qp: 0,
+            int,
         })
     }
 
@@ -140,6 +149,10 @@ impl Engine {
         };
         if udp.endpoints.dst_port == self.cfg.report.udp_port {
             self.handle_report(now, &udp);
+            return Handled::Consumed;
+        }
+        if self.int.as_ref().map(IntFrontEnd::udp_port) == Some(udp.endpoints.dst_port) {
+            self.handle_int(now, udp.endpoints.dst_ip, udp.payload);
             return Handled::Consumed;
         }
         if udp.endpoints.dst_port == ROCEV2_UDP_PORT {

@@ -12,6 +12,7 @@ pub mod dcqcn;
 pub mod engine;
 pub mod error;
 pub mod frames;
+pub mod int;
 pub mod primitives;
 pub mod psn;
 pub mod rate;

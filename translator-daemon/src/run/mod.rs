@@ -228,6 +228,7 @@ pub fn run(mut s: Settings) -> Result<()> {
             qpn_base: s.engine.local.qpn_base,
             local_ip: s.engine.local.ip,
             report_port: s.engine.report.udp_port,
+            int_port: s.engine.int.enabled.then_some(s.engine.int.udp_port),
             form: s.engine.report.dta_header,
         },
         collector_port: cport,

@@ -7,6 +7,11 @@
 //!   tracks its sequence numbers; otherwise the key, which spreads load.
 //! * RoCE responses: the worker whose QPN range holds the BTH destination QP.
 //!
+//! * INT reports (when `[int]` is enabled): all to worker 0. One INT report touches state of several
+//!   owners at once (its flow's postcard line, its (node, hardware id)'s sequence numbers, the drop and
+//!   queue lists' heads), so one engine takes them all; spreading them needs the sequence tracking and the
+//!   event lists moved out of the engines first.
+//!
 //! Frames that are neither (and RoCE not addressed to us) are forwarded untouched. A report too short to
 //! read goes to worker 0, whose engine counts it as malformed.
 
@@ -42,6 +47,8 @@ pub struct Steering {
     pub local_ip: [u8; 4],
     /// UDP port of reports.
     pub report_port: u16,
+    /// UDP port of INT reports, when the engines take them.
+    pub int_port: Option<u16>,
     /// Report base header form.
     pub form: HeaderForm,
 }
@@ -58,6 +65,9 @@ impl Steering {
         let ep = &udp.endpoints;
         if ep.dst_port == self.report_port {
             return Target::Worker(self.report_worker(ep.src_ip, udp.payload));
+        }
+        if Some(ep.dst_port) == self.int_port {
+            return Target::Worker(0);
         }
         if ep.dst_port == ROCEV2_UDP_PORT && ep.dst_ip == self.local_ip {
             // Only the BTH's destination QP is read; the owner's engine parses and judges the rest.
@@ -101,8 +111,21 @@ mod tests {
             qpn_base: 0x100,
             local_ip: [198, 18, 0, 1],
             report_port: 40040,
+            int_port: Some(32766),
             form: HeaderForm::Seq,
         }
+    }
+
+    #[test]
+    fn int_reports_go_to_worker_0_and_only_when_enabled() {
+        let s = steering(4);
+        let int = udp([10, 0, 0, 9], [198, 18, 0, 2], 32766, &[0x02; 40]);
+        assert_eq!(s.target(&int), Target::Worker(0));
+        let off = Steering {
+            int_port: None,
+            ..s
+        };
+        assert_eq!(off.target(&int), Target::Forward);
     }
 
     fn udp(src_ip: [u8; 4], dst_ip: [u8; 4], dst_port: u16, payload: &[u8]) -> Vec<u8> {

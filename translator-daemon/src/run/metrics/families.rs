@@ -10,6 +10,7 @@ use std::fmt;
 use std::sync::atomic::Ordering;
 
 use dta_httpd::openmetrics::{counter, counters, gauges};
+use dta_translator::int::IntDrop;
 use dta_translator::DropReason;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::DescriptorEncoder;
@@ -66,6 +67,14 @@ impl Collector for Families {
                 .iter()
                 .map(|r| ([("reason", r.label())], c.dropped(*r))),
         )?;
+        counters(
+            enc,
+            "int_drops",
+            "INT reports not translated, by reason.",
+            IntDrop::ALL
+                .iter()
+                .map(|r| ([("reason", r.label())], c.int.dropped(*r))),
+        )?;
         let io = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
         for (name, help, v) in [
             ("roce_frames_out", "RoCE frames sent, retransmissions included.", c.roce_frames_out),
@@ -95,6 +104,25 @@ impl Collector for Families {
             ("increments_coalesced", "Increments folded into earlier ones.", c.increments_coalesced),
             ("postcard_evictions", "Postcard chunks written on eviction.", c.postcard_evictions),
             ("postcard_timeouts", "Postcard chunks written on idle.", c.postcard_timeouts),
+            (
+                "postcard_continuations",
+                "Postcard flushes without hop 1, which wrote only the cells they held.",
+                c.postcard_continuations,
+            ),
+            ("int_packets", "UDP payloads taken on the INT port.", c.int.packets),
+            ("int_reports", "INT reports translated (each report of a v2.0 group).", c.int.reports),
+            (
+                "int_reports_lost",
+                "INT reports lost before the translator, from sequence-number gaps.",
+                c.int.lost,
+            ),
+            ("int_reports_late", "INT reports behind their sequence.", c.int.late),
+            (
+                "int_sequences_untracked",
+                "INT reports from sources beyond int.max_sequences.",
+                c.int.untracked,
+            ),
+            ("int_whole_paths", "INT sink reports carrying a whole path.", c.int.whole_paths),
             ("qp_reestablished", "QPs resumed after an error (per worker).", t.reestablished),
             (
                 "collector_restarts_seen",

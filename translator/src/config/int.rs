@@ -1,0 +1,112 @@
+//! `[int]`: standard INT telemetry reports in (issue 17). Switches that already export In-band Network
+//! Telemetry (fabric-tna's v0.5 reports, Telemetry Report v2.0) feed DTA primitives without a DTA reporter;
+//! `dta_protocol::int::mapping` says where each part lands.
+
+use serde::{Deserialize, Serialize};
+
+use super::bad;
+use crate::error::ConfigError;
+use dta_protocol::int::mapping::HOP_RECORD_LEN;
+use dta_protocol::int::FABRIC_TNA_REPORT_PORT;
+
+/// INT front-end options.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct IntConfig {
+    /// Take INT reports at all (off by default: port 32766 traffic is forwarded untouched then).
+    pub enabled: bool,
+    /// UDP destination port of INT reports; v0.5 and v2.0 share it (the version nibble tells them apart).
+    pub udp_port: u16,
+    /// Initial TTLs (or IPv6 hop limits) senders use. A per-hop report carries no hop number: its hop is
+    /// `initial - ttl + hop_offset`, with `initial` the smallest of these at or above the report's TTL.
+    pub initial_ttls: Vec<u8>,
+    /// Added to `initial - ttl`: 0 when the reported copy carries the TTL the reporting switch already
+    /// decremented (fabric-tna mirrors at egress, after routing), 1 when it carries the TTL it received.
+    pub hop_offset: u8,
+    /// INT over UDP inside reported packets (INT 2.1 NPT 1 or 2): the UDP destination port announcing it.
+    pub md_udp_port: Option<u16>,
+    /// INT after L4 (NPT 0): the DSCP value announcing it, under `md_dscp_mask`.
+    pub md_dscp: Option<u8>,
+    /// The DSCP bits that carry the INT mark.
+    pub md_dscp_mask: u8,
+    /// Paths to Postcarding (key: the flow's 5-tuple hash, hop i: the i-th switch's node id).
+    pub path: bool,
+    /// Per-hop state (latency, queue) to Key-Write, keyed by (flow, hop); needs a Key-Write data size of
+    /// at least 12 bytes (`report.keywrite_data_len`).
+    pub flow_state: bool,
+    /// Drops counted per (node, reason) with Key-Increment.
+    pub drop_counts: bool,
+    /// Copies (N) of each Key-Write record and Key-Increment counter.
+    pub redundancy: u8,
+    /// Append list receiving drop events (16-byte entries); none by default.
+    pub drop_list: Option<u32>,
+    /// Append list receiving congestion events (16-byte entries); none by default.
+    pub queue_list: Option<u32>,
+    /// (node, hardware id) pairs whose report sequence numbers are tracked for loss.
+    pub max_sequences: usize,
+}
+
+impl Default for IntConfig {
+    fn default() -> Self {
+        IntConfig {
+            enabled: false,
+            udp_port: FABRIC_TNA_REPORT_PORT,
+            initial_ttls: vec![64, 128, 255],
+            hop_offset: 0,
+            md_udp_port: None,
+            md_dscp: None,
+            md_dscp_mask: 0x3F,
+            path: true,
+            flow_state: true,
+            drop_counts: true,
+            redundancy: 2,
+            drop_list: None,
+            queue_list: None,
+            max_sequences: 4096,
+        }
+    }
+}
+
+impl IntConfig {
+    /// Checks what the front end cannot honour (`report_port` and `keywrite_data_len` from `[report]`).
+    pub(super) fn validate(
+        &self,
+        report_port: u16,
+        keywrite_data_len: usize,
+    ) -> Result<(), ConfigError> {
+        if !self.enabled {
+            return Ok(());
+        }
+        if self.udp_port == report_port {
+            return Err(bad(
+                "int.udp_port",
+                self.udp_port.into(),
+                "not the DTA report port",
+            ));
+        }
+        if self.initial_ttls.is_empty() || self.initial_ttls.contains(&0) {
+            return Err(bad("int.initial_ttls", 0, "one or more TTLs, each 1..=255"));
+        }
+        if !(1..=8).contains(&self.redundancy) {
+            return Err(bad("int.redundancy", self.redundancy.into(), "1..=8"));
+        }
+        if self.flow_state && keywrite_data_len < HOP_RECORD_LEN {
+            return Err(bad(
+                "report.keywrite_data_len",
+                keywrite_data_len as u64,
+                "at least 12 with int.flow_state (a hop record is 12 bytes)",
+            ));
+        }
+        if let Some(d) = self.md_dscp.filter(|&d| d > 63) {
+            return Err(bad("int.md_dscp", d.into(), "6 bits"));
+        }
+        if self.max_sequences == 0 || self.max_sequences > super::MAX_TABLE {
+            return Err(bad(
+                "int.max_sequences",
+                self.max_sequences as u64,
+                "1..=2^22",
+            ));
+        }
+        Ok(())
+    }
+}

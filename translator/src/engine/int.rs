@@ -1,0 +1,117 @@
+//! The engine's INT path: a report on the INT port becomes [`Action`]s, each routed and handed to a
+//! primitive as the DTA report it stands for would be.
+
+use dta_protocol::dta::{AppendRepr, KeyIncrementRepr, KeyWriteRepr, Opcode};
+use dta_protocol::hash::key_checksum;
+use dta_protocol::int::mapping::{drop_counter_key, flow_hop_key, HOP_RECORD_LEN};
+
+use super::Engine;
+use crate::counters::DropReason;
+use crate::int::{Action, Actions};
+use crate::primitives::keywrite::KeyWriteReport;
+use crate::primitives::postcard::Postcard;
+use crate::primitives::Outcome;
+use crate::time::Instant;
+
+/// Key-Write data is at most this long (the 32-byte entry's 28 bytes).
+const MAX_DATA: usize = 28;
+
+impl Engine {
+    /// Handles the UDP payload of an INT report sent to `dst_ip`.
+    pub(super) fn handle_int(&mut self, now: Instant, dst_ip: [u8; 4], payload: &[u8]) {
+        let Some(front) = self.int.as_mut() else {
+            return;
+        };
+        let mut actions = Actions::new();
+        front.translate(payload, &mut self.counters.int, &mut actions);
+        for a in &actions {
+            if let Err(reason) = self.int_action(now, dst_ip, a) {
+                self.counters.drop(reason);
+            }
+        }
+    }
+
+    fn int_action(&mut self, now: Instant, dst: [u8; 4], a: &Action) -> Result<(), DropReason> {
+        let Some(front) = self.int.as_ref() else {
+            return Ok(());
+        };
+        let n = front.redundancy();
+        let outcome = match *a {
+            Action::Postcard {
+                flow,
+                hop,
+                path_len,
+                whole_path,
+                node,
+            } => {
+                let p = Postcard {
+                    key: flow,
+                    hop,
+                    path_len,
+                    data: node,
+                    opcode: if whole_path {
+                        Opcode::PostcardPathLen
+                    } else {
+                        Opcode::Postcard
+                    },
+                };
+                let i = self.route_key(flow, dst).ok_or(DropReason::NoRegion)?;
+                self.collectors[i].offer(now, |p| &mut p.postcard, &p, &mut self.counters)?
+            }
+            Action::Hop { flow, hop, record } => {
+                let key = flow_hop_key(flow, hop);
+                let checksum = key_checksum(key);
+                let mut data = [0u8; MAX_DATA];
+                data[..HOP_RECORD_LEN].copy_from_slice(&record.encode());
+                let len = self.cfg.report.keywrite_data_len.min(MAX_DATA);
+                let kw = KeyWriteReport {
+                    repr: KeyWriteRepr {
+                        redundancy: n,
+                        key,
+                        data: &data[..len],
+                    },
+                    checksum,
+                };
+                let i = self.route(|| checksum, dst).ok_or(DropReason::NoRegion)?;
+                self.collectors[i].offer(now, |p| &mut p.key_write, &kw, &mut self.counters)?
+            }
+            Action::DropCount { node, reason } => {
+                let ki = KeyIncrementRepr {
+                    redundancy: n,
+                    key: drop_counter_key(node, reason),
+                    counter: 1,
+                };
+                let i = self.route_key(ki.key, dst).ok_or(DropReason::NoRegion)?;
+                let col = &mut self.collectors[i];
+                if !col.can_atomic {
+                    return Err(DropReason::NoRegion);
+                }
+                col.offer(now, |p| &mut p.key_increment, &ki, &mut self.counters)?
+            }
+            Action::DropEvent(e) => {
+                let list = front.drop_list().ok_or(DropReason::NoRegion)?;
+                self.append(now, list, &e.encode())?
+            }
+            Action::QueueEvent(e) => {
+                let list = front.queue_list().ok_or(DropReason::NoRegion)?;
+                self.append(now, list, &e.encode())?
+            }
+        };
+        match outcome {
+            Outcome::Accepted => Ok(()),
+            // Only Sketch-Merge and sequence-tracked reports come back otherwise; INT uses neither.
+            Outcome::Duplicate | Outcome::Gap { .. } => Err(DropReason::Duplicate),
+        }
+    }
+
+    fn append(&mut self, now: Instant, list_id: u32, entry: &[u8]) -> Result<Outcome, DropReason> {
+        let a = AppendRepr {
+            list_id,
+            data: entry,
+        };
+        let i = self
+            .route_region(list_id, true)
+            .ok_or(DropReason::NoRegion)?;
+        self.collectors[i].offer(now, |p| &mut p.append, &a, &mut self.counters)
+    }
+}

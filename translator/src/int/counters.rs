@@ -1,0 +1,97 @@
+//! Counters of the INT front end, summed across workers like the engine's [`Counters`](crate::Counters).
+
+use std::ops::AddAssign;
+
+/// Declares [`IntDrop`] with its list and labels from one list (as `DropReason` is declared).
+macro_rules! int_drops {
+    ($($(#[doc = $doc:expr])* $name:ident => $label:literal,)+) => {
+        /// Why an INT report (or one individual report of a v2.0 group) was not translated.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum IntDrop {
+            $($(#[doc = $doc])* $name,)+
+        }
+
+        impl IntDrop {
+            /// Every reason, in counter order.
+            pub const ALL: [IntDrop; [$(IntDrop::$name),+].len()] = [$(IntDrop::$name),+];
+
+            /// A metrics label.
+            pub const fn label(self) -> &'static str {
+                match self {
+                    $(IntDrop::$name => $label,)+
+                }
+            }
+        }
+    };
+}
+
+int_drops! {
+    /// A length that lies (report, metadata, shim), a truncated header, or reserved values.
+    Malformed => "malformed",
+    /// A version, report type, inner type or next protocol this front end does not know.
+    UnknownType => "unknown_type",
+    /// An INT-MD stack of more hops than INT allows (8) or than the Postcarding region holds.
+    TooManyHops => "too_many_hops",
+    /// A per-hop report whose hop the inner TTL cannot give (TTL above every configured initial TTL,
+    /// or a hop of 0 or beyond the path length).
+    NoHop => "no_hop",
+    /// No switch identity: a v0.5 report without a common header, an INT-MD hop without a node id.
+    NoNode => "no_node",
+    /// No flow: the inner packet is missing or has no IPv4/IPv6 header (drops are still counted).
+    NoFlow => "no_flow",
+}
+
+/// Every INT counter of one engine.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct IntCounters {
+    /// UDP payloads taken on the INT port (v0.5 reports and v2.0 groups).
+    pub packets: u64,
+    /// Reports translated (each individual report of a v2.0 group counts).
+    pub reports: u64,
+    /// Reports lost before the translator, by the gaps in each (node, hardware id)'s sequence numbers.
+    pub lost: u64,
+    /// Reports behind their sequence (reordered or repeated); still translated.
+    pub late: u64,
+    /// Sources beyond `int.max_sequences`, whose loss is not tracked.
+    pub untracked: u64,
+    /// Reports carrying a whole path (INT-MD sink reports).
+    pub whole_paths: u64,
+    /// Reports not translated, by reason (index: the order of [`IntDrop::ALL`]).
+    pub drops: [u64; IntDrop::ALL.len()],
+}
+
+impl IntCounters {
+    /// Counts a report not translated.
+    pub fn drop(&mut self, why: IntDrop) {
+        self.drops[why as usize] += 1;
+    }
+
+    /// Reports not translated for `why`.
+    pub fn dropped(&self, why: IntDrop) -> u64 {
+        self.drops[why as usize]
+    }
+}
+
+impl AddAssign<&IntCounters> for IntCounters {
+    fn add_assign(&mut self, o: &IntCounters) {
+        // Destructured, so a new field does not compile until it is summed here.
+        let IntCounters {
+            packets,
+            reports,
+            lost,
+            late,
+            untracked,
+            whole_paths,
+            drops,
+        } = self;
+        *packets += o.packets;
+        *reports += o.reports;
+        *lost += o.lost;
+        *late += o.late;
+        *untracked += o.untracked;
+        *whole_paths += o.whole_paths;
+        for (d, s) in drops.iter_mut().zip(o.drops) {
+            *d += s;
+        }
+    }
+}

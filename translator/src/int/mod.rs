@@ -1,0 +1,14 @@
+//! The INT front end (issue 17): standard In-band Network Telemetry reports (fabric-tna's v0.5, Telemetry
+//! Report v2.0) in, DTA primitives out, so switches that already export INT need no DTA reporter.
+//!
+//! [`translate`] turns a report into [`Action`]s (pure: no QP, no collector); the engine routes each
+//! action to a collector and a primitive like the DTA report it stands for. [`sequence`] counts reports
+//! lost on the way from each (node, hardware id)'s sequence numbers, and [`counters`] counts the rest,
+//! including every report not translated, by reason.
+
+pub mod counters;
+pub mod sequence;
+pub mod translate;
+
+pub use counters::{IntCounters, IntDrop};
+pub use translate::{Action, Actions, IntFrontEnd};

@@ -1,0 +1,440 @@
+//! INT reports to DTA actions (what to write where, per `dta_protocol::int::mapping`). No primitive and
+//! no QP here: the engine routes each [`Action`] to a collector and hands it to the primitive.
+//!
+//! * **A sink report** (its inner packet carries the INT-MD stack) has the whole path: hop i is the i-th
+//!   oldest stack entry, and the reporting node is the last hop unless it already is the newest entry. Its
+//!   postcards carry the path length, so the chunk is written at once.
+//! * **A per-hop report** (fabric-tna's switch-local report, a v2.0 INT report without a stack) names one
+//!   switch; its hop comes from the inner packet's TTL (see `IntConfig::initial_ttls`), and its postcard
+//!   goes through the flow cache with the configured path length, as a DTA postcard does.
+//! * **A drop report** (v0.5 drop header, v2.0 D flag or drop metadata) counts a drop per (node, reason)
+//!   and appends a drop event; it writes no path.
+//! * **A congested-queue report** (Q flag) appends a queue event, besides its path and hop state.
+
+use smallvec::SmallVec;
+
+use dta_protocol::int::inner::{InnerRepr, IntDetect, Start};
+use dta_protocol::int::mapping::{flow_key, DropEvent, HopRecord, QueueEvent};
+use dta_protocol::int::metadata::Metadata;
+use dta_protocol::int::{v05, v2};
+use dta_protocol::Error as WireError;
+
+use super::counters::{IntCounters, IntDrop};
+use super::sequence::{SeqVerdict, SequenceGaps};
+use crate::config::IntConfig;
+
+/// INT allows at most this many hops in a stack.
+const INT_MAX_HOPS: usize = 8;
+
+/// One write an INT report asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    /// Hop `hop` of flow `flow` is switch `node`.
+    Postcard {
+        /// The flow's key.
+        flow: u32,
+        /// 1-based hop.
+        hop: u8,
+        /// Path length: the stack's for a sink report, the configured one for a per-hop report.
+        path_len: u8,
+        /// Whether the report carried the whole path (so the length is known).
+        whole_path: bool,
+        /// The switch's node id.
+        node: u32,
+    },
+    /// Hop `hop` of flow `flow` saw `record`.
+    Hop {
+        /// The flow's key.
+        flow: u32,
+        /// 1-based hop.
+        hop: u8,
+        /// What the switch measured.
+        record: HopRecord,
+    },
+    /// One drop at `node` for `reason`.
+    DropCount {
+        /// The switch.
+        node: u32,
+        /// Its reason code.
+        reason: u8,
+    },
+    /// A drop event for the drop list.
+    DropEvent(DropEvent),
+    /// A queue event for the queue list.
+    QueueEvent(QueueEvent),
+}
+
+/// The actions of one UDP payload (a sink report of 8 hops needs 16, plus events).
+pub type Actions = SmallVec<[Action; 20]>;
+
+/// The INT front end of one engine: configuration and sequence state.
+#[derive(Debug)]
+pub struct IntFrontEnd {
+    cfg: IntConfig,
+    detect: IntDetect,
+    /// Path length of per-hop reports and the most hops a path may have (`postcard.hops`).
+    hops: u8,
+    seq: SequenceGaps,
+}
+
+/// What one switch said about one packet, whichever format it came in.
+#[derive(Debug, Clone, Copy, Default)]
+struct Hop {
+    node: Option<u32>,
+    latency: u32,
+    queue: Option<(u8, u32)>,
+    port: u16,
+    timestamp: u32,
+}
+
+impl Hop {
+    fn record(&self, node: u32) -> HopRecord {
+        let (queue_id, queue_occupancy) = self.queue.unwrap_or((0, 0));
+        HopRecord {
+            node,
+            hop_latency: self.latency,
+            queue_id,
+            queue_occupancy,
+        }
+    }
+
+    fn from_metadata(m: &Metadata) -> Self {
+        let latency =
+            m.hop_latency
+                .unwrap_or_else(|| match (m.ingress_timestamp, m.egress_timestamp) {
+                    (Some(i), Some(e)) => e.wrapping_sub(i) as u32,
+                    _ => 0,
+                });
+        Hop {
+            node: m.node_id,
+            latency,
+            queue: m.queue,
+            port: m.l1_ports.map_or(0, |(_, eg)| eg),
+            timestamp: m.egress_timestamp.or(m.ingress_timestamp).unwrap_or(0) as u32,
+        }
+    }
+}
+
+impl IntFrontEnd {
+    /// A front end for `cfg`, with per-hop paths of `hops` hops (`postcard.hops`).
+    pub fn new(cfg: &IntConfig, hops: u8) -> Self {
+        IntFrontEnd {
+            detect: IntDetect {
+                udp_port: cfg.md_udp_port,
+                dscp: cfg.md_dscp.map(|d| (d, cfg.md_dscp_mask)),
+            },
+            cfg: cfg.clone(),
+            hops,
+            seq: SequenceGaps::new(cfg.max_sequences),
+        }
+    }
+
+    /// The UDP port INT reports arrive on.
+    pub fn udp_port(&self) -> u16 {
+        self.cfg.udp_port
+    }
+
+    /// Copies (N) of records and counters.
+    pub fn redundancy(&self) -> u8 {
+        self.cfg.redundancy
+    }
+
+    /// Append list of drop events.
+    pub fn drop_list(&self) -> Option<u32> {
+        self.cfg.drop_list
+    }
+
+    /// Append list of queue events.
+    pub fn queue_list(&self) -> Option<u32> {
+        self.cfg.queue_list
+    }
+
+    /// Translates one UDP payload into `out`, counting in `c`.
+    pub fn translate(&mut self, payload: &[u8], c: &mut IntCounters, out: &mut Actions) {
+        c.packets += 1;
+        // The version nibble tells the formats apart: fabric-tna writes 0, v2.0 writes 2.
+        match payload.first().map(|b| b >> 4) {
+            Some(0) => match v05::ReportRepr::parse(payload) {
+                Ok(r) => self.v05(&r, c, out),
+                Err(e) => c.drop(reason(&e)),
+            },
+            Some(2) => self.v2(payload, c, out),
+            Some(_) => c.drop(IntDrop::UnknownType),
+            None => c.drop(IntDrop::Malformed),
+        }
+    }
+
+    fn sequence(&mut self, node: u32, hw_id: u8, seq: u32, bits: u32, c: &mut IntCounters) {
+        match self.seq.check(node, hw_id, seq, bits) {
+            SeqVerdict::InOrder { lost } => c.lost += lost,
+            SeqVerdict::Late => c.late += 1,
+            SeqVerdict::Untracked => c.untracked += 1,
+        }
+    }
+
+    fn v05(&mut self, r: &v05::ReportRepr<'_>, c: &mut IntCounters, out: &mut Actions) {
+        let (common, hop) = match r.body {
+            // No common header: nothing names the switch.
+            v05::Body::Ethernet => return c.drop(IntDrop::NoNode),
+            v05::Body::Drop { common, .. } => (common, Hop::default()),
+            v05::Body::Local {
+                common,
+                queue_occupancy,
+                eg_tstamp,
+            } => (
+                common,
+                Hop {
+                    latency: eg_tstamp.wrapping_sub(r.ig_tstamp),
+                    queue: Some((common.queue_id, queue_occupancy)),
+                    timestamp: eg_tstamp,
+                    ..Hop::default()
+                },
+            ),
+        };
+        self.sequence(common.switch_id, r.hw_id, r.seq_no, 32, c);
+        let hop = Hop {
+            node: Some(common.switch_id),
+            port: common.eg_port,
+            timestamp: if hop.timestamp == 0 {
+                r.ig_tstamp
+            } else {
+                hop.timestamp
+            },
+            ..hop
+        };
+        let drop = match r.body {
+            v05::Body::Drop { reason, .. } => Some((common.queue_id, reason)),
+            _ => None,
+        };
+        let port = if common.eg_port != 0 {
+            common.eg_port
+        } else {
+            common.ig_port
+        };
+        self.report(
+            Start::Ethernet,
+            r.inner,
+            Hop { port, ..hop },
+            drop,
+            r.congested,
+            c,
+            out,
+        );
+    }
+
+    fn v2(&mut self, payload: &[u8], c: &mut IntCounters, out: &mut Actions) {
+        let (group, reports) = match v2::GroupRepr::parse(payload) {
+            Ok(g) => g,
+            Err(e) => return c.drop(reason(&e)),
+        };
+        self.sequence(group.node_id, group.hw_id, group.seq_no, 22, c);
+        for r in reports {
+            let r = match r {
+                Ok(r) => r,
+                // The iterator stops after an error: the rest of the group cannot be delimited.
+                Err(e) => return c.drop(reason(&e)),
+            };
+            let start = match r.in_type {
+                v2::InType::Ethernet => Start::Ethernet,
+                v2::InType::Ipv4 | v2::InType::Ipv6 => Start::Ip,
+                _ => {
+                    c.drop(IntDrop::UnknownType);
+                    continue;
+                }
+            };
+            let (hop, drop) = match &r.int {
+                Some(main) => {
+                    let hop = Hop::from_metadata(&main.metadata);
+                    (
+                        Hop {
+                            node: hop.node.or(Some(group.node_id)),
+                            ..hop
+                        },
+                        main.metadata.drop,
+                    )
+                }
+                None => (
+                    Hop {
+                        node: Some(group.node_id),
+                        ..Hop::default()
+                    },
+                    None,
+                ),
+            };
+            let drop = match (drop, r.dropped) {
+                (Some(d), _) => Some(d),
+                // D flag without drop metadata: reason unknown (0).
+                (None, true) => Some((hop.queue.map_or(0, |q| q.0), 0)),
+                (None, false) => None,
+            };
+            self.report(start, r.inner, hop, drop, r.congested, c, out);
+        }
+    }
+
+    /// One report of one switch (`hop`) about the packet `inner`.
+    #[allow(clippy::too_many_arguments)]
+    fn report(
+        &mut self,
+        start: Start,
+        inner: &[u8],
+        hop: Hop,
+        drop: Option<(u8, u8)>,
+        congested: bool,
+        c: &mut IntCounters,
+        out: &mut Actions,
+    ) {
+        let Some(node) = hop.node else {
+            return c.drop(IntDrop::NoNode);
+        };
+        let parsed = InnerRepr::parse(start, inner, self.detect);
+        if let Some((queue_id, reason)) = drop {
+            // A drop is counted even when its packet cannot be parsed: the switch and reason are known.
+            let flow = parsed.as_ref().map_or(0, |p| flow_key(&p.flow));
+            if self.cfg.drop_counts {
+                out.push(Action::DropCount { node, reason });
+            }
+            if self.cfg.drop_list.is_some() {
+                out.push(Action::DropEvent(DropEvent {
+                    flow,
+                    node,
+                    port: hop.port,
+                    reason,
+                    queue_id,
+                    timestamp: hop.timestamp,
+                }));
+            }
+            c.reports += 1;
+            return;
+        }
+        let p = match parsed {
+            Ok(p) => p,
+            Err(e) => {
+                return c.drop(match reason(&e) {
+                    IntDrop::Malformed if inner.is_empty() => IntDrop::NoFlow,
+                    r => r,
+                })
+            }
+        };
+        let flow = flow_key(&p.flow);
+        if let Some(md) = p.int_md {
+            return self.whole_path(flow, node, hop, md.hops(), md.hop_count(), c, out);
+        }
+        let Some(h) = self.hop_from_ttl(p.ttl) else {
+            return c.drop(IntDrop::NoHop);
+        };
+        if congested && self.cfg.queue_list.is_some() {
+            let (queue_id, occupancy) = hop.queue.unwrap_or((0, 0));
+            out.push(Action::QueueEvent(QueueEvent {
+                node,
+                port: hop.port,
+                queue_id,
+                occupancy,
+                timestamp: hop.timestamp,
+            }));
+        }
+        if self.cfg.path {
+            out.push(Action::Postcard {
+                flow,
+                hop: h,
+                path_len: self.hops,
+                whole_path: false,
+                node,
+            });
+        }
+        if self.cfg.flow_state {
+            out.push(Action::Hop {
+                flow,
+                hop: h,
+                record: hop.record(node),
+            });
+        }
+        c.reports += 1;
+    }
+
+    /// A sink report: the stack's hops (newest first) and the reporting node.
+    #[allow(clippy::too_many_arguments)]
+    fn whole_path(
+        &mut self,
+        flow: u32,
+        node: u32,
+        sink: Hop,
+        stack: impl Iterator<Item = Metadata>,
+        count: usize,
+        c: &mut IntCounters,
+        out: &mut Actions,
+    ) {
+        if count > INT_MAX_HOPS {
+            return c.drop(IntDrop::TooManyHops);
+        }
+        let mut path: SmallVec<[Hop; INT_MAX_HOPS + 1]> = SmallVec::new();
+        for m in stack {
+            let h = Hop::from_metadata(&m);
+            if h.node.is_none() {
+                return c.drop(IntDrop::NoNode);
+            }
+            path.push(h);
+        }
+        path.reverse();
+        // The sink's own view ends the path, unless it already pushed itself onto the stack.
+        if path.last().and_then(|h| h.node) != Some(node) {
+            path.push(Hop {
+                node: Some(node),
+                ..sink
+            });
+        }
+        if path.len() > usize::from(self.hops) {
+            return c.drop(IntDrop::TooManyHops);
+        }
+        let len = path.len() as u8;
+        for (i, h) in path.iter().enumerate() {
+            let (hop, node) = (i as u8 + 1, h.node.unwrap_or(node));
+            if self.cfg.path {
+                out.push(Action::Postcard {
+                    flow,
+                    hop,
+                    path_len: len,
+                    whole_path: true,
+                    node,
+                });
+            }
+            if self.cfg.flow_state {
+                out.push(Action::Hop {
+                    flow,
+                    hop,
+                    record: h.record(node),
+                });
+            }
+        }
+        c.whole_paths += 1;
+        c.reports += 1;
+    }
+
+    /// `initial - ttl + hop_offset` for the smallest configured initial TTL at or above `ttl`, when that
+    /// is a hop of the path (1..=hops).
+    fn hop_from_ttl(&self, ttl: u8) -> Option<u8> {
+        let initial = self
+            .cfg
+            .initial_ttls
+            .iter()
+            .copied()
+            .filter(|&i| i >= ttl)
+            .min()?;
+        let hop = u32::from(initial - ttl) + u32::from(self.cfg.hop_offset);
+        (1..=u32::from(self.hops))
+            .contains(&hop)
+            .then_some(hop as u8)
+    }
+}
+
+/// The drop reason of a parse error.
+fn reason(e: &WireError) -> IntDrop {
+    match e {
+        WireError::InvalidField {
+            field:
+                "ver" | "nproto" | "rep_type" | "in_type" | "network layer" | "IP header" | "shim type"
+                | "shim NPT",
+            ..
+        } => IntDrop::UnknownType,
+        _ => IntDrop::Malformed,
+    }
+}
