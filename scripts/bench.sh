@@ -60,7 +60,7 @@ echo "bench: testpmd txonly, 1 core"
 testpmd "$run/testpmd-txonly-1.txt" "${eal1[@]}" -- --forward-mode=txonly --stats-period 1 \
   --nb-cores=1 --total-num-mbufs=16384
 
-modes=(keywrite-n1 keywrite-n2 keyincrement append-b1 append-b4 append-b16 postcard5 sketch)
+modes=(keywrite-n1 keywrite-n2 keyincrement append-b1 append-b4 append-b16 postcard5 sketch int-v05)
 for w in 1 2; do
   for m in "${modes[@]}"; do
     echo "bench: translator $m, $w worker(s)"
@@ -113,6 +113,9 @@ cargo bench -p dta-bench --bench wire "${crit[@]}" > "$run/criterion-wire.txt" 2
 echo "bench: CPU collector baseline over UDP loopback"
 "$bin/dta-bench" baseline --mode keywrite-n1 --secs "$secs" > "$run/baseline-keywrite-n1.json"
 "$bin/dta-bench" baseline --mode append-b1 --secs "$secs" > "$run/baseline-append-b1.json"
+# The CPU INT collector (fabric-tna v0.5 reports: parse, inner parse, flow-table insert) beside the
+# translator's INT front end on the same reports.
+"$bin/dta-bench" baseline --mode int-v05 --secs "$secs" > "$run/baseline-int-v05.json"
 
 echo "bench: collector queries"
 "$bin/dta-bench" queries --secs 2 > "$run/queries.json"

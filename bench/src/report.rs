@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 use crate::sys::Machine;
 
-const MODES: [&str; 8] = [
+const MODES: [&str; 9] = [
     "keywrite-n1",
     "keywrite-n2",
     "keyincrement",
@@ -20,6 +20,7 @@ const MODES: [&str; 8] = [
     "append-b16",
     "postcard5",
     "sketch",
+    "int-v05",
 ];
 
 /// testpmd's steady forwarding rate from its `--stats-period` output: the median of the non-zero `Rx-pps`
@@ -202,10 +203,18 @@ pub fn run(dir: &Path, criterion: &Path, out: &Path, hugepages: bool) -> Result<
         .iter()
         .find(|r| r["mode"] == "append-b1" && r["workers"] == 1)
         .map_or(f64::NAN, |r| f(r, "cpu_ns_per_report"));
+    let int_cpu = rows
+        .iter()
+        .find(|r| r["mode"] == "int-v05" && r["workers"] == 1)
+        .map_or(f64::NAN, |r| f(r, "cpu_ns_per_report"));
     let mut baseline = Vec::new();
     md.push_str("\n## The CPU collector users run today (UDP loopback, recvmmsg x64, parse, store) beside the translator\n\n");
     md.push_str("| Store | reports/s received | reports/s per receiver core | receiver CPU ns/report | process CPU ns/report (sender incl.) | translator CPU ns/report (same reports) | loss |\n|---|---|---|---|---|---|---|\n");
-    for (m, tr) in [("keywrite-n1", kw_cpu), ("append-b1", ap_cpu)] {
+    for (m, tr) in [
+        ("keywrite-n1", kw_cpu),
+        ("append-b1", ap_cpu),
+        ("int-v05", int_cpu),
+    ] {
         let Some(v) = read_json(&dir.join(format!("baseline-{m}.json"))) else {
             continue;
         };

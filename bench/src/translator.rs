@@ -114,7 +114,7 @@ fn worker(
     secs: f64,
     go: Arc<AtomicBool>,
 ) -> Result<WorkerResult> {
-    let cfg = workloads::config();
+    let cfg = workloads::config(mode);
     let local_qpn = cfg.local.qpn_base;
     let origin = std::time::Instant::now();
     let clock = |o: &std::time::Instant| Instant(o.elapsed().as_nanos() as u64);
@@ -170,7 +170,7 @@ fn worker(
     r.wall_ns = stop.0 - start.0;
     r.acks_fed = acker.fed;
     let c = e.counters();
-    r.report_drops = c.drops.iter().sum();
+    r.report_drops = c.drops.iter().sum::<u64>() + c.int.drops.iter().sum::<u64>();
     r.qp_errors = c.qp_errors;
     r.retransmitted = c.retransmitted_frames;
     Ok(r)
@@ -250,7 +250,7 @@ pub fn run(mode: Mode, workers: usize, secs: f64, eal: Vec<String>) -> Result<Ru
             ..PortConfig::default()
         };
         let (port, queues) = Port::open(eal, "net_null0", &cfg).context("open net_null0")?;
-        let frames = Arc::new(workloads::report_frames(mode, &workloads::config())?);
+        let frames = Arc::new(workloads::report_frames(mode, &workloads::config(mode))?);
         let go = Arc::new(AtomicBool::new(false));
         let mut handles = Vec::new();
         for (w, q) in queues.into_iter().enumerate() {

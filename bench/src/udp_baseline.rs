@@ -3,6 +3,10 @@
 //! keyed like Key-Write (key -> data, a fast multiplicative hash, capacity reserved up front) or appended to a
 //! pre-allocated append-only log whose tail is published with a release store (Confluo's design). A sender
 //! thread on the other core pushes the same reports over loopback with `sendmmsg`.
+//!
+//! For INT (`int-v05`), the receiver is what INTCollector-style collectors do per report: parse the v0.5
+//! report and its inner packet (dta-protocol's parsers, the translator's own), then update the flow's entry
+//! in a flow table keyed by the 5-tuple (its path and per-hop latency and queue).
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -14,6 +18,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use dta_protocol::dta::{Body, ReportRepr};
+use dta_protocol::int::inner::{FlowKey, InnerRepr, IntDetect, Start};
+use dta_protocol::int::v05;
 use serde::Serialize;
 
 use crate::sys::{pin_to_cpu, process_cpu_ns, thread_cpu_ns, vm_hwm_kib};
@@ -75,11 +81,54 @@ pub struct BaselineResult {
     pub vm_hwm_kib: u64,
 }
 
-fn recv_loop(sock: UdpSocket, stop: Arc<AtomicBool>) -> Result<(u64, u64, u64, usize)> {
+/// One flow of the INT flow table: each hop's switch, latency and queue occupancy.
+#[derive(Debug, Clone, Copy, Default)]
+struct IntFlow {
+    hops: [(u32, u32, u32); 8],
+    seen: u8,
+}
+
+/// Parses an INT v0.5 report and updates its flow's entry; false when it does not parse.
+fn int_insert(
+    table: &mut HashMap<FlowKey, IntFlow, BuildHasherDefault<MulHasher>>,
+    payload: &[u8],
+) -> bool {
+    let Ok(r) = v05::ReportRepr::parse(payload) else {
+        return false;
+    };
+    let v05::Body::Local {
+        common,
+        queue_occupancy,
+        eg_tstamp,
+    } = r.body
+    else {
+        return false;
+    };
+    let Ok(inner) = InnerRepr::parse(Start::Ethernet, r.inner, IntDetect::default()) else {
+        return false;
+    };
+    // The same hop rule as the translator's default: initial TTL 64, decremented by the reporting hop.
+    let hop = 64u8.wrapping_sub(inner.ttl);
+    if !(1..=8).contains(&hop) {
+        return false;
+    }
+    let f = table.entry(inner.flow).or_default();
+    f.hops[usize::from(hop - 1)] = (
+        common.switch_id,
+        eg_tstamp.wrapping_sub(r.ig_tstamp),
+        queue_occupancy,
+    );
+    f.seen |= 1 << (hop - 1);
+    true
+}
+
+fn recv_loop(sock: UdpSocket, stop: Arc<AtomicBool>, int: bool) -> Result<(u64, u64, u64, usize)> {
     pin_to_cpu(0);
     let fmt = workloads::format();
     let mut table: HashMap<u32, [u8; 4], BuildHasherDefault<MulHasher>> =
         HashMap::with_capacity_and_hasher(DISTINCT * 2, Default::default());
+    let mut flows: HashMap<FlowKey, IntFlow, BuildHasherDefault<MulHasher>> =
+        HashMap::with_capacity_and_hasher(DISTINCT, Default::default());
     let mut log = Log {
         buf: vec![0u8; 256 << 20],
         tail: AtomicU64::new(0),
@@ -117,6 +166,12 @@ fn recv_loop(sock: UdpSocket, stop: Arc<AtomicBool>) -> Result<(u64, u64, u64, u
         }
         for (m, b) in msgs[..n as usize].iter().zip(bufs.iter()) {
             let payload = &b[..m.msg_len as usize];
+            if int {
+                if !int_insert(&mut flows, payload) {
+                    errors += 1;
+                }
+                continue;
+            }
             match ReportRepr::parse(payload, &fmt) {
                 Ok(r) => match r.body {
                     Body::KeyWrite(kw) => {
@@ -134,7 +189,7 @@ fn recv_loop(sock: UdpSocket, stop: Arc<AtomicBool>) -> Result<(u64, u64, u64, u
     }
     let cpu = thread_cpu_ns() - cpu0;
     std::hint::black_box(&log.buf[..16]);
-    Ok((received, errors, cpu, table.len()))
+    Ok((received, errors, cpu, table.len() + flows.len()))
 }
 
 fn send_loop(sock: UdpSocket, payloads: Vec<Vec<u8>>, stop: Arc<AtomicBool>) -> u64 {
@@ -172,8 +227,10 @@ pub fn run(mode: Mode, secs: f64) -> Result<BaselineResult> {
     let store = match mode {
         Mode::KeyWrite { n: 1 } => "hash table (Key-Write keyed)",
         Mode::Append { .. } => "append-only log (Confluo-like)",
-        _ => bail!("the baseline takes keywrite-n1 or append-b1"),
+        Mode::Int => "INT flow table (INTCollector-like: report + inner parse, 5-tuple keyed)",
+        _ => bail!("the baseline takes keywrite-n1, append-b1 or int-v05"),
     };
+    let int = mode == Mode::Int;
     let payloads: Vec<Vec<u8>> = (0..DISTINCT)
         .map(|i| workloads::report_payload(mode, i))
         .collect::<Result<_>>()?;
@@ -197,7 +254,7 @@ pub fn run(mode: Mode, secs: f64) -> Result<BaselineResult> {
     let start = Instant::now();
     let r = {
         let stop = stop.clone();
-        std::thread::spawn(move || recv_loop(rx, stop))
+        std::thread::spawn(move || recv_loop(rx, stop, int))
     };
     let s = {
         let stop = stop.clone();

@@ -7,6 +7,7 @@ use dta_protocol::dta::{
     AppendRepr, Body, HeaderForm, KeyIncrementRepr, KeyWriteRepr, PostcardRepr, ReportFormat,
     ReportRepr, SketchOp, SketchRepr,
 };
+use dta_protocol::int::v05;
 use dta_protocol::layout::{
     AppendGeometry, Geometry, KeyIncrementGeometry, KeyWriteGeometry, PostcardGeometry, Region,
     SketchGeometry,
@@ -34,11 +35,17 @@ pub const COLLECTOR_QPN: u32 = 17;
 /// One measured workload of the translator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
-    KeyWrite { n: u8 },
+    KeyWrite {
+        n: u8,
+    },
     KeyIncrement,
-    Append { batch: u32 },
+    Append {
+        batch: u32,
+    },
     Postcard,
     Sketch,
+    /// fabric-tna INT v0.5 switch-local reports, 5 hops per flow (the INT front end: path, hop state).
+    Int,
 }
 
 impl Mode {
@@ -52,6 +59,7 @@ impl Mode {
             "append-b16" => Mode::Append { batch: 16 },
             "postcard5" => Mode::Postcard,
             "sketch" => Mode::Sketch,
+            "int-v05" => Mode::Int,
             _ => bail!("unknown mode {s}"),
         })
     }
@@ -63,6 +71,7 @@ impl Mode {
             Mode::Append { batch } => format!("append-b{batch}"),
             Mode::Postcard => "postcard5".into(),
             Mode::Sketch => "sketch".into(),
+            Mode::Int => "int-v05".into(),
         }
     }
 }
@@ -80,8 +89,50 @@ pub fn key_of(i: usize) -> u32 {
     (i as u32).wrapping_mul(0x9E37_79B1) ^ 0x5bd1_e995
 }
 
+/// INT hops per flow.
+pub const INT_HOPS: usize = 5;
+
+/// Report `i` of the INT ring: hop `i mod 5` of flow `i / 5`, from switch 101 + hop, as fabric-tna's
+/// egress mirror sends it (its TTL already decremented by this hop), with a 64-byte truncated packet.
+pub fn int_payload(i: usize) -> Result<Vec<u8>> {
+    let (flow, hop) = ((i / INT_HOPS) as u32, (i % INT_HOPS) as u32 + 1);
+    let mut inner = Vec::with_capacity(64);
+    let f = flow.to_be_bytes();
+    etherparse::PacketBuilder::ethernet2([2, 0, 0, 0, 0, 0xA], [2, 0, 0, 0, 0, 0xB])
+        .ipv4([10, f[1], f[2], f[3]], [10, 200, 0, 1], 64 - hop as u8)
+        .udp(10_000 + (flow % 50_000) as u16, 80)
+        .write(&mut inner, &[0u8; 22])
+        .map_err(|e| anyhow!("inner packet {i}: {e}"))?;
+    let r = v05::ReportRepr {
+        dropped: false,
+        congested: false,
+        tracked_flow: true,
+        hw_id: 1,
+        seq_no: i as u32,
+        ig_tstamp: 1000 * i as u32,
+        body: v05::Body::Local {
+            common: v05::CommonRepr {
+                switch_id: 100 + hop,
+                ig_port: 1,
+                eg_port: 2,
+                queue_id: 0,
+            },
+            queue_occupancy: 10 * hop,
+            eg_tstamp: 1000 * i as u32 + 300,
+        },
+        inner: &inner,
+    };
+    let mut out = vec![0u8; r.buffer_len()];
+    r.emit(&mut out)
+        .map_err(|e| anyhow!("INT report {i}: {e}"))?;
+    Ok(out)
+}
+
 /// The UDP payload (the DTA report) of report `i` of `mode`'s ring.
 pub fn report_payload(mode: Mode, i: usize) -> Result<Vec<u8>> {
+    if mode == Mode::Int {
+        return int_payload(i);
+    }
     let seq = (i % 256) as u8;
     let data = (i as u32).to_be_bytes();
     let counters: Vec<u8> = (0..SKETCH_ROWS as u32)
@@ -109,6 +160,7 @@ pub fn report_payload(mode: Mode, i: usize) -> Result<Vec<u8>> {
             data: 100 + (i % 5) as u32,
         }),
         // Reporters interleave column by column, each in column order (what the merger requires).
+        Mode::Int => unreachable!("handled above"),
         Mode::Sketch => Body::SketchMerge(SketchRepr {
             sketch_id: 0,
             op: SketchOp::Sum,
@@ -126,15 +178,20 @@ pub fn report_payload(mode: Mode, i: usize) -> Result<Vec<u8>> {
     Ok(payload)
 }
 
-/// The reporter's endpoints: a switch sending to the collector's IP on the DTA port.
-pub fn report_endpoints(cfg: &Config) -> UdpEndpoints {
+/// The reporter's endpoints: a switch sending to the collector's IP on the DTA port (the INT port for
+/// [`Mode::Int`]).
+pub fn report_endpoints(mode: Mode, cfg: &Config) -> UdpEndpoints {
     UdpEndpoints::new(
         [2, 0, 0, 0, 0, 9],
         TRANSLATOR_MAC,
         [10, 0, 0, 9],
         COLLECTOR_IP,
         5000,
-        cfg.report.udp_port,
+        if mode == Mode::Int {
+            cfg.int.udp_port
+        } else {
+            cfg.report.udp_port
+        },
     )
 }
 
@@ -152,7 +209,7 @@ pub fn roce_endpoints() -> UdpEndpoints {
 
 /// The ring of whole Ethernet frames for `mode`.
 pub fn report_frames(mode: Mode, cfg: &Config) -> Result<Vec<Vec<u8>>> {
-    let ep = report_endpoints(cfg);
+    let ep = report_endpoints(mode, cfg);
     (0..RING)
         .map(|i| {
             let payload = report_payload(mode, i)?;
@@ -175,7 +232,11 @@ pub fn regions(mode: Mode) -> Result<Vec<Region>> {
             id: 0,
             va: 0x7f00_0000_0000,
             rkey: 0x1001,
-            geometry: Geometry::KeyWrite(KeyWriteGeometry::new(KEYWRITE_SLOTS, 8, 4).map_err(g)?),
+            // INT's hop records are 12 bytes of Key-Write data.
+            geometry: Geometry::KeyWrite(
+                KeyWriteGeometry::new(KEYWRITE_SLOTS, if mode == Mode::Int { 16 } else { 8 }, 4)
+                    .map_err(g)?,
+            ),
         },
         Region {
             id: 0,
@@ -228,11 +289,16 @@ pub fn welcome(mode: Mode) -> Result<Welcome> {
 }
 
 /// The translator configuration of the benchmarks: the defaults (window 256, AckReq every 16th frame) with
-/// two reporters for the sketch.
-pub fn config() -> Config {
+/// two reporters for the sketch, and for [`Mode::Int`] the INT front end with its defaults (paths, hop
+/// records with N = 2, drop counts).
+pub fn config(mode: Mode) -> Config {
     let mut c = Config::default();
     c.sketch.reporters = SKETCH_REPORTERS;
     c.local.mac = TRANSLATOR_MAC;
     c.local.ip = TRANSLATOR_IP;
+    if mode == Mode::Int {
+        c.int.enabled = true;
+        c.report.keywrite_data_len = 12;
+    }
     c
 }
