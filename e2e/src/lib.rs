@@ -5,6 +5,8 @@
 pub mod bins;
 pub mod conformance;
 pub mod http;
+pub mod int_spec;
+pub mod int_workload;
 pub mod netns;
 pub mod procs;
 pub mod rxe;

@@ -35,11 +35,17 @@ impl Metrics {
     /// Waits until the engines took in `reports` reports and have nothing queued or in flight, twice in a
     /// row 100 ms apart (idle flushes of Append, Postcarding and sketches happen within a millisecond).
     pub fn wait_settled(&self, reports: u64, timeout: Duration) -> Result<String> {
+        self.wait_settled_on(REPORTS, reports, timeout)
+    }
+
+    /// [`wait_settled`](Self::wait_settled) counting what the engines took in with counter `taken` (for
+    /// INT: [`INT_PACKETS`]).
+    pub fn wait_settled_on(&self, taken: &str, reports: u64, timeout: Duration) -> Result<String> {
         let deadline = Instant::now() + timeout;
         let mut calm = 0;
         loop {
             let text = self.scrape()?;
-            let taken = http::metric(&text, "dta_translator_reports_total", "");
+            let taken = http::metric(&text, taken, "");
             let busy = http::metric(&text, "dta_translator_qp_window", "")
                 + http::metric(&text, "dta_translator_qp_queue", "");
             calm = if taken >= reports && busy == 0 {
@@ -70,25 +76,52 @@ impl Metrics {
     }
 }
 
+/// The translator's counter of DTA reports taken in (well-formed ones).
+pub const REPORTS: &str = "dta_translator_reports_total";
+/// The translator's counter of UDP payloads taken on the INT port (every one, translated or counted as
+/// dropped).
+pub const INT_PACKETS: &str = "dta_translator_int_packets_total";
+
 /// How long the sender waits without the translator taking a report before it gives up.
 const STALL: Duration = Duration::from_secs(30);
 
 /// A UDP socket in the reporter namespace aimed at the collector's report port.
 pub struct Sender {
     socket: UdpSocket,
+    /// The translator counter that paces it ([`REPORTS`] or [`INT_PACKETS`]).
+    taken: &'static str,
     /// Reports sent so far.
     pub sent: u64,
 }
 
 impl Sender {
-    /// Binds in namespace `ns` and connects to `to`.
+    /// Binds in namespace `ns` and connects to `to` (the DTA report port).
     pub fn open(ns: &str, from: SocketAddr, to: SocketAddr) -> Result<Self> {
+        Self::open_paced(ns, from, to, REPORTS)
+    }
+
+    /// [`open`](Self::open), paced by the translator counter `taken`.
+    pub fn open_paced(
+        ns: &str,
+        from: SocketAddr,
+        to: SocketAddr,
+        taken: &'static str,
+    ) -> Result<Self> {
         let socket = enter_and_run(ns, move || -> Result<UdpSocket> {
             let s = UdpSocket::bind(from).with_context(|| format!("binding {from}"))?;
             s.connect(to)?;
             Ok(s)
         })??;
-        Ok(Sender { socket, sent: 0 })
+        Ok(Sender {
+            socket,
+            taken,
+            sent: 0,
+        })
+    }
+
+    /// The counter that paces this sender.
+    pub fn paced_by(&self) -> &'static str {
+        self.taken
     }
 
     /// Sends every payload; `base` is the translator's report count before this batch.
@@ -105,9 +138,7 @@ impl Sender {
         let mut sent_here = 0u64;
         let (mut last_taken, mut last_progress) = (0u64, Instant::now());
         while i < reports.len() {
-            let taken = metrics
-                .value("dta_translator_reports_total", "")?
-                .saturating_sub(base);
+            let taken = metrics.value(self.taken, "")?.saturating_sub(base);
             let queued = metrics.value("dta_translator_qp_queue", "")?;
             if taken != last_taken {
                 (last_taken, last_progress) = (taken, Instant::now());

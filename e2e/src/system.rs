@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 
 use crate::bins::bin;
+use crate::int_workload;
 use crate::netns::Netns;
 use crate::procs::Proc;
 use crate::rxe::Rxe;
@@ -59,6 +60,9 @@ pub struct Options {
     /// Translators in front of the collector: 1, or 2 (each with its own reporter, both with the same
     /// QPNs, as every translator has by default; the software responder over AF_PACKET only).
     pub translators: usize,
+    /// The translator takes INT reports too ([`int_workload::INT_SECTIONS`]: 12-byte Key-Write data, so the
+    /// DTA Key-Write workloads do not fit such a run), and the collector has the INT lists.
+    pub int: bool,
 }
 
 /// The second reporter and translator of a two-translator run.
@@ -120,6 +124,8 @@ pub struct System {
     /// this is set.
     pub quiet: bool,
     sender: Sender,
+    /// The INT reports' sender (to the collector's INT port), with `int`.
+    int_sender: Option<Sender>,
     dir: PathBuf,
     pids: Arc<Mutex<Vec<u32>>>,
     disarm: Arc<AtomicBool>,
@@ -131,6 +137,7 @@ fn collector_config(
     io: Io,
     responder: Responder,
     interface: &str,
+    int: bool,
 ) -> String {
     let (drop, reorder) = match responder {
         Responder::Soft => faults.unwrap_or((0.0, 0.0)),
@@ -168,11 +175,11 @@ seed = 7
         mac = topo::COLLECTOR_MAC,
         ip = topo::COLLECTOR_IP,
         mgmt = topo::COLLECTOR_MGMT,
-        regions = workload::collector_regions(),
+        regions = workload::collector_regions(int),
     )
 }
 
-fn translator_config(io: Io, workers: usize, ip: &str, mgmt: &str) -> String {
+fn translator_config(io: Io, workers: usize, ip: &str, mgmt: &str, int: bool) -> String {
     let io_section = match io {
         Io::AfPacket => "[io]\nkind = \"af_packet\"\nports = [\"ta\", \"tb\"]\n".to_string(),
         // The PMD's default ring (512 frames) overflows under the sender's 4,096-report window, and
@@ -198,7 +205,7 @@ ip = [{ip}]
         cm = topo::COLLECTOR_MGMT,
         tm = mgmt,
         engine = workload::translator_engine_sections(),
-    )
+    ) + if int { int_workload::INT_SECTIONS } else { "" }
 }
 
 impl System {
@@ -245,6 +252,7 @@ impl System {
                 opts.collector_io,
                 opts.responder,
                 if second_path.is_some() { "br0" } else { "c0" },
+                opts.int,
             ),
         )?;
         let mut translator_toml = translator_config(
@@ -252,6 +260,7 @@ impl System {
             opts.workers,
             topo::TRANSLATOR_IP,
             topo::TRANSLATOR_MGMT,
+            opts.int,
         );
         if opts.responder == Responder::Rxe {
             // rxe in a TCG guest can stall for longer than the default 7 timeouts (about 0.13 s at a
@@ -286,6 +295,7 @@ impl System {
                         opts.workers,
                         topo::TRANSLATOR2_IP,
                         topo::TRANSLATOR2_MGMT,
+                        opts.int,
                     ),
                 )?;
                 let (translator, metrics, sender) = start_translator(
@@ -306,7 +316,18 @@ impl System {
             }
             None => None,
         };
+        let int_sender = if opts.int {
+            Some(Sender::open_paced(
+                topo.reporter.name(),
+                format!("{}:40042", topo::REPORTER_IP).parse()?,
+                format!("{}:{}", topo::COLLECTOR_IP, int_workload::INT_PORT).parse()?,
+                crate::send::INT_PACKETS,
+            )?)
+        } else {
+            None
+        };
         Ok(Some(System {
+            int_sender,
             translator,
             collector: Some(collector),
             second,
@@ -357,6 +378,13 @@ impl System {
     /// Sends a workload, waits for the translator to settle, checks every answer.
     pub fn run(&mut self, w: &Workload) -> Result<Outcome> {
         let o = send_and_settle(&mut self.sender, &self.metrics, w)?;
+        self.finish(w, o)
+    }
+
+    /// [`run`](Self::run) for INT reports (the run must have been started with `int`).
+    pub fn run_int(&mut self, w: &Workload) -> Result<Outcome> {
+        let s = self.int_sender.as_mut().context("started without int")?;
+        let o = send_and_settle(s, &self.metrics, w)?;
         self.finish(w, o)
     }
 
@@ -420,7 +448,8 @@ impl Drop for System {
 /// Sends `w` through `sender` and waits for the translator behind `metrics` to settle; `checked` is left
 /// 0 for the caller's check.
 fn send_and_settle(sender: &mut Sender, metrics: &Metrics, w: &Workload) -> Result<Outcome> {
-    let base = metrics.value("dta_translator_reports_total", "")?;
+    let taken = sender.paced_by();
+    let base = metrics.value(taken, "")?;
     let resent = metrics.value("dta_translator_retransmitted_frames_total", "")?;
     let timeouts = metrics.value("dta_translator_retransmit_timeouts_total", "")?;
     let start = Instant::now();
@@ -429,7 +458,7 @@ fn send_and_settle(sender: &mut Sender, metrics: &Metrics, w: &Workload) -> Resu
         .send_all(&w.reports, metrics, base, 4096, Duration::from_secs(240))
         .with_context(|| format!("sending {}", w.name))?;
     metrics
-        .wait_settled(base + n, Duration::from_secs(60))
+        .wait_settled_on(taken, base + n, Duration::from_secs(60))
         .with_context(|| format!("settling after {}", w.name))?;
     let seconds = start.elapsed().as_secs_f64();
     Ok(Outcome {

@@ -52,8 +52,15 @@ pub const SKETCH_COLUMNS: u32 = 1024;
 /// Reporters merged per column (translator `sketch.reporters`).
 pub const SKETCH_REPORTERS: u16 = 4;
 
-/// The collector's regions for these workloads, as its TOML.
-pub fn collector_regions() -> String {
+/// The collector's regions for these workloads, as its TOML; with `int`, 16-byte Key-Write entries (INT's
+/// 12-byte hop records) and the INT event lists.
+pub fn collector_regions(int: bool) -> String {
+    let kw_entry = if int { 16 } else { 8 };
+    let lists = if int {
+        crate::int_workload::int_lists()
+    } else {
+        String::new()
+    };
     format!(
         r#"
 [postcarding]
@@ -62,7 +69,7 @@ ranges = [[1, {PC_UNIVERSE}]]
 [[region]]
 kind = "key_write"
 slots = {KW_SLOTS}
-entry_size = 8
+entry_size = {kw_entry}
 n_max = {KW_N}
 
 [[region]]
@@ -96,7 +103,7 @@ id = {SKETCH_ID}
 merge = "sum"
 rows = {SKETCH_ROWS}
 columns = {SKETCH_COLUMNS}
-"#
+{lists}"#
     )
 }
 
@@ -143,7 +150,7 @@ fn emit(body: Body<'_>, seq: u32) -> Vec<u8> {
 }
 
 /// A small deterministic mix for values (splitmix64's finaliser).
-fn mix(mut x: u64) -> u64 {
+pub(crate) fn mix(mut x: u64) -> u64 {
     x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
     x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);

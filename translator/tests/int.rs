@@ -1,12 +1,13 @@
 //! INT reports in, collector memory out (issue 17): reports built field by field from the specifications'
 //! layouts (fabric-tna's `header.p4` for v0.5, `telemetry_report.mdk` for v2.0, `INT.mdk` for the INT-MD
-//! stack) by an encoder in this file, inner packets built with etherparse, the translator's frames applied
+//! stack) by the independent encoder `dta_e2e::int_spec`, inner packets built with etherparse, the translator's frames applied
 //! to a memory model, and the memory read back with the collector's own queries.
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr};
 
 use dta_collector::query::{key_increment, key_write, KeyWriteAnswer, PathAnswer, PostcardDecoder};
+use dta_e2e::int_spec::{self as spec, pack};
 use dta_protocol::control::{ResponderQp, Welcome, CONTROL_VERSION};
 use dta_protocol::int::inner::FlowKey;
 use dta_protocol::int::mapping::{drop_counter_key, flow_hop_key, flow_key, HopRecord};
@@ -165,23 +166,6 @@ impl Memory {
     }
 }
 
-/// Packs `(value, bits)` fields, most significant bit first, as the specifications draw them.
-fn pack(fields: &[(u64, u32)]) -> Vec<u8> {
-    let (mut out, mut acc, mut n) = (Vec::new(), 0u128, 0u32);
-    for &(v, w) in fields {
-        assert!(w == 64 || v < 1 << w, "{v:#x} does not fit {w} bits");
-        acc = (acc << w) | u128::from(v);
-        n += w;
-        while n >= 8 {
-            n -= 8;
-            out.push((acc >> n) as u8);
-            acc &= (1 << n) - 1;
-        }
-    }
-    assert_eq!(n, 0);
-    out
-}
-
 /// The UDP payload of a report to the collector, in an Ethernet/IPv4/UDP frame.
 fn frame(payload: &[u8], dst_port: u16) -> Vec<u8> {
     let mut out = Vec::new();
@@ -208,17 +192,19 @@ fn flow(sport: u16) -> u32 {
 
 /// The flow's packet as a switch mirrors it: Ethernet/IPv4/UDP with TTL `ttl`.
 fn inner(sport: u16, ttl: u8) -> Vec<u8> {
-    let mut out = Vec::new();
-    PacketBuilder::ethernet2([2, 0, 0, 0, 0, 0xA], [2, 0, 0, 0, 0, 0xB])
-        .ipv4(SRC, DST, ttl)
-        .udp(sport, 80)
-        .write(&mut out, &[0xEE; 8])
-        .unwrap();
-    out
+    spec::inner(&spec_flow(sport), ttl)
 }
 
-/// fabric-tna's v0.5 switch-local report (header.p4: report_fixed_header_t, common_report_header_t,
-/// local_report_header_t), next protocol 2.
+fn spec_flow(sport: u16) -> spec::Flow {
+    spec::Flow {
+        src: SRC,
+        dst: DST,
+        sport,
+        dport: 80,
+    }
+}
+
+/// A v0.5 switch-local report (hw_id 1, ingress port 3).
 #[allow(clippy::too_many_arguments)]
 fn v05_local(
     switch: u32,
@@ -230,55 +216,33 @@ fn v05_local(
     eg_port: u16,
     inner: &[u8],
 ) -> Vec<u8> {
-    let mut p = pack(&[
-        (0, 4),                    // ver
-        (2, 4),                    // nproto: switch-local
-        (0, 1),                    // d
-        (u64::from(congested), 1), // q
-        (1, 1),                    // f
-        (0, 15),                   // rsvd
-        (1, 6),                    // hw_id
-        (u64::from(seq), 32),
-        (u64::from(ig_ts), 32),
-        (u64::from(switch), 32), // common: switch_id
-        (0, 7),
-        (3, 9), // ig_port
-        (0, 7),
-        (u64::from(eg_port), 9),
-        (0, 3),
-        (u64::from(queue.0), 5),
-        (0, 5), // local: pad, queue occupancy (19), egress timestamp
-        (u64::from(queue.1), 19),
-        (u64::from(eg_ts), 32),
-    ]);
-    p.extend_from_slice(inner);
-    p
+    let l = spec::Local {
+        switch,
+        hw_id: 1,
+        seq,
+        congested,
+        ig_ts,
+        eg_ts,
+        queue,
+        ig_port: 3,
+        eg_port,
+    };
+    spec::v05_local(&l, inner)
 }
 
-/// fabric-tna's v0.5 drop report (next protocol 1): fixed, common, drop_report_header_t.
+/// A v0.5 drop report (hw_id 2, ingress port 4, ingress timestamp 0xABCD).
 fn v05_drop(switch: u32, seq: u32, reason: u8, queue: u8, eg_port: u16, inner: &[u8]) -> Vec<u8> {
-    let mut p = pack(&[
-        (0, 4),
-        (1, 4), // nproto: drop
-        (1, 1), // d
-        (0, 1),
-        (0, 1),
-        (0, 15),
-        (2, 6), // hw_id
-        (u64::from(seq), 32),
-        (0xABCD, 32), // ingress timestamp
-        (u64::from(switch), 32),
-        (0, 7),
-        (4, 9),
-        (0, 7),
-        (u64::from(eg_port), 9),
-        (0, 3),
-        (u64::from(queue), 5),
-        (u64::from(reason), 8),
-        (0, 16),
-    ]);
-    p.extend_from_slice(inner);
-    p
+    let d = spec::Drop {
+        switch,
+        hw_id: 2,
+        seq,
+        ig_ts: 0xABCD,
+        reason,
+        queue,
+        ig_port: 4,
+        eg_port,
+    };
+    spec::v05_drop(&d, inner)
 }
 
 #[test]
@@ -370,73 +334,35 @@ fn fabric_tna_drop_reports_count_per_node_and_reason() {
     );
 }
 
-/// An INT 2.1 stack over UDP (shim NPT 1: the original destination port in the shim), hops newest first,
-/// each with node id, hop latency and queue (instruction bits 0, 2, 3).
+/// The flow's packet with an INT-MD stack over UDP port `INT_UDP`: (node, latency, occupancy) oldest
+/// first, queue id 1.
 fn int_md_packet(sport: u16, hops: &[(u32, u32, u32)]) -> Vec<u8> {
-    let per_hop = 3;
-    let mut md = pack(&[
-        (1, 4), // shim type: INT-MD
-        (1, 2), // NPT 1: UDP payload, original port in the shim
-        (0, 2),
-        (3 + (per_hop * hops.len()) as u64, 8), // words after the shim
-        (80, 16),                               // original UDP destination port
-        (2, 4),                                 // INT-MD header: version 2
-        (0, 3),
-        (0, 12),
-        (per_hop as u64, 5), // HopML
-        (8u64.saturating_sub(hops.len() as u64), 8),
-        (0b1011 << 12, 16), // node id, hop latency, queue
-        (0, 16),
-        (0, 16),
-        (0, 16),
-    ]);
-    for &(node, latency, occupancy) in hops.iter().rev() {
-        md.extend(pack(&[
-            (u64::from(node), 32),
-            (u64::from(latency), 32),
-            (1, 8),
-            (u64::from(occupancy), 24),
-        ]));
-    }
-    let mut out = Vec::new();
-    PacketBuilder::ethernet2([2, 0, 0, 0, 0, 0xA], [2, 0, 0, 0, 0, 0xB])
-        .ipv4(SRC, DST, 60)
-        .udp(sport, INT_UDP)
-        .write(&mut out, &md)
-        .unwrap();
-    out
+    let hops: Vec<spec::MdHop> = hops
+        .iter()
+        .map(|&(node, latency, occupancy)| spec::MdHop {
+            node,
+            latency,
+            queue: (1, occupancy),
+        })
+        .collect();
+    spec::int_md_packet(&spec_flow(sport), INT_UDP, 60, &hops)
 }
 
-/// A Telemetry Report v2.0 packet: group header, then individual INT reports of (node's metadata bits
-/// and bytes, flags D/Q, inner Ethernet frame).
 /// One individual report: RepMdBits, the metadata they select, the D and Q flags, the inner frame.
 type Individual = (u16, Vec<u8>, bool, bool, Vec<u8>);
 
 fn v2_group(node: u32, seq: u32, reports: &[Individual]) -> Vec<u8> {
-    let mut p = pack(&[(2, 4), (5, 6), (u64::from(seq), 22), (u64::from(node), 32)]);
-    for (bits, md, d, q, inner) in reports {
-        let mut inner = inner.clone();
-        inner.resize(inner.len().div_ceil(4) * 4, 0);
-        let words = (8 + md.len() + inner.len()) / 4;
-        p.extend(pack(&[
-            (1, 4), // RepType: INT
-            (3, 4), // InType: Ethernet
-            (words as u64, 8),
-            ((md.len() / 4) as u64, 8),
-            (u64::from(*d), 1),
-            (u64::from(*q), 1),
-            (1, 1),
-            (0, 1),
-            (0, 4),
-            (u64::from(*bits), 16), // RepMdBits
-            (0, 16),
-            (0, 16),
-            (0, 16),
-        ]));
-        p.extend_from_slice(md);
-        p.extend_from_slice(&inner);
-    }
-    p
+    let r: Vec<spec::Individual> = reports
+        .iter()
+        .map(|(bits, md, dropped, congested, inner)| spec::Individual {
+            bits: *bits,
+            md: md.clone(),
+            dropped: *dropped,
+            congested: *congested,
+            inner: inner.clone(),
+        })
+        .collect();
+    spec::v2_group(node, seq, &r)
 }
 
 #[test]

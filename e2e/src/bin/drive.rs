@@ -44,6 +44,7 @@ fn main() -> Result<()> {
         collector_io: io,
         responder: Responder::Soft,
         translators: 1,
+        int: false,
     };
     std::env::set_var("DTA_REQUIRE_NETNS", "1");
     let mut sys = System::start("demo", opts)?.context("network namespaces")?;

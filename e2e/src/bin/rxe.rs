@@ -77,6 +77,7 @@ fn suite(
         collector_io: Io::AfPacket,
         responder: Responder::Rxe,
         translators: 1,
+        int: false,
     };
     let mut sys = System::start("rxe", opts)?.context("the rxe topology")?;
     // What the collector chose: the source GID and the pages its registered regions live on.

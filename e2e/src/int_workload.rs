@@ -1,0 +1,350 @@
+//! The INT workload (issue 17): fabric-tna v0.5 per-hop and drop reports and Telemetry Report v2.0 sink
+//! reports, built by the independent encoder [`int_spec`](crate::int_spec), sent to the translator's INT
+//! port; then every flow's path, every hop record, every drop counter and every drop and queue event is
+//! read back through the collector's HTTP API and compared with a model of the memory.
+//!
+//! The model follows `dta_protocol::int::mapping` (the contract) and the collector's layouts: it replays
+//! where each write lands, so a key whose every copy another key overwrote is reported as a layout problem
+//! (enlarge the region) instead of weakening the check.
+
+use std::collections::HashMap;
+use std::net::{IpAddr, Ipv4Addr};
+
+use anyhow::{bail, ensure, Context, Result};
+use dta_protocol::int::inner::FlowKey;
+use dta_protocol::int::mapping::{
+    drop_counter_key, flow_hop_key, flow_key, DropEvent, HopRecord, QueueEvent,
+};
+use dta_protocol::layout::{KeyIncrementGeometry, KeyWriteGeometry, PostcardGeometry};
+
+use crate::http::get_json;
+use crate::int_spec::{self as spec, Flow, Local, MdHop};
+use crate::workload::{
+    mix, Verify, Workload, KI_N, KI_SLOTS, KW_N, KW_SLOTS, PC_CHUNKS, PC_HOPS, PC_N, PC_UNIVERSE,
+};
+
+/// The translator's INT port (fabric-tna's default).
+pub const INT_PORT: u16 = 32766;
+/// INT-MD over UDP in reported packets.
+pub const INT_MD_PORT: u16 = 5000;
+/// Append list of drop events.
+pub const INT_DROP_LIST: u32 = 10;
+/// Append list of queue events.
+pub const INT_QUEUE_LIST: u32 = 11;
+/// Entries of each INT list.
+pub const INT_LIST_ENTRIES: u64 = 1 << 14;
+/// Copies of hop records and drop counters (`int.redundancy`).
+pub const INT_N: u8 = 2;
+
+/// The translator sections of an INT run (appended to the engine sections).
+pub const INT_SECTIONS: &str = r#"
+[report]
+keywrite_data_len = 12
+
+[int]
+enabled = true
+md_udp_port = 5000
+drop_list = 10
+queue_list = 11
+redundancy = 2
+"#;
+
+/// The collector regions an INT run adds (16-byte events).
+pub fn int_lists() -> String {
+    [INT_DROP_LIST, INT_QUEUE_LIST]
+        .iter()
+        .map(|id| {
+            format!(
+                "\n[[region]]\nkind = \"append\"\nid = {id}\nentries = {INT_LIST_ENTRIES}\nentry_size = 16\nbatch_size = 16\n"
+            )
+        })
+        .collect()
+}
+
+fn spec_flow(f: u32) -> Flow {
+    let b = f.to_be_bytes();
+    Flow {
+        src: [10, 1, b[2], b[3]],
+        dst: [10, 2, 0, 1 + (f % 200) as u8],
+        sport: 20_000 + (f % 30_000) as u16,
+        dport: 443,
+    }
+}
+
+fn key_of(f: &Flow) -> u32 {
+    flow_key(&FlowKey {
+        src: IpAddr::V4(Ipv4Addr::from(f.src)),
+        dst: IpAddr::V4(Ipv4Addr::from(f.dst)),
+        protocol: 17,
+        src_port: f.sport,
+        dst_port: f.dport,
+    })
+}
+
+/// What the collector must answer.
+#[derive(Default)]
+struct Model {
+    paths: Vec<(u32, Vec<u32>)>,
+    /// Hop records in send order (each key once).
+    hops: Vec<(u32, HopRecord)>,
+    /// Hop-record keys whose every copy a later key overwrote: the collector must answer "empty".
+    hops_lost: Vec<u32>,
+    drops: HashMap<(u32, u8), u64>,
+    drop_events: Vec<[u8; 16]>,
+    queue_events: Vec<[u8; 16]>,
+}
+
+/// `per_hop` flows reported hop by hop (fabric-tna v0.5, 5 hops, every 7th flow congested at hop 3),
+/// `sinks` flows reported whole by a v2.0 sink (3 stacked hops and the sink), and `drops` drop reports.
+pub fn int(per_hop: u32, sinks: u32, drops: u32, salt: u64) -> Result<Workload> {
+    let mut reports = Vec::new();
+    let mut m = Model::default();
+    let node = |f: u32, h: u32| {
+        1 + (mix(salt ^ (u64::from(f) << 8) ^ u64::from(h)) % u64::from(PC_UNIVERSE)) as u32
+    };
+    // Each (node, hardware id) numbers its own reports, as switches do; the translator counts gaps.
+    let mut seq: HashMap<(u32, u8), u32> = HashMap::new();
+    let mut next_seq = |node: u32, hw_id: u8| {
+        let s = seq.entry((node, hw_id)).or_insert(0);
+        *s += 1;
+        *s
+    };
+    for f in 0..per_hop {
+        let flow = spec_flow(f);
+        let key = key_of(&flow);
+        let path: Vec<u32> = (1..=u32::from(PC_HOPS)).map(|h| node(f, h)).collect();
+        for (i, &switch) in path.iter().enumerate() {
+            let hop = i as u32 + 1;
+            let congested = f % 7 == 0 && hop == 3;
+            let l = Local {
+                switch,
+                hw_id: 1,
+                seq: next_seq(switch, 1),
+                congested,
+                ig_ts: 1_000 * f + 10 * hop,
+                eg_ts: 1_000 * f + 10 * hop + 100 + hop,
+                queue: ((hop % 4) as u8, 17 * hop + f % 100),
+                ig_port: 1,
+                eg_port: 2 + hop as u16,
+            };
+            reports.push(spec::v05_local(&l, &spec::inner(&flow, 64 - hop as u8)));
+            m.hops.push((
+                flow_hop_key(key, hop as u8),
+                HopRecord {
+                    node: switch,
+                    hop_latency: 100 + hop,
+                    queue_id: l.queue.0,
+                    queue_occupancy: l.queue.1,
+                },
+            ));
+            if congested {
+                m.queue_events.push(
+                    QueueEvent {
+                        node: switch,
+                        port: l.eg_port,
+                        queue_id: l.queue.0,
+                        occupancy: l.queue.1,
+                        timestamp: l.eg_ts,
+                    }
+                    .encode(),
+                );
+            }
+        }
+        m.paths.push((key, path));
+    }
+    for s in 0..sinks {
+        let f = per_hop + s;
+        let flow = spec_flow(f);
+        let key = key_of(&flow);
+        let stack: Vec<MdHop> = (1..=3)
+            .map(|h| MdHop {
+                node: node(f, h),
+                latency: 50 * h,
+                queue: (1, h + s % 50),
+            })
+            .collect();
+        // The sink: a node outside the stack's (ids above the universe's are never on a stack here, but
+        // they must decode: pick from the universe and avoid the last stack node, which would merge).
+        let mut sink = node(f, 9);
+        if sink == stack[2].node {
+            sink = sink % PC_UNIVERSE + 1;
+        }
+        // The sink's own hop latency and queue (RepMdBits 2 and 3).
+        let md = spec::pack(&[(77, 32), (2, 8), (u64::from(s), 24)]);
+        let packet = spec::int_md_packet(&flow, INT_MD_PORT, 60, &stack);
+        reports.push(spec::v2_group(
+            sink,
+            next_seq(sink, 5),
+            &[spec::Individual {
+                bits: 0b0011 << 12,
+                md,
+                inner: packet,
+                ..Default::default()
+            }],
+        ));
+        let mut path: Vec<u32> = stack.iter().map(|h| h.node).collect();
+        path.push(sink);
+        for (i, h) in stack.iter().enumerate() {
+            m.hops.push((
+                flow_hop_key(key, i as u8 + 1),
+                HopRecord {
+                    node: h.node,
+                    hop_latency: h.latency,
+                    queue_id: h.queue.0,
+                    queue_occupancy: h.queue.1,
+                },
+            ));
+        }
+        m.hops.push((
+            flow_hop_key(key, 4),
+            HopRecord {
+                node: sink,
+                hop_latency: 77,
+                queue_id: 2,
+                queue_occupancy: s,
+            },
+        ));
+        m.paths.push((key, path));
+    }
+    for d in 0..drops {
+        let flow = spec_flow(per_hop + sinks + d);
+        let switch = 1 + d % 5;
+        let reason = [71u8, 80, 89][(d % 3) as usize];
+        let r = spec::Drop {
+            switch,
+            hw_id: 2,
+            seq: next_seq(switch, 2),
+            ig_ts: 5_000 + d,
+            reason,
+            queue: (d % 8) as u8,
+            ig_port: 7,
+            eg_port: 9,
+        };
+        reports.push(spec::v05_drop(&r, &spec::inner(&flow, 62)));
+        *m.drops.entry((switch, reason)).or_insert(0) += 1;
+        m.drop_events.push(
+            DropEvent {
+                flow: key_of(&flow),
+                node: switch,
+                port: 9,
+                reason,
+                queue_id: r.queue,
+                timestamp: r.ig_ts,
+            }
+            .encode(),
+        );
+    }
+    check_layouts(&mut m)?;
+    let checks = m.paths.len() + m.hops.len() + m.hops_lost.len() + m.drops.len();
+    let verify: Verify = Box::new(move |http| verify(http, &m).map(|()| checks as u64));
+    Ok(Workload {
+        name: "int",
+        reports,
+        verify,
+    })
+}
+
+/// Every path keeps a chunk copy and every drop counter its own counters (else the check would depend on
+/// luck); hop records are replayed in send order, and the few whose every copy a later record overwrote
+/// (a Key-Write region is last-writer-wins) are expected empty, at most 1 %.
+fn check_layouts(m: &mut Model) -> Result<()> {
+    let pc = PostcardGeometry::new(PC_CHUNKS, PC_HOPS, PC_N).context("Postcarding geometry")?;
+    let mut chunks: HashMap<u64, u32> = HashMap::new();
+    for (key, _) in &m.paths {
+        for n in 0..PC_N {
+            chunks.insert(pc.offset(*key, n), *key);
+        }
+    }
+    for (key, _) in &m.paths {
+        ensure!(
+            (0..PC_N).any(|n| chunks[&pc.offset(*key, n)] == *key),
+            "INT path {key:#x} loses every chunk copy; enlarge the region"
+        );
+    }
+    let kw = KeyWriteGeometry::new(KW_SLOTS, 16, KW_N).context("Key-Write geometry")?;
+    let mut slots: HashMap<u64, u32> = HashMap::new();
+    for (key, _) in &m.hops {
+        for n in 0..INT_N {
+            slots.insert(kw.slot(*key, n), *key);
+        }
+    }
+    let (kept, lost): (Vec<_>, Vec<_>) = m
+        .hops
+        .iter()
+        .partition(|(key, _)| (0..INT_N).any(|n| slots[&kw.slot(*key, n)] == *key));
+    ensure!(
+        lost.len() * 100 <= m.hops.len(),
+        "{} of {} INT hop records lose every copy; enlarge the region",
+        lost.len(),
+        m.hops.len()
+    );
+    m.hops_lost = lost.iter().map(|(k, _)| *k).collect();
+    m.hops = kept;
+    let ki = KeyIncrementGeometry::new(KI_SLOTS, KI_N).context("Key-Increment geometry")?;
+    let mut counters: HashMap<u64, u32> = HashMap::new();
+    for &(node, reason) in m.drops.keys() {
+        let key = drop_counter_key(node, reason);
+        for n in 0..INT_N {
+            if let Some(other) = counters.insert(ki.offset(key, n), key) {
+                ensure!(other == key, "two drop counters share a counter; enlarge");
+            }
+        }
+    }
+    ensure!(m.drop_events.len() as u64 <= INT_LIST_ENTRIES);
+    ensure!(m.queue_events.len() as u64 <= INT_LIST_ENTRIES);
+    Ok(())
+}
+
+fn verify(http: std::net::SocketAddr, m: &Model) -> Result<()> {
+    for (key, path) in &m.paths {
+        let a = get_json(http, &format!("/query/postcard?key={key}&n={PC_N}"))?;
+        if a["outcome"] != "found" || a["path"] != serde_json::json!(path) {
+            bail!("INT path of flow {key:#x}: expected {path:?}, collector says {a}");
+        }
+    }
+    for (key, rec) in &m.hops {
+        let a = get_json(http, &format!("/query/keywrite?key={key}&n={INT_N}"))?;
+        let want = hex(&rec.encode());
+        if a["outcome"] != "found" || a["data"].as_str() != Some(want.as_str()) {
+            bail!("INT hop record {key:#x}: expected {rec:?} ({want}), collector says {a}");
+        }
+    }
+    for key in &m.hops_lost {
+        let a = get_json(http, &format!("/query/keywrite?key={key}&n={INT_N}"))?;
+        if a["outcome"] != "empty" {
+            bail!("INT hop record {key:#x} was overwritten in every copy; collector says {a}");
+        }
+    }
+    for (&(node, reason), &count) in &m.drops {
+        let key = drop_counter_key(node, reason);
+        let a = get_json(http, &format!("/query/keyincrement?key={key}&n={INT_N}"))?;
+        if a["estimate"].as_u64() != Some(count) {
+            bail!("INT drops at node {node} for reason {reason}: expected {count}, collector says {a}");
+        }
+    }
+    for (list, want) in [
+        (INT_DROP_LIST, &m.drop_events),
+        (INT_QUEUE_LIST, &m.queue_events),
+    ] {
+        let a = get_json(http, &format!("/query/append?list={list}&max=65536"))?;
+        let got: Vec<&str> = a["entries"]
+            .as_array()
+            .context("entries")?
+            .iter()
+            .filter_map(|e| e.as_str())
+            .collect();
+        let want: Vec<String> = want.iter().map(|e| hex(e)).collect();
+        if got != want {
+            bail!(
+                "INT list {list}: expected {} entries {:?}..., collector says {a}",
+                want.len(),
+                want.first()
+            );
+        }
+    }
+    Ok(())
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
