@@ -396,4 +396,94 @@ mod tests {
         let c = Config::parse("[collector]\nmac = \"02:00:00:00:0a:ff\"\n").unwrap();
         assert_eq!(c.collector.mac, MacAddr([2, 0, 0, 0, 10, 255]));
     }
+
+    /// The example's `[int]` block, uncommented, with the key_write entries it asks for.
+    fn example_with_int() -> String {
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/examples/collector.toml"
+        ))
+        .unwrap();
+        let (before, rest) = text.split_once("# --- int ---\n").unwrap();
+        let (block, after) = rest.split_once("# --- end int ---\n").unwrap();
+        let block: String = block
+            .lines()
+            .map(|l| format!("{}\n", l.strip_prefix('#').unwrap_or(l).trim_start()))
+            .collect();
+        format!("{before}{block}{after}").replacen("entry_size = 8", "entry_size = 16", 1)
+    }
+
+    #[test]
+    fn example_int_block_parses_once_uncommented() {
+        let c = Config::parse(&example_with_int()).unwrap();
+        let int = c.int.clone().unwrap();
+        assert_eq!(
+            (int.drop_list, int.queue_list, int.hops),
+            (Some(4), Some(5), Some(5))
+        );
+        assert_eq!(int.node_universe().unwrap().unwrap().len(), 64);
+        assert_eq!(c.int_hops(), Some(5));
+        // As the example ships (block commented): no [int], hops from the postcarding region.
+        let shipped = Config::load(Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/examples/collector.toml"
+        )))
+        .unwrap();
+        assert!(shipped.int.is_none());
+        assert_eq!(shipped.int_hops(), Some(5));
+        // The block alone, without the larger entries, is refused for the key_write region.
+        let e = Config::parse(&example_with_int().replacen("entry_size = 16", "entry_size = 8", 1))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("entries hold 4 data bytes, fewer than a 12-byte hop record"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn refuses_bad_int_sections_with_reasons() {
+        let list = |id: u32, size: u32| {
+            format!("[[region]]\nkind = \"append\"\nid = {id}\nentries = 16\nentry_size = {size}\nbatch_size = 16\n")
+        };
+        let cases = [
+            (
+                format!("[int]\ndrop_list = 4\n{}", list(3, 16)),
+                "[int] drop_list = 4: no append region with id 4",
+            ),
+            (
+                format!("[int]\nqueue_list = 3\n{}", list(3, 4)),
+                "[int] queue_list = 3: the list's entry_size is 4, INT events are 16 bytes",
+            ),
+            (
+                format!("[int]\ndrop_list = 3\nqueue_list = 3\n{}", list(3, 16)),
+                "both list 3",
+            ),
+            ("[int]\nhops = 0\n".to_string(), "hops = 0"),
+            ("[int]\nhops = 300\n".to_string(), "hops"),
+            (
+                "[int]\nnodes = [[9, 2]]\n".to_string(),
+                "[int] nodes: configuration: postcarding range [9, 2] is empty",
+            ),
+            ("[int]\nlists = 3\n".to_string(), "unknown field `lists`"),
+            (
+                "[int]\n[[region]]\nkind = \"postcarding\"\nchunks = 16\nhops = 4\nn_max = 1\n"
+                    .to_string(),
+                "no node ids to decode paths with",
+            ),
+        ];
+        for (text, why) in cases {
+            let e = Config::parse(&text).unwrap_err().to_string();
+            assert!(e.contains(why), "{text:?}: {e}");
+        }
+        // A postcarding region with [int] nodes (and no [postcarding]) is fine.
+        let c = Config::parse(
+            "[int]\nnodes = [[1, 4]]\n[[region]]\nkind = \"postcarding\"\nchunks = 16\nhops = 4\nn_max = 1\n",
+        )
+        .unwrap();
+        assert_eq!(
+            c.int.unwrap().node_universe().unwrap(),
+            Some(vec![1, 2, 3, 4])
+        );
+    }
 }

@@ -588,3 +588,129 @@ impl IntDropsAnswer {
         Ok(IntDropsAnswer::new(node, reason, counts, events))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::{Ipv4Addr, Ipv6Addr};
+
+    fn v4(a: [u8; 4]) -> IpAddr {
+        IpAddr::V4(Ipv4Addr::from(a))
+    }
+
+    #[test]
+    fn flows_parse_with_v4_v6_and_protocol_names() {
+        let f = parse_flow("10.0.0.1,10.0.0.2,tcp,12345,80").unwrap();
+        assert_eq!(
+            f,
+            FlowKey {
+                src: v4([10, 0, 0, 1]),
+                dst: v4([10, 0, 0, 2]),
+                protocol: 6,
+                src_port: 12345,
+                dst_port: 80,
+            }
+        );
+        // The contract's Python vector (mapping.rs): the parsed flow keys to it.
+        assert_eq!(flow_key(&f), 0x3db5_e2e5);
+        assert_eq!(
+            parse_flow(" 10.0.0.1 , 10.0.0.2 , TCP , 12345 , 80 ").unwrap(),
+            f
+        );
+        assert_eq!(parse_flow("10.0.0.1,10.0.0.2,6,12345,80").unwrap(), f);
+        let f6 = parse_flow("2001:db8::1,2001:db8::2,udp,5000,4791").unwrap();
+        assert_eq!(
+            f6.src,
+            IpAddr::V6(Ipv6Addr::new(0x2001, 0xdb8, 0, 0, 0, 0, 0, 1))
+        );
+        assert_eq!((f6.protocol, f6.src_port, f6.dst_port), (17, 5000, 4791));
+        assert_eq!(flow_key(&f6), 0x17a0_24e1);
+        assert_eq!(
+            parse_flow("10.0.0.1,10.0.0.2,Udp,1,2").unwrap().protocol,
+            17
+        );
+        // Protocols without ports: by number, ports 0.
+        let icmp = parse_flow("10.0.0.1,10.0.0.2,1,0,0").unwrap();
+        assert_eq!((icmp.protocol, icmp.src_port), (1, 0));
+        // Written back the way it parses.
+        assert_eq!(
+            FlowText(&f6).to_string(),
+            "2001:db8::1,2001:db8::2,17,5000,4791"
+        );
+        assert_eq!(parse_flow(&FlowText(&f6).to_string()).unwrap(), f6);
+    }
+
+    #[test]
+    fn bad_flows_say_what_is_wrong() {
+        let cases = [
+            (
+                "10.0.0.1,10.0.0.2,tcp,80",
+                "4 fields; expected SRC,DST,PROTO,SPORT,DPORT",
+            ),
+            ("10.0.0.1,10.0.0.2,tcp,1,2,3", "6 fields"),
+            ("", "1 fields"),
+            (
+                "10.0.0.256,10.0.0.2,tcp,1,2",
+                "source \"10.0.0.256\" is not an IPv4 or IPv6 address",
+            ),
+            (
+                "10.0.0.1,host,tcp,1,2",
+                "destination \"host\" is not an IPv4",
+            ),
+            ("10.0.0.1,::1,tcp,1,2", "different IP versions"),
+            (
+                "10.0.0.1,10.0.0.2,sctp,1,2",
+                "protocol \"sctp\" is neither tcp, udp nor a number",
+            ),
+            ("10.0.0.1,10.0.0.2,256,1,2", "protocol \"256\""),
+            (
+                "10.0.0.1,10.0.0.2,tcp,65536,2",
+                "source port \"65536\" is not a number 0..=65535",
+            ),
+            ("10.0.0.1,10.0.0.2,tcp,1,-2", "destination port \"-2\""),
+            (
+                "10.0.0.1,10.0.0.2,1,0,7",
+                "protocol 1 carries no ports for INT",
+            ),
+        ];
+        for (text, why) in cases {
+            let e = parse_flow(text).unwrap_err().to_string();
+            assert!(e.contains(why), "{text:?}: {e}");
+            assert!(e.contains(&format!("flow {text:?}")), "{e}");
+        }
+    }
+
+    #[test]
+    fn shards_parse_and_own_by_key_hash() {
+        assert_eq!(Shard::parse("1/3").unwrap(), Shard { index: 1, count: 3 });
+        assert_eq!(Shard::parse("0/1").unwrap(), Shard::ALL);
+        for bad in ["3/3", "1", "a/2", "1/0", "-1/2", ""] {
+            let e = Shard::parse(bad).unwrap_err().to_string();
+            assert!(e.contains("is not I/N with I < N"), "{bad:?}: {e}");
+        }
+        assert_eq!(Shard { index: 2, count: 5 }.to_string(), "2/5");
+        // key_checksum(1) = 0x99f8b879 (DESIGN.md section 3) = 2583214201, which is 1 mod 2 and 1 mod 3.
+        assert!(Shard { index: 1, count: 2 }.owns(1));
+        assert!(!Shard { index: 0, count: 2 }.owns(1));
+        assert!(Shard { index: 1, count: 3 }.owns(1));
+        assert!(Shard::ALL.owns(1));
+    }
+
+    #[test]
+    fn hex_and_records() {
+        assert_eq!(from_hex("00ff1a").unwrap(), [0, 255, 26]);
+        assert!(from_hex("0").is_err());
+        assert!(from_hex("zz").is_err());
+        // The contract's struct.pack vector (mapping.rs), with the 4 zero bytes of a 16-byte entry.
+        assert_eq!(
+            hop_record("04030201dc050000efcdab0500000000").unwrap(),
+            HopView {
+                node: 0x0102_0304,
+                hop_latency: 1500,
+                queue_id: 5,
+                queue_occupancy: 0xAB_CDEF
+            }
+        );
+        assert!(hop_record("04030201dc050000efcdab").is_err());
+    }
+}
