@@ -16,8 +16,8 @@ use crate::error::{Error, Result};
 use crate::memory::{Arena, KindGeometry};
 use crate::metrics::{Metrics, QueryKind};
 use crate::query::int::{
-    drop_counts, drop_events, flow_hops, FlowText, IntDropsAnswer, IntFlowAnswer, IntPathAnswer,
-    Shard,
+    drop_counts, drop_events, flow_hops, queue_events, FlowText, IntDropsAnswer, IntFlowAnswer,
+    IntPathAnswer, IntQueuesAnswer, Shard, Window,
 };
 use crate::query::{
     append_read, count_min, hyperloglog, key_increment, key_write, AppendRead, KeyIncrementAnswer,
@@ -68,6 +68,8 @@ struct IntSettings {
     hops: Option<u8>,
     /// The drop event list.
     drop_list: Option<u32>,
+    /// The queue event list.
+    queue_list: Option<u32>,
 }
 
 /// Queries on a live arena.
@@ -104,6 +106,7 @@ impl QueryEngine {
                 .map(|nodes| PostcardDecoder::new(&nodes)),
             hops: config.int_hops(),
             drop_list: int_section.drop_list,
+            queue_list: int_section.queue_list,
         };
         Ok(QueryEngine {
             arena,
@@ -250,11 +253,35 @@ impl QueryEngine {
             .drop_list
             .map(|list| {
                 self.run(QueryKind::Append, Some(list), |mem, g: &AppendGeometry| {
-                    drop_events(mem, g, list, q.node, q.reason, q.tail, q.max)
+                    let window = Window {
+                        tail: q.tail,
+                        max: q.max,
+                    };
+                    drop_events(mem, g, list, q.node, q.reason, window)
                 })
             })
             .transpose()?;
         Ok(IntDropsAnswer::new(q.node, q.reason, counts, events))
+    }
+
+    /// The congestion events of `node` (of queue `queue` when given) in a `window` of the queue list
+    /// (`int-queues`), where this collector has `[int] queue_list`.
+    pub fn int_queues(
+        &self,
+        node: u32,
+        queue: Option<u8>,
+        window: Window,
+    ) -> Result<IntQueuesAnswer> {
+        let events = self
+            .int
+            .queue_list
+            .map(|list| {
+                self.run(QueryKind::Append, Some(list), |mem, g: &AppendGeometry| {
+                    queue_events(mem, g, list, node, queue, window)
+                })
+            })
+            .transpose()?;
+        Ok(IntQueuesAnswer::new(node, queue, events))
     }
 
     /// Entries of list `list` from `tail`, at most `max`.

@@ -19,7 +19,7 @@ use serde::Serialize;
 use crate::engine::{DropsQuery, QueryEngine};
 use crate::error::{Error, Result};
 use crate::metrics::Metrics;
-use crate::query::int::{parse_flow, Shard};
+use crate::query::int::{parse_flow, Shard, Window};
 use dta_protocol::int::inner::FlowKey;
 
 pub use dta_httpd::{HttpStats, Limits};
@@ -217,6 +217,18 @@ pub fn route(
                     .min(MAX_APPEND_BATCH),
                 shard: shard(&p)?,
             })
+        })()),
+        "/query/int-queues" => json((|| {
+            engine.int_queues(
+                required(&p, "node")?,
+                param(&p, "queue")?,
+                Window {
+                    tail: param(&p, "tail")?,
+                    max: param::<usize>(&p, "max")?
+                        .unwrap_or(1024)
+                        .min(MAX_APPEND_BATCH),
+                },
+            )
         })()),
         _ => error(404, &format!("no such endpoint {path}")),
     }

@@ -8,7 +8,9 @@ use clap::{Parser, Subcommand, ValueEnum};
 use dta_collector::client;
 use dta_collector::config::Config;
 use dta_collector::port::IoKind;
-use dta_collector::query::int::{parse_flow, FlowText, IntDropsAnswer, IntFlowAnswer, Shard};
+use dta_collector::query::int::{
+    parse_flow, FlowText, IntDropsAnswer, IntFlowAnswer, IntQueuesAnswer, Shard,
+};
 use dta_collector::server::{self, Backend};
 use dta_collector::signals::StopSignals;
 use dta_protocol::int::inner::FlowKey;
@@ -75,7 +77,8 @@ enum Command {
         /// translator routes it to (key_checksum(key) mod the number of collectors, its default
         /// `routing.keys = "key_hash"`); a list or sketch to the collector that holds it. int-flow and
         /// int-drops read many keys: every collector is asked for the keys it holds, and the answers
-        /// are joined into one.
+        /// are joined into one; int-queues asks every collector too, and the one with the queue list
+        /// answers.
         #[arg(long, default_value = "127.0.0.1:40060", value_delimiter = ',')]
         server: Vec<String>,
         #[command(subcommand)]
@@ -172,6 +175,21 @@ enum Query {
         #[arg(long)]
         tail: Option<u64>,
         /// Most drop list entries to scan.
+        #[arg(long, default_value_t = 1024)]
+        max: usize,
+    },
+    /// INT: a switch's congestion events in the queue list.
+    IntQueues {
+        /// The switch's node id.
+        #[arg(long)]
+        node: u32,
+        /// One queue id (default: every queue).
+        #[arg(long)]
+        queue: Option<u8>,
+        /// First queue list entry to scan (default: the newest --max entries).
+        #[arg(long)]
+        tail: Option<u64>,
+        /// Most queue list entries to scan.
         #[arg(long, default_value_t = 1024)]
         max: usize,
     },
@@ -274,8 +292,12 @@ fn targets<'a>(servers: &'a [String], what: &Query) -> Vec<&'a str> {
 }
 
 fn query(servers: &[String], what: Query) -> Result<()> {
-    if servers.len() > 1 && matches!(what, Query::IntFlow { .. } | Query::IntDrops { .. }) {
-        return query_sharded(servers, &what);
+    let joined = matches!(
+        what,
+        Query::IntFlow { .. } | Query::IntDrops { .. } | Query::IntQueues { .. }
+    );
+    if servers.len() > 1 && joined {
+        return query_joined(servers, &what);
     }
     let candidates = targets(servers, &what);
     if let Query::Metrics = what {
@@ -298,12 +320,17 @@ fn query(servers: &[String], what: Query) -> Result<()> {
     Err(last.unwrap_or_else(|| anyhow::anyhow!("no collector to ask")))
 }
 
-/// Asks collector i of n for the keys it holds (`shard=i/n`) and prints the joined answer.
-fn query_sharded(servers: &[String], what: &Query) -> Result<()> {
+/// Asks every collector, collector i of n for the keys it holds (`shard=i/n`), and prints the joined
+/// answer.
+fn query_joined(servers: &[String], what: &Query) -> Result<()> {
     let count = u32::try_from(servers.len()).context("too many collectors")?;
     let mut bodies = Vec::with_capacity(servers.len());
     for (index, server) in (0..count).zip(servers) {
-        let path = format!("{}&shard={}", http_path(what), Shard { index, count });
+        let mut path = http_path(what);
+        // The queue list has no keys: the collector that holds it answers with it, the others with none.
+        if !matches!(what, Query::IntQueues { .. }) {
+            path.push_str(&format!("&shard={}", Shard { index, count }));
+        }
         let (status, body) = client::get(server, &path)?;
         if status != 200 {
             bail!(
@@ -318,7 +345,10 @@ fn query_sharded(servers: &[String], what: &Query) -> Result<()> {
         Query::IntDrops { .. } => {
             serde_json::to_string(&IntDropsAnswer::merge(parse_all(&bodies)?)?)
         }
-        _ => bail!("only int-flow and int-drops are asked of every collector"),
+        Query::IntQueues { .. } => {
+            serde_json::to_string(&IntQueuesAnswer::merge(parse_all(&bodies)?)?)
+        }
+        _ => bail!("only int-flow, int-drops and int-queues are asked of every collector"),
     }?;
     println!("{joined}");
     Ok(())
@@ -387,6 +417,16 @@ fn http_path(what: &Query) -> String {
             "/query/int-drops?node={node}&max={max}{}{}{}",
             opt("reason", reason.map(|x| x.to_string())),
             opt("n", n.map(|x| x.to_string())),
+            opt("tail", tail.map(|x| x.to_string()))
+        ),
+        Query::IntQueues {
+            node,
+            queue,
+            tail,
+            max,
+        } => format!(
+            "/query/int-queues?node={node}&max={max}{}{}",
+            opt("queue", queue.map(|x| x.to_string())),
             opt("tail", tail.map(|x| x.to_string()))
         ),
         Query::Metrics => "/metrics".to_string(),

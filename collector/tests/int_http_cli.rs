@@ -383,3 +383,35 @@ fn cli_joins_int_drops_from_every_collector() {
         r#"{"node":7,"reason":3,"counts":[{"reason":3,"key":237134963,"count":2}],"total":2,"events":null}"#
     );
 }
+
+#[test]
+fn int_queues_over_http_and_from_the_collector_with_the_list() {
+    let with = engine(CONFIG);
+    put_list(&with, 5, 0, &queue_events(), 4);
+    let expected = concat!(
+        r#"{"node":7,"queue_id":1,"max_occupancy":7000,"events":{"list":5,"head":4,"first":0,"#,
+        r#""scanned":4,"overrun":0,"next_tail":4,"events":["#,
+        r#"{"node":7,"port":130,"queue_id":1,"occupancy":5000,"timestamp":100},"#,
+        r#"{"node":7,"port":130,"queue_id":1,"occupancy":7000,"timestamp":103}]}}"#
+    );
+    assert_eq!(
+        get(&with, "/query/int-queues?node=7&queue=1"),
+        (200, expected.to_string())
+    );
+    assert_eq!(
+        get(&with, "/query/int-queues?queue=1").1,
+        r#"{"error":"bad query: missing parameter node"}"#
+    );
+    let without = engine(&CONFIG.replace("queue_list = 5\n", ""));
+    let ((_a, a), (_b, b)) = (serve(&without), serve(&with));
+    let out = stdout(&cli(&[
+        "--server",
+        &format!("{a},{b}"),
+        "int-queues",
+        "--node",
+        "7",
+        "--queue",
+        "1",
+    ]));
+    assert_eq!(out, expected);
+}

@@ -1,6 +1,7 @@
 //! The INT queries on memory written as the contract says (see `int_support`): exact answers for a found
 //! path, a flow's hop records and totals, collisions and empty hops, drops per reason and drop events by
-//! node, and the shards of several collectors joined back into one answer.
+//! node, queue events by node and queue, and the shards of several collectors joined back into one
+//! answer.
 #![cfg(feature = "server")]
 
 mod int_support;
@@ -8,7 +9,7 @@ mod int_support;
 use dta_collector::engine::DropsQuery;
 use dta_collector::query::int::{
     parse_flow, DropCount, DropEventView, FlowTotals, HopAnswer, HopCandidate, HopOutcome, HopView,
-    IntDropsAnswer, IntFlowAnswer, MaxOccupancy, Shard,
+    IntDropsAnswer, IntFlowAnswer, IntQueuesAnswer, MaxOccupancy, QueueEventView, Shard, Window,
 };
 use dta_collector::query::PathAnswer;
 use dta_protocol::hash::placement;
@@ -483,4 +484,66 @@ fn int_flow_without_a_hop_count_or_a_record_sized_region_is_refused() {
     // No key_increment region: int-drops names the missing region.
     let err = small.int_drops(&drops(7, None)).unwrap_err().to_string();
     assert_eq!(err, "no key_increment region");
+}
+
+#[test]
+fn queue_events_are_filtered_by_node_and_queue() {
+    let e = engine(CONFIG);
+    put_list(&e, 5, 0, &queue_events(), 4);
+    let all = Window {
+        tail: None,
+        max: 1024,
+    };
+    let q = |node, queue_id, port, occupancy, timestamp| QueueEventView {
+        node,
+        port,
+        queue_id,
+        occupancy,
+        timestamp,
+    };
+    let a = e.int_queues(7, None, all).unwrap();
+    assert_eq!(a.max_occupancy, Some(12_000));
+    let w = a.events.unwrap();
+    assert_eq!(
+        (w.list, w.head, w.first, w.scanned, w.next_tail),
+        (5, 4, 0, 4, 4)
+    );
+    assert_eq!(
+        w.events,
+        [
+            q(7, 1, 130, 5000, 100),
+            q(7, 2, 131, 12_000, 102),
+            q(7, 1, 130, 7000, 103)
+        ]
+    );
+    let a = e.int_queues(7, Some(1), all).unwrap();
+    assert_eq!(a.max_occupancy, Some(7000));
+    assert_eq!(a.events.unwrap().events.len(), 2);
+    let a = e.int_queues(8, None, all).unwrap();
+    assert_eq!(a.max_occupancy, Some(90_000));
+    assert_eq!(a.events.unwrap().events, [q(8, 1, 2, 90_000, 101)]);
+    let a = e.int_queues(9, None, all).unwrap();
+    assert_eq!((a.max_occupancy, a.events.unwrap().events.len()), (None, 0));
+    // The newest two only.
+    let a = e
+        .int_queues(7, None, Window { tail: None, max: 2 })
+        .unwrap();
+    assert_eq!(
+        a.events.unwrap().events,
+        [q(7, 2, 131, 12_000, 102), q(7, 1, 130, 7000, 103)]
+    );
+    // Without [int] queue_list: no events, and the collector says so with none rather than an error.
+    let plain = engine(&CONFIG.replace("queue_list = 5\n", ""));
+    assert_eq!(
+        serde_json::to_string(&plain.int_queues(7, None, all).unwrap()).unwrap(),
+        r#"{"node":7,"queue_id":null,"max_occupancy":null,"events":null}"#
+    );
+    // One answer with the list among several is the answer; two is a misconfiguration.
+    let with = e.int_queues(7, None, all).unwrap();
+    let without = plain.int_queues(7, None, all).unwrap();
+    assert_eq!(
+        IntQueuesAnswer::merge(vec![without.clone(), with.clone()]).unwrap(),
+        with
+    );
+    assert!(IntQueuesAnswer::merge(vec![with.clone(), with]).is_err());
 }

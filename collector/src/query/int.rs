@@ -2,7 +2,7 @@
 //! translator's INT front end writes them (`dta_protocol::int::mapping`, the contract). Each is an
 //! existing primitive's query on the contract's keys, its answer decoded into the contract's records:
 //! Postcarding for the path, Key-Write per (flow, hop) for the hop records, Key-Increment per (node,
-//! reason) for the drop counts and the drop list's Append entries for the drop events.
+//! reason) for the drop counts, and the Append entries of the drop and queue lists for the events.
 //!
 //! Keys spread over collectors (`key_checksum(key) mod n`, the translator's routing), so one flow's hop
 //! records can sit on several collectors. A [`Shard`] restricts a query to the keys of one collector, and
@@ -15,7 +15,8 @@ use std::net::IpAddr;
 use dta_protocol::hash::key_checksum;
 use dta_protocol::int::inner::FlowKey;
 use dta_protocol::int::mapping::{
-    drop_counter_key, flow_hop_key, flow_key, DropEvent, HopRecord, EVENT_LEN, HOP_RECORD_LEN,
+    drop_counter_key, flow_hop_key, flow_key, DropEvent, HopRecord, QueueEvent, EVENT_LEN,
+    HOP_RECORD_LEN,
 };
 use dta_protocol::layout::{AppendGeometry, KeyIncrementGeometry, KeyWriteGeometry};
 use serde::{Deserialize, Serialize};
@@ -460,59 +461,98 @@ impl From<DropEvent> for DropEventView {
     }
 }
 
-/// The drop events of one node found in a window of the drop list.
+/// A congested queue, as the contract's `QueueEvent`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueueEventView {
+    /// The switch.
+    pub node: u32,
+    /// The egress port.
+    pub port: u16,
+    /// The queue.
+    pub queue_id: u8,
+    /// The queue's occupancy.
+    pub occupancy: u32,
+    /// The switch's timestamp (low 32 bits).
+    pub timestamp: u32,
+}
+
+impl From<QueueEvent> for QueueEventView {
+    fn from(e: QueueEvent) -> Self {
+        QueueEventView {
+            node: e.node,
+            port: e.port,
+            queue_id: e.queue_id,
+            occupancy: e.occupancy,
+            timestamp: e.timestamp,
+        }
+    }
+}
+
+/// The events of interest found in a window of an event list.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DropEvents {
-    /// The drop list's id.
+pub struct EventWindow<E> {
+    /// The list's id.
     pub list: u32,
     /// The list's head word when read.
     pub head: u64,
     /// Absolute index of the first entry scanned.
     pub first: u64,
-    /// Entries scanned (`first..first + scanned`), matching or not.
+    /// Entries scanned (`first..first + scanned`), kept or not.
     pub scanned: u64,
     /// Entries before `first` that the asked-for tail wanted but the ring had overwritten.
     pub overrun: u64,
     /// Where a next read continues.
     pub next_tail: u64,
-    /// The events of the node (and reason, when given), oldest first.
-    pub events: Vec<DropEventView>,
+    /// The events kept, oldest first.
+    pub events: Vec<E>,
 }
 
-/// Scans at most `max` entries of the drop list `mem` (id `list`) from `tail` (default: the newest `max`
-/// entries) and keeps the events of `node`, and of `reason` when given.
-pub fn drop_events(
+/// The drop events of one node in a window of the drop list.
+pub type DropEvents = EventWindow<DropEventView>;
+/// The queue events of one node in a window of the queue list.
+pub type QueueEvents = EventWindow<QueueEventView>;
+
+/// Where an event list read starts and how far it goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Window {
+    /// First entry to scan; none: the newest `max` entries.
+    pub tail: Option<u64>,
+    /// Most entries to scan.
+    pub max: usize,
+}
+
+/// Scans a window of the event list `mem` (id `list`), decoding each 16-byte entry with `decode` and
+/// keeping those `keep` accepts. The ring's overruns are handled as by the Append query.
+fn scan<E>(
     mem: &[u8],
     g: &AppendGeometry,
     list: u32,
-    node: u32,
-    reason: Option<u8>,
-    tail: Option<u64>,
-    max: usize,
-) -> Result<DropEvents> {
+    window: Window,
+    decode: impl Fn(&[u8]) -> Option<E>,
+    keep: impl Fn(&E) -> bool,
+) -> Result<EventWindow<E>> {
     if g.entry_size() as usize != EVENT_LEN {
         return Err(Error::BadQuery(format!(
-            "list {list} has {}-byte entries, not {EVENT_LEN}-byte INT drop events",
+            "list {list} has {}-byte entries, not {EVENT_LEN}-byte INT events",
             g.entry_size()
         )));
     }
-    let tail = match tail {
+    let tail = match window.tail {
         Some(t) => t,
         None => AppendGeometry::decode_head(mem)
             .ok_or_else(|| Error::BadQuery(format!("list {list} is shorter than its header")))?
-            .saturating_sub(max as u64),
+            .saturating_sub(window.max as u64),
     };
-    let read = append_read(mem, g, tail, max)?;
+    let read = append_read(mem, g, tail, window.max)?;
     let mut events = Vec::new();
     for hex in &read.entries {
-        let bytes = from_hex(hex)?;
-        let e = DropEvent::decode(&bytes)
+        let e = decode(&from_hex(hex)?)
             .ok_or_else(|| Error::BadQuery(format!("list {list} entry {hex} is too short")))?;
-        if e.node == node && reason.map_or(true, |r| e.reason == r) {
-            events.push(DropEventView::from(e));
+        if keep(&e) {
+            events.push(e);
         }
     }
-    Ok(DropEvents {
+    Ok(EventWindow {
         list,
         head: read.head,
         first: read.first,
@@ -521,6 +561,89 @@ pub fn drop_events(
         next_tail: read.next_tail,
         events,
     })
+}
+
+/// The events of `node` (and of `reason`, when given) in a window of the drop list `mem` (id `list`).
+pub fn drop_events(
+    mem: &[u8],
+    g: &AppendGeometry,
+    list: u32,
+    node: u32,
+    reason: Option<u8>,
+    window: Window,
+) -> Result<DropEvents> {
+    scan(
+        mem,
+        g,
+        list,
+        window,
+        |b| DropEvent::decode(b).map(DropEventView::from),
+        |e| e.node == node && reason.map_or(true, |r| e.reason == r),
+    )
+}
+
+/// The events of `node` (and of queue `queue`, when given) in a window of the queue list `mem` (id
+/// `list`).
+pub fn queue_events(
+    mem: &[u8],
+    g: &AppendGeometry,
+    list: u32,
+    node: u32,
+    queue: Option<u8>,
+    window: Window,
+) -> Result<QueueEvents> {
+    scan(
+        mem,
+        g,
+        list,
+        window,
+        |b| QueueEvent::decode(b).map(QueueEventView::from),
+        |e| e.node == node && queue.map_or(true, |q| e.queue_id == q),
+    )
+}
+
+/// A node's congestion events (`int-queues`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IntQueuesAnswer {
+    /// The switch.
+    pub node: u32,
+    /// The queue asked for; none for all.
+    pub queue_id: Option<u8>,
+    /// The highest occupancy among the events found, none without events.
+    pub max_occupancy: Option<u32>,
+    /// The node's events in the queue list; none where no queue list is configured.
+    pub events: Option<QueueEvents>,
+}
+
+impl IntQueuesAnswer {
+    /// The answer from `events`.
+    pub fn new(node: u32, queue_id: Option<u8>, events: Option<QueueEvents>) -> Self {
+        IntQueuesAnswer {
+            node,
+            queue_id,
+            max_occupancy: events
+                .as_ref()
+                .and_then(|w| w.events.iter().map(|e| e.occupancy).max()),
+            events,
+        }
+    }
+
+    /// The answer of the collector that holds the queue list among several (the others answer none).
+    pub fn merge(parts: Vec<IntQueuesAnswer>) -> Result<Self> {
+        let mut with_list = parts.iter().filter(|p| p.events.is_some());
+        match (with_list.next(), with_list.next()) {
+            (Some(_), Some(_)) => Err(Error::BadQuery(
+                "two collectors answer with a queue list: configure [int] queue_list on the one \
+                 that holds it only"
+                    .into(),
+            )),
+            (Some(p), None) => Ok(p.clone()),
+            (None, _) => parts
+                .into_iter()
+                .next()
+                .ok_or_else(|| Error::BadQuery("no answers to merge".into())),
+        }
+    }
 }
 
 /// A node's drops (`int-drops`).

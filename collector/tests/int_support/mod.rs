@@ -227,3 +227,24 @@ pub fn write_scenario(e: &QueryEngine) {
     put_counter(e, DROP_7_3, 1, 3);
     put_list(e, 4, 0, &drop_events(), 5);
 }
+
+/// A queue event: `pack('<IHBxII', node, port, queue_id, occupancy, timestamp)`.
+pub fn queue_event(node: u32, port: u16, queue: u8, occupancy: u32, ts: u32) -> [u8; 16] {
+    let mut b = [0u8; 16];
+    b[0..4].copy_from_slice(&node.to_le_bytes());
+    b[4..6].copy_from_slice(&port.to_le_bytes());
+    b[6] = queue;
+    b[8..12].copy_from_slice(&occupancy.to_le_bytes());
+    b[12..16].copy_from_slice(&ts.to_le_bytes());
+    b
+}
+
+/// The queue list's four events (head 4): node 7's queues 1 and 2, node 8's queue 1.
+pub fn queue_events() -> [[u8; 16]; 4] {
+    [
+        queue_event(7, 130, 1, 5000, 100),
+        queue_event(8, 2, 1, 90_000, 101),
+        queue_event(7, 131, 2, 12_000, 102),
+        queue_event(7, 130, 1, 7000, 103),
+    ]
+}
