@@ -51,10 +51,8 @@ pub struct DropsQuery {
     pub reason: Option<u8>,
     /// The reporters' redundancy for the drop counters (default as [`QueryEngine::key_increment`]).
     pub n: Option<u8>,
-    /// First drop list entry to scan (default: the newest `max`).
-    pub tail: Option<u64>,
-    /// Most drop list entries to scan.
-    pub max: usize,
+    /// The part of the drop list to scan.
+    pub window: Window,
     /// The keys this collector answers for.
     pub shard: Shard,
 }
@@ -253,11 +251,7 @@ impl QueryEngine {
             .drop_list
             .map(|list| {
                 self.run(QueryKind::Append, Some(list), |mem, g: &AppendGeometry| {
-                    let window = Window {
-                        tail: q.tail,
-                        max: q.max,
-                    };
-                    drop_events(mem, g, list, q.node, q.reason, window)
+                    drop_events(mem, g, list, q.node, q.reason, q.window)
                 })
             })
             .transpose()?;

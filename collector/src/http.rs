@@ -118,6 +118,16 @@ fn shard(p: &HashMap<Cow<str>, Cow<str>>) -> Result<Shard> {
     p.get("shard").map_or(Ok(Shard::ALL), |v| Shard::parse(v))
 }
 
+/// The `tail` and `max` parameters of an event list read (`max` at most [`MAX_APPEND_BATCH`]).
+fn window(p: &HashMap<Cow<str>, Cow<str>>) -> Result<Window> {
+    Ok(Window {
+        tail: param(p, "tail")?,
+        max: param::<usize>(p, "max")?
+            .unwrap_or(1024)
+            .min(MAX_APPEND_BATCH),
+    })
+}
+
 fn json<T: Serialize>(r: Result<T>) -> (u16, &'static str, String) {
     match r {
         Ok(v) => match serde_json::to_string(&v) {
@@ -211,24 +221,12 @@ pub fn route(
                 node: required(&p, "node")?,
                 reason: param(&p, "reason")?,
                 n: param(&p, "n")?,
-                tail: param(&p, "tail")?,
-                max: param::<usize>(&p, "max")?
-                    .unwrap_or(1024)
-                    .min(MAX_APPEND_BATCH),
+                window: window(&p)?,
                 shard: shard(&p)?,
             })
         })()),
         "/query/int-queues" => json((|| {
-            engine.int_queues(
-                required(&p, "node")?,
-                param(&p, "queue")?,
-                Window {
-                    tail: param(&p, "tail")?,
-                    max: param::<usize>(&p, "max")?
-                        .unwrap_or(1024)
-                        .min(MAX_APPEND_BATCH),
-                },
-            )
+            engine.int_queues(required(&p, "node")?, param(&p, "queue")?, window(&p)?)
         })()),
         _ => error(404, &format!("no such endpoint {path}")),
     }

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use dta_collector::engine::{DropsQuery, QueryEngine};
 use dta_collector::http::{route, HttpServer, HttpStats};
 use dta_collector::metrics::Metrics;
-use dta_collector::query::int::{parse_flow, Shard};
+use dta_collector::query::int::{parse_flow, Shard, Window};
 use int_support::*;
 
 fn get(e: &QueryEngine, url: &str) -> (u16, String) {
@@ -104,8 +104,10 @@ fn http_int_drops_answers_the_engines_json() {
         node: 7,
         reason: None,
         n: None,
-        tail: None,
-        max: 1024,
+        window: Window {
+            tail: None,
+            max: 1024,
+        },
         shard: Shard::ALL,
     };
     assert_eq!(
@@ -116,8 +118,10 @@ fn http_int_drops_answers_the_engines_json() {
         )
     );
     let window = DropsQuery {
-        tail: Some(1),
-        max: 2,
+        window: Window {
+            tail: Some(1),
+            max: 2,
+        },
         shard: Shard { index: 1, count: 2 },
         ..all
     };
@@ -359,8 +363,10 @@ fn cli_joins_int_drops_from_every_collector() {
         node: 7,
         reason: None,
         n: None,
-        tail: None,
-        max: 1024,
+        window: Window {
+            tail: None,
+            max: 1024,
+        },
         shard: Shard::ALL,
     };
     assert_eq!(

@@ -29,8 +29,10 @@ fn drops(node: u32, reason: Option<u8>) -> DropsQuery {
         node,
         reason,
         n: None,
-        tail: None,
-        max: 1024,
+        window: Window {
+            tail: None,
+            max: 1024,
+        },
         shard: Shard::ALL,
     }
 }
@@ -368,7 +370,7 @@ fn drop_events_are_read_in_a_bounded_window() {
     write_scenario(&e);
     // By default the newest `max` entries: 3 and 4.
     let q = DropsQuery {
-        max: 2,
+        window: Window { tail: None, max: 2 },
         ..drops(7, None)
     };
     let ev = e.int_drops(&q).unwrap().events.unwrap();
@@ -377,8 +379,10 @@ fn drop_events_are_read_in_a_bounded_window() {
     assert_eq!(ev.events[0].timestamp, 1003);
     // From a tail: entries 1 and 2.
     let q = DropsQuery {
-        tail: Some(1),
-        max: 2,
+        window: Window {
+            tail: Some(1),
+            max: 2,
+        },
         ..drops(7, None)
     };
     let ev = e.int_drops(&q).unwrap().events.unwrap();
@@ -391,8 +395,10 @@ fn drop_events_are_read_in_a_bounded_window() {
         .collect();
     put_list(&e, 4, 5, &newer, 36);
     let q = DropsQuery {
-        tail: Some(0),
-        max: 1024,
+        window: Window {
+            tail: Some(0),
+            max: 1024,
+        },
         ..drops(9, None)
     };
     let ev = e.int_drops(&q).unwrap().events.unwrap();
@@ -405,7 +411,10 @@ fn drop_events_are_read_in_a_bounded_window() {
     assert_eq!(ev.events[0].timestamp, 2005);
     assert!(e
         .int_drops(&DropsQuery {
-            tail: Some(37),
+            window: Window {
+                tail: Some(37),
+                max: 1,
+            },
             ..drops(9, None)
         })
         .is_err());

@@ -1,5 +1,5 @@
-//! Queries that speak INT (issue 17): a flow's path, its per-hop state and a switch's drops, read where the
-//! translator's INT front end writes them (`dta_protocol::int::mapping`, the contract). Each is an
+//! Queries that speak INT (issue 17): a flow's path, its per-hop state, a switch's drops and its congested
+//! queues, read where the translator's INT front end writes them (`dta_protocol::int::mapping`, the contract). Each is an
 //! existing primitive's query on the contract's keys, its answer decoded into the contract's records:
 //! Postcarding for the path, Key-Write per (flow, hop) for the hop records, Key-Increment per (node,
 //! reason) for the drop counts, and the Append entries of the drop and queue lists for the events.
