@@ -1,13 +1,16 @@
-//! Queries that speak INT (issue 17): a flow's path, its per-hop state, a switch's drops and its congested
-//! queues, read where the translator's INT front end writes them (`dta_protocol::int::mapping`, the contract). Each is an
-//! existing primitive's query on the contract's keys, its answer decoded into the contract's records:
-//! Postcarding for the path, Key-Write per (flow, hop) for the hop records, Key-Increment per (node,
-//! reason) for the drop counts, and the Append entries of the drop and queue lists for the events.
+//! Queries that speak INT (issue 17): a flow's path, its per-hop state, a switch's drops and its
+//! congested queues, read where the translator's INT front end writes them
+//! (`dta_protocol::int::mapping`, the contract). Each is an existing primitive's query on the contract's
+//! keys, its answer decoded into the contract's records: Postcarding for the path, Key-Write per (flow,
+//! hop) for the hop records, Key-Increment per (node, reason) for the drop counts, and the Append entries
+//! of the drop and queue lists for the events.
 //!
 //! Keys spread over collectors (`key_checksum(key) mod n`, the translator's routing), so one flow's hop
 //! records can sit on several collectors. A [`Shard`] restricts a query to the keys of one collector, and
 //! the `merge` functions join the shards' answers into the answer one collector holding every key would
-//! give.
+//! give. (With 2, 4, 8 or 16 collectors, hops 1..=7 of a flow happen to share one: CRC-32 is affine, and
+//! the low four bits of `key_checksum(flow_hop_key(f, hop))` do not depend on the hop's low three bits.
+//! Nothing here relies on it.)
 
 mod drops;
 mod events;
