@@ -448,6 +448,13 @@ fn shards_of_several_collectors_join_into_one_answer() {
         [vec![1, 3], vec![4], vec![2, 5]]
     );
     assert_eq!(parts[2].totals.hops_found, 1);
+    let overlap = IntFlowAnswer::merge(vec![parts[0].clone(), parts[0].clone()])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        overlap.contains("hop 1 answered by two collectors"),
+        "{overlap}"
+    );
     assert_eq!(IntFlowAnswer::merge(parts).unwrap(), whole);
 
     // Drop counters mod 2: node 7 reason 71 → 0, reason 3 → 1.
@@ -468,6 +475,13 @@ fn shards_of_several_collectors_join_into_one_answer() {
         .to_string();
     assert!(e.contains("two collectors answer with a drop list"), "{e}");
     let b = IntDropsAnswer { events: None, ..b };
+    let overlap = IntDropsAnswer::merge(vec![b.clone(), b.clone()])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        overlap.contains("reason 3 answered by two collectors"),
+        "{overlap}"
+    );
     assert_eq!(IntDropsAnswer::merge(vec![b, a]).unwrap(), whole);
 }
 

@@ -161,6 +161,18 @@ impl IntDropsAnswer {
                 (Some(_), None) => {}
             }
         }
-        Ok(IntDropsAnswer::new(node, reason, counts, events))
+        let answer = IntDropsAnswer::new(node, reason, counts, events);
+        // Each counter key lives on one collector: a reason twice means the shards overlap.
+        if let Some(w) = answer
+            .counts
+            .windows(2)
+            .find(|w| w[0].reason == w[1].reason)
+        {
+            return Err(Error::BadQuery(format!(
+                "reason {} answered by two collectors: their shards overlap",
+                w[0].reason
+            )));
+        }
+        Ok(answer)
     }
 }

@@ -175,6 +175,13 @@ impl IntFlowAnswer {
             all.hops.extend(p.hops);
         }
         all.hops.sort_by_key(|h| h.hop);
+        // Each hop key lives on one collector: a hop twice means the shards were not I/N of one N.
+        if let Some(w) = all.hops.windows(2).find(|w| w[0].hop == w[1].hop) {
+            return Err(Error::BadQuery(format!(
+                "hop {} answered by two collectors: their shards overlap",
+                w[0].hop
+            )));
+        }
         all.totals = FlowTotals::of(&all.hops);
         Ok(all)
     }
