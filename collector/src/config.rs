@@ -6,6 +6,7 @@ use std::collections::HashSet;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::Path;
 
+use dta_protocol::int::mapping::{EVENT_LEN, HOP_RECORD_LEN};
 use dta_protocol::layout::Geometry;
 use dta_protocol::MacAddr;
 use serde::Deserialize;
@@ -34,6 +35,8 @@ pub struct Config {
     /// The Postcarding value universe.
     #[serde(default)]
     pub postcarding: PostcardingSection,
+    /// Where INT reports land (issue 17); absent means the INT queries use their defaults.
+    pub int: Option<IntSection>,
     /// The regions, in the order they are laid out.
     #[serde(default, rename = "region")]
     pub regions: Vec<RegionConfig>,
@@ -123,6 +126,38 @@ impl PostcardingSection {
             )));
         }
         Ok(v)
+    }
+}
+
+/// `[int]`: what the INT queries need beyond the regions (`dta_protocol::int::mapping` is the contract).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct IntSection {
+    /// The Append list of drop events (16-byte entries); none: `int-drops` answers counts only.
+    pub drop_list: Option<u32>,
+    /// The Append list of congestion (queue) events (16-byte entries).
+    pub queue_list: Option<u32>,
+    /// The node ids a path can hold, as inclusive `[first, last]` ranges; none: the `[postcarding]`
+    /// universe.
+    pub nodes: Option<Vec<[u32; 2]>>,
+    /// Hops `int-flow` reads per flow; none: the postcarding region's `hops`.
+    pub hops: Option<u8>,
+}
+
+impl IntSection {
+    /// The node universe, when `nodes` gives one.
+    pub fn node_universe(&self) -> Result<Option<Vec<u32>>> {
+        self.nodes
+            .as_ref()
+            .map(|ranges| {
+                PostcardingSection {
+                    values: Vec::new(),
+                    ranges: ranges.clone(),
+                }
+                .universe()
+                .map_err(|e| Error::Config(format!("[int] nodes: {e}")))
+            })
+            .transpose()
     }
 }
 
@@ -227,7 +262,87 @@ impl Config {
                 }));
             }
         }
+        if let Some(int) = &self.int {
+            self.validate_int(int)?;
+        }
         Ok(())
+    }
+
+    /// The `[int]` section against the regions: the lists it names hold 16-byte events, a Key-Write
+    /// entry fits a hop record, and paths and hops have a universe and a length to decode.
+    fn validate_int(&self, int: &IntSection) -> Result<()> {
+        let lists = [("drop_list", int.drop_list), ("queue_list", int.queue_list)];
+        for (name, id) in lists {
+            let Some(id) = id else { continue };
+            let g = self.regions.iter().find_map(|r| match r.geometry {
+                Geometry::Append(g) if r.id == id => Some(g),
+                _ => None,
+            });
+            match g {
+                None => {
+                    return Err(Error::Config(format!(
+                        "[int] {name} = {id}: no append region with id {id}"
+                    )))
+                }
+                Some(g) if g.entry_size() as usize != EVENT_LEN => {
+                    return Err(Error::Config(format!(
+                        "[int] {name} = {id}: the list's entry_size is {}, INT events are {EVENT_LEN} bytes",
+                        g.entry_size()
+                    )))
+                }
+                Some(_) => {}
+            }
+        }
+        if let (Some(d), Some(q)) = (int.drop_list, int.queue_list) {
+            if d == q {
+                return Err(Error::Config(format!(
+                    "[int] drop_list and queue_list are both list {d}: drop and queue events need \
+                     lists of their own"
+                )));
+            }
+        }
+        for r in &self.regions {
+            match r.geometry {
+                Geometry::KeyWrite(g) if g.data_len() < HOP_RECORD_LEN => {
+                    return Err(Error::Config(format!(
+                        "[int]: the key_write region's entries hold {} data bytes, fewer than a \
+                         {HOP_RECORD_LEN}-byte hop record (entry_size 16 or 32 fits one)",
+                        g.data_len()
+                    )))
+                }
+                _ => {}
+            }
+        }
+        if int.hops == Some(0) {
+            return Err(Error::Config(
+                "[int] hops = 0: a flow has at least one hop".into(),
+            ));
+        }
+        let nodes = match int.node_universe()? {
+            Some(n) => n,
+            None => self.postcarding.universe()?,
+        };
+        let has_paths = self
+            .regions
+            .iter()
+            .any(|r| matches!(r.geometry, Geometry::Postcarding(_)));
+        if has_paths && nodes.is_empty() {
+            return Err(Error::Config(
+                "[int]: no node ids to decode paths with: set [int] nodes or [postcarding] ranges"
+                    .into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Hops `int-flow` reads per flow: `[int] hops`, else the postcarding region's, else none.
+    pub fn int_hops(&self) -> Option<u8> {
+        self.int.as_ref().and_then(|i| i.hops).or_else(|| {
+            self.regions.iter().find_map(|r| match r.geometry {
+                Geometry::Postcarding(g) => Some(g.hops()),
+                _ => None,
+            })
+        })
     }
 
     /// `(id, geometry)` of every region, in order, as [`crate::memory::Arena::new`] takes them.
@@ -280,5 +395,95 @@ mod tests {
         }
         let c = Config::parse("[collector]\nmac = \"02:00:00:00:0a:ff\"\n").unwrap();
         assert_eq!(c.collector.mac, MacAddr([2, 0, 0, 0, 10, 255]));
+    }
+
+    /// The example's `[int]` block, uncommented, with the key_write entries it asks for.
+    fn example_with_int() -> String {
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/examples/collector.toml"
+        ))
+        .unwrap();
+        let (before, rest) = text.split_once("# --- int ---\n").unwrap();
+        let (block, after) = rest.split_once("# --- end int ---\n").unwrap();
+        let block: String = block
+            .lines()
+            .map(|l| format!("{}\n", l.strip_prefix('#').unwrap_or(l).trim_start()))
+            .collect();
+        format!("{before}{block}{after}").replacen("entry_size = 8", "entry_size = 16", 1)
+    }
+
+    #[test]
+    fn example_int_block_parses_once_uncommented() {
+        let c = Config::parse(&example_with_int()).unwrap();
+        let int = c.int.clone().unwrap();
+        assert_eq!(
+            (int.drop_list, int.queue_list, int.hops),
+            (Some(4), Some(5), Some(5))
+        );
+        assert_eq!(int.node_universe().unwrap().unwrap().len(), 64);
+        assert_eq!(c.int_hops(), Some(5));
+        // As the example ships (block commented): no [int], hops from the postcarding region.
+        let shipped = Config::load(Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/examples/collector.toml"
+        )))
+        .unwrap();
+        assert!(shipped.int.is_none());
+        assert_eq!(shipped.int_hops(), Some(5));
+        // The block alone, without the larger entries, is refused for the key_write region.
+        let e = Config::parse(&example_with_int().replacen("entry_size = 16", "entry_size = 8", 1))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("entries hold 4 data bytes, fewer than a 12-byte hop record"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn refuses_bad_int_sections_with_reasons() {
+        let list = |id: u32, size: u32| {
+            format!("[[region]]\nkind = \"append\"\nid = {id}\nentries = 16\nentry_size = {size}\nbatch_size = 16\n")
+        };
+        let cases = [
+            (
+                format!("[int]\ndrop_list = 4\n{}", list(3, 16)),
+                "[int] drop_list = 4: no append region with id 4",
+            ),
+            (
+                format!("[int]\nqueue_list = 3\n{}", list(3, 4)),
+                "[int] queue_list = 3: the list's entry_size is 4, INT events are 16 bytes",
+            ),
+            (
+                format!("[int]\ndrop_list = 3\nqueue_list = 3\n{}", list(3, 16)),
+                "both list 3",
+            ),
+            ("[int]\nhops = 0\n".to_string(), "hops = 0"),
+            ("[int]\nhops = 300\n".to_string(), "hops"),
+            (
+                "[int]\nnodes = [[9, 2]]\n".to_string(),
+                "[int] nodes: configuration: postcarding range [9, 2] is empty",
+            ),
+            ("[int]\nlists = 3\n".to_string(), "unknown field `lists`"),
+            (
+                "[int]\n[[region]]\nkind = \"postcarding\"\nchunks = 16\nhops = 4\nn_max = 1\n"
+                    .to_string(),
+                "no node ids to decode paths with",
+            ),
+        ];
+        for (text, why) in cases {
+            let e = Config::parse(&text).unwrap_err().to_string();
+            assert!(e.contains(why), "{text:?}: {e}");
+        }
+        // A postcarding region with [int] nodes (and no [postcarding]) is fine.
+        let c = Config::parse(
+            "[int]\nnodes = [[1, 4]]\n[[region]]\nkind = \"postcarding\"\nchunks = 16\nhops = 4\nn_max = 1\n",
+        )
+        .unwrap();
+        assert_eq!(
+            c.int.unwrap().node_universe().unwrap(),
+            Some(vec![1, 2, 3, 4])
+        );
     }
 }

@@ -15,10 +15,16 @@ use crate::config::{Config, SketchMerge};
 use crate::error::{Error, Result};
 use crate::memory::{Arena, KindGeometry};
 use crate::metrics::{Metrics, QueryKind};
+use crate::query::int::{
+    drop_counts, drop_events, flow_hops, queue_events, FlowText, IntDropsAnswer, IntFlowAnswer,
+    IntPathAnswer, IntQueuesAnswer, Shard, Window,
+};
 use crate::query::{
     append_read, count_min, hyperloglog, key_increment, key_write, AppendRead, KeyIncrementAnswer,
     KeyWriteAnswer, PathAnswer, PostcardDecoder,
 };
+use dta_protocol::int::inner::FlowKey;
+use dta_protocol::int::mapping::flow_key;
 
 /// The answer of a sketch query.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -36,11 +42,40 @@ pub enum SketchAnswer {
     },
 }
 
+/// An `int-drops` question.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DropsQuery {
+    /// The switch.
+    pub node: u32,
+    /// One reason, or every reason.
+    pub reason: Option<u8>,
+    /// The reporters' redundancy for the drop counters (default as [`QueryEngine::key_increment`]).
+    pub n: Option<u8>,
+    /// The part of the drop list to scan.
+    pub window: Window,
+    /// The keys this collector answers for.
+    pub shard: Shard,
+}
+
+/// What the INT queries take from `[int]` and the regions.
+#[derive(Debug)]
+struct IntSettings {
+    /// The path decoder over `[int] nodes`; none: the Postcarding decoder's universe.
+    decoder: Option<PostcardDecoder>,
+    /// Hops `int-flow` reads.
+    hops: Option<u8>,
+    /// The drop event list.
+    drop_list: Option<u32>,
+    /// The queue event list.
+    queue_list: Option<u32>,
+}
+
 /// Queries on a live arena.
 #[derive(Debug)]
 pub struct QueryEngine {
     arena: Arc<Arena>,
     decoder: PostcardDecoder,
+    int: IntSettings,
     merges: HashMap<u32, SketchMerge>,
     /// The reporters' redundancy per single-instance region kind, where the configuration gives it.
     redundancy: HashMap<RegionKind, u8>,
@@ -62,9 +97,19 @@ impl QueryEngine {
             .iter()
             .filter_map(|r| Some((r.geometry.kind(), r.redundancy?)))
             .collect();
+        let int_section = config.int.clone().unwrap_or_default();
+        let int = IntSettings {
+            decoder: int_section
+                .node_universe()?
+                .map(|nodes| PostcardDecoder::new(&nodes)),
+            hops: config.int_hops(),
+            drop_list: int_section.drop_list,
+            queue_list: int_section.queue_list,
+        };
         Ok(QueryEngine {
             arena,
             decoder,
+            int,
             merges,
             redundancy,
             metrics,
@@ -111,22 +156,34 @@ impl QueryEngine {
     /// either the answer would be a guess: the minimum over copies never incremented is 0, an
     /// undercount the paper's estimator never makes, so the query is refused instead.
     pub fn key_increment(&self, key: u32, n: Option<u8>) -> Result<KeyIncrementAnswer> {
-        let n = n.or_else(|| self.redundancy(RegionKind::KeyIncrement));
         self.run(
             QueryKind::KeyIncrement,
             None,
-            |mem, g: &KeyIncrementGeometry| match n {
-                Some(n) => key_increment(mem, g, key, n),
-                // One copy per key is unambiguous.
-                None if g.n_max() == 1 => key_increment(mem, g, key, 1),
-                None => Err(Error::BadQuery(format!(
-                    "cannot tell which of the region's {} copies key {key}'s reporters \
-                     incremented: give n (the reporters' redundancy, --n), or set \
-                     `redundancy` in the key_increment region's configuration",
-                    g.n_max()
-                ))),
+            |mem, g: &KeyIncrementGeometry| {
+                key_increment(
+                    mem,
+                    g,
+                    key,
+                    self.increment_n(n, g, &format!("key {key}'s"))?,
+                )
             },
         )
+    }
+
+    /// The redundancy of a Key-Increment query: `n`, else the region's configured one, else 1 where the
+    /// region has one copy per key; `whose` names the counters in the refusal.
+    fn increment_n(&self, n: Option<u8>, g: &KeyIncrementGeometry, whose: &str) -> Result<u8> {
+        match n.or_else(|| self.redundancy(RegionKind::KeyIncrement)) {
+            Some(n) => Ok(n),
+            // One copy per key is unambiguous.
+            None if g.n_max() == 1 => Ok(1),
+            None => Err(Error::BadQuery(format!(
+                "cannot tell which of the region's {} copies {whose} reporters \
+                 incremented: give n (the reporters' redundancy, --n), or set \
+                 `redundancy` in the key_increment region's configuration",
+                g.n_max()
+            ))),
+        }
     }
 
     /// Postcarding path of flow `key`.
@@ -135,6 +192,90 @@ impl QueryEngine {
         self.run(QueryKind::Postcard, None, |mem, g: &PostcardGeometry| {
             self.decoder.query(mem, g, key, n.unwrap_or(g.n_max()))
         })
+    }
+
+    /// The path of `flow` (`int-path`): its Postcarding chunks decoded over the INT node universe.
+    pub fn int_path(&self, flow: &FlowKey, n: Option<u8>) -> Result<IntPathAnswer> {
+        let key = flow_key(flow);
+        let n = n.or_else(|| self.redundancy(RegionKind::Postcarding));
+        let decoder = self.int.decoder.as_ref().unwrap_or(&self.decoder);
+        let path = self.run(QueryKind::Postcard, None, |mem, g: &PostcardGeometry| {
+            decoder.query(mem, g, key, n.unwrap_or(g.n_max()))
+        })?;
+        Ok(IntPathAnswer {
+            flow: FlowText(flow).to_string(),
+            flow_key: key,
+            path,
+        })
+    }
+
+    /// The hop records of `flow` that `shard` holds (`int-flow`), with redundancy `n` (default as
+    /// [`QueryEngine::key_write`]) and threshold `t`; all hops read under one lock, so the totals come
+    /// from one moment's memory.
+    pub fn int_flow(
+        &self,
+        flow: &FlowKey,
+        n: Option<u8>,
+        t: u32,
+        shard: Shard,
+    ) -> Result<IntFlowAnswer> {
+        let hops = self.int.hops.ok_or_else(|| {
+            Error::BadQuery(
+                "int-flow: how many hops to read is not configured: set [int] hops \
+                 (there is no postcarding region to take it from)"
+                    .into(),
+            )
+        })?;
+        let n = n.or_else(|| self.redundancy(RegionKind::KeyWrite));
+        let key = flow_key(flow);
+        let found = self.run(QueryKind::KeyWrite, None, |mem, g: &KeyWriteGeometry| {
+            flow_hops(mem, g, key, hops, n.unwrap_or(g.n_max()), t, shard)
+        })?;
+        Ok(IntFlowAnswer::new(flow, found))
+    }
+
+    /// The drops of a node (`int-drops`): its counters that `q.shard` holds, and its events in the drop
+    /// list where this collector has `[int] drop_list`.
+    pub fn int_drops(&self, q: &DropsQuery) -> Result<IntDropsAnswer> {
+        let whose = format!("node {}'s drop-counter", q.node);
+        let counts = self.run(
+            QueryKind::KeyIncrement,
+            None,
+            |mem, g: &KeyIncrementGeometry| {
+                let n = self.increment_n(q.n, g, &whose)?;
+                drop_counts(mem, g, q.node, q.reason, n, q.shard)
+            },
+        )?;
+        let events = self
+            .int
+            .drop_list
+            .map(|list| {
+                self.run(QueryKind::Append, Some(list), |mem, g: &AppendGeometry| {
+                    drop_events(mem, g, list, q.node, q.reason, q.window)
+                })
+            })
+            .transpose()?;
+        Ok(IntDropsAnswer::new(q.node, q.reason, counts, events))
+    }
+
+    /// The congestion events of `node` (of queue `queue` when given) in a `window` of the queue list
+    /// (`int-queues`), where this collector has `[int] queue_list`.
+    pub fn int_queues(
+        &self,
+        node: u32,
+        queue: Option<u8>,
+        window: Window,
+    ) -> Result<IntQueuesAnswer> {
+        let events = self
+            .int
+            .queue_list
+            .map(|list| {
+                self.run(QueryKind::Append, Some(list), |mem, g: &AppendGeometry| {
+                    queue_events(mem, g, list, node, queue, window)
+                })
+            })
+            .transpose()?;
+        Ok(IntQueuesAnswer::new(node, queue, events))
     }
 
     /// Entries of list `list` from `tail`, at most `max`.

@@ -16,9 +16,11 @@ use dta_httpd::openmetrics::CONTENT_TYPE;
 use dta_httpd::{Config, Request, Response, Server};
 use serde::Serialize;
 
-use crate::engine::QueryEngine;
+use crate::engine::{DropsQuery, QueryEngine};
 use crate::error::{Error, Result};
 use crate::metrics::Metrics;
+use crate::query::int::{parse_flow, Shard, Window};
+use dta_protocol::int::inner::FlowKey;
 
 pub use dta_httpd::{HttpStats, Limits};
 
@@ -103,6 +105,29 @@ fn required<T: std::str::FromStr>(p: &HashMap<Cow<str>, Cow<str>>, name: &str) -
     param(p, name)?.ok_or_else(|| Error::BadQuery(format!("missing parameter {name}")))
 }
 
+/// The `flow` parameter, `SRC,DST,PROTO,SPORT,DPORT`.
+fn flow(p: &HashMap<Cow<str>, Cow<str>>) -> Result<FlowKey> {
+    let v = p.get("flow").ok_or_else(|| {
+        Error::BadQuery("missing parameter flow (SRC,DST,PROTO,SPORT,DPORT)".into())
+    })?;
+    parse_flow(v)
+}
+
+/// The `shard` parameter, `I/N`: answer only for the keys collector I of N holds (default: all).
+fn shard(p: &HashMap<Cow<str>, Cow<str>>) -> Result<Shard> {
+    p.get("shard").map_or(Ok(Shard::ALL), |v| Shard::parse(v))
+}
+
+/// The `tail` and `max` parameters of an event list read (`max` at most [`MAX_APPEND_BATCH`]).
+fn window(p: &HashMap<Cow<str>, Cow<str>>) -> Result<Window> {
+    Ok(Window {
+        tail: param(p, "tail")?,
+        max: param::<usize>(p, "max")?
+            .unwrap_or(1024)
+            .min(MAX_APPEND_BATCH),
+    })
+}
+
 fn json<T: Serialize>(r: Result<T>) -> (u16, &'static str, String) {
     match r {
         Ok(v) => match serde_json::to_string(&v) {
@@ -182,6 +207,27 @@ pub fn route(
             engine.append(required(&p, "list")?, param(&p, "tail")?.unwrap_or(0), max)
         })()),
         "/query/sketch" => json((|| engine.sketch(required(&p, "id")?, param(&p, "key")?))()),
+        "/query/int-path" => json((|| engine.int_path(&flow(&p)?, param(&p, "n")?))()),
+        "/query/int-flow" => json((|| {
+            engine.int_flow(
+                &flow(&p)?,
+                param(&p, "n")?,
+                param(&p, "t")?.unwrap_or(1),
+                shard(&p)?,
+            )
+        })()),
+        "/query/int-drops" => json((|| {
+            engine.int_drops(&DropsQuery {
+                node: required(&p, "node")?,
+                reason: param(&p, "reason")?,
+                n: param(&p, "n")?,
+                window: window(&p)?,
+                shard: shard(&p)?,
+            })
+        })()),
+        "/query/int-queues" => json((|| {
+            engine.int_queues(required(&p, "node")?, param(&p, "queue")?, window(&p)?)
+        })()),
         _ => error(404, &format!("no such endpoint {path}")),
     }
 }

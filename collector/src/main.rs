@@ -8,8 +8,13 @@ use clap::{Parser, Subcommand, ValueEnum};
 use dta_collector::client;
 use dta_collector::config::Config;
 use dta_collector::port::IoKind;
+use dta_collector::query::int::{
+    parse_flow, FlowText, IntDropsAnswer, IntFlowAnswer, IntQueuesAnswer, Shard,
+};
 use dta_collector::server::{self, Backend};
 use dta_collector::signals::StopSignals;
+use dta_protocol::int::inner::FlowKey;
+use dta_protocol::int::mapping::flow_key;
 
 #[derive(Parser)]
 #[command(
@@ -70,7 +75,10 @@ enum Command {
         /// The collector's HTTP API address; or every collector of the translator, in its
         /// `[[collectors]]` order (comma-separated or repeated). A key goes to the collector the
         /// translator routes it to (key_checksum(key) mod the number of collectors, its default
-        /// `routing.keys = "key_hash"`); a list or sketch to the collector that holds it.
+        /// `routing.keys = "key_hash"`); a list or sketch to the collector that holds it. int-flow and
+        /// int-drops read many keys: every collector is asked for the keys it holds, and the answers
+        /// are joined into one; int-queues asks every collector too, and the one with the queue list
+        /// answers.
         #[arg(long, default_value = "127.0.0.1:40060", value_delimiter = ',')]
         server: Vec<String>,
         #[command(subcommand)]
@@ -131,8 +139,70 @@ enum Query {
         #[arg(long)]
         key: Option<u32>,
     },
+    /// INT: the path of a flow, the node ids of its switches hop by hop.
+    IntPath {
+        /// The flow: SRC,DST,PROTO,SPORT,DPORT (IPv4 or IPv6; PROTO a number, tcp or udp).
+        #[arg(long, value_parser = flow_arg)]
+        flow: FlowKey,
+        /// Redundancy the translator used (default: the postcarding region's `redundancy`, else n_max).
+        #[arg(long)]
+        n: Option<u8>,
+    },
+    /// INT: a flow's per-hop records (node, hop latency, queue) and their totals.
+    IntFlow {
+        /// The flow: SRC,DST,PROTO,SPORT,DPORT (IPv4 or IPv6; PROTO a number, tcp or udp).
+        #[arg(long, value_parser = flow_arg)]
+        flow: FlowKey,
+        /// Redundancy the translator used (default: the key_write region's `redundancy`, else n_max).
+        #[arg(long)]
+        n: Option<u8>,
+        /// Votes a hop's record needs.
+        #[arg(long, default_value_t = 1)]
+        threshold: u32,
+    },
+    /// INT: a switch's drop counts per reason and its drop events.
+    IntDrops {
+        /// The switch's node id.
+        #[arg(long)]
+        node: u32,
+        /// One drop reason (default: every reason with drops).
+        #[arg(long)]
+        reason: Option<u8>,
+        /// Redundancy of the drop counters (default: the key_increment region's `redundancy`).
+        #[arg(long)]
+        n: Option<u8>,
+        /// First drop list entry to scan (default: the newest --max entries).
+        #[arg(long)]
+        tail: Option<u64>,
+        /// Most drop list entries to scan.
+        #[arg(long, default_value_t = 1024)]
+        max: usize,
+    },
+    /// INT: a switch's congestion events in the queue list.
+    IntQueues {
+        /// The switch's node id.
+        #[arg(long)]
+        node: u32,
+        /// One queue id (default: every queue).
+        #[arg(long)]
+        queue: Option<u8>,
+        /// First queue list entry to scan (default: the newest --max entries).
+        #[arg(long)]
+        tail: Option<u64>,
+        /// Most queue list entries to scan.
+        #[arg(long, default_value_t = 1024)]
+        max: usize,
+    },
     /// Prometheus metrics.
     Metrics,
+}
+
+/// `--flow`: the library's parser, its message without the "bad query" prefix.
+fn flow_arg(s: &str) -> std::result::Result<FlowKey, String> {
+    parse_flow(s).map_err(|e| match e {
+        dta_collector::Error::BadQuery(m) => m,
+        other => other.to_string(),
+    })
 }
 
 fn main() -> Result<()> {
@@ -208,6 +278,7 @@ fn targets<'a>(servers: &'a [String], what: &Query) -> Vec<&'a str> {
         Query::Keywrite { key, .. }
         | Query::Keyincrement { key, .. }
         | Query::Postcard { key, .. } => Some(*key),
+        Query::IntPath { flow, .. } => Some(flow_key(flow)),
         _ => None,
     };
     match key {
@@ -221,6 +292,13 @@ fn targets<'a>(servers: &'a [String], what: &Query) -> Vec<&'a str> {
 }
 
 fn query(servers: &[String], what: Query) -> Result<()> {
+    let joined = matches!(
+        what,
+        Query::IntFlow { .. } | Query::IntDrops { .. } | Query::IntQueues { .. }
+    );
+    if servers.len() > 1 && joined {
+        return query_joined(servers, &what);
+    }
     let candidates = targets(servers, &what);
     if let Query::Metrics = what {
         for s in &candidates {
@@ -242,9 +320,54 @@ fn query(servers: &[String], what: Query) -> Result<()> {
     Err(last.unwrap_or_else(|| anyhow::anyhow!("no collector to ask")))
 }
 
-fn query_one(server: &str, what: &Query) -> Result<()> {
+/// Asks every collector, collector i of n for the keys it holds (`shard=i/n`), and prints the joined
+/// answer.
+fn query_joined(servers: &[String], what: &Query) -> Result<()> {
+    let count = u32::try_from(servers.len()).context("too many collectors")?;
+    let mut bodies = Vec::with_capacity(servers.len());
+    for (index, server) in (0..count).zip(servers) {
+        let mut path = http_path(what);
+        // The queue list has no keys: the collector that holds it answers with it, the others with none.
+        if !matches!(what, Query::IntQueues { .. }) {
+            path.push_str(&format!("&shard={}", Shard { index, count }));
+        }
+        let (status, body) = client::get(server, &path)?;
+        if status != 200 {
+            bail!(
+                "collector {server} answered HTTP {status}: {}",
+                body.trim_end()
+            );
+        }
+        bodies.push(body);
+    }
+    let joined = match what {
+        Query::IntFlow { .. } => serde_json::to_string(&IntFlowAnswer::merge(parse_all(&bodies)?)?),
+        Query::IntDrops { .. } => {
+            serde_json::to_string(&IntDropsAnswer::merge(parse_all(&bodies)?)?)
+        }
+        Query::IntQueues { .. } => {
+            serde_json::to_string(&IntQueuesAnswer::merge(parse_all(&bodies)?)?)
+        }
+        _ => bail!("only int-flow, int-drops and int-queues are asked of every collector"),
+    }?;
+    println!("{joined}");
+    Ok(())
+}
+
+fn parse_all<T: serde::de::DeserializeOwned>(bodies: &[String]) -> Result<Vec<T>> {
+    bodies
+        .iter()
+        .map(|b| serde_json::from_str(b).with_context(|| format!("parsing the answer {b}")))
+        .collect()
+}
+
+/// The HTTP API path that answers `what`.
+fn http_path(what: &Query) -> String {
     let opt = |name: &str, v: Option<String>| v.map(|v| format!("&{name}={v}")).unwrap_or_default();
-    let path = match &what {
+    let flow = |f: &FlowKey| {
+        form_urlencoded::byte_serialize(FlowText(f).to_string().as_bytes()).collect::<String>()
+    };
+    match what {
         Query::Keywrite { key, n, threshold } => {
             format!(
                 "/query/keywrite?key={key}&t={threshold}{}",
@@ -270,8 +393,48 @@ fn query_one(server: &str, what: &Query) -> Result<()> {
             "/query/sketch?id={id}{}",
             opt("key", key.map(|x| x.to_string()))
         ),
+        Query::IntPath { flow: f, n } => format!(
+            "/query/int-path?flow={}{}",
+            flow(f),
+            opt("n", n.map(|x| x.to_string()))
+        ),
+        Query::IntFlow {
+            flow: f,
+            n,
+            threshold,
+        } => format!(
+            "/query/int-flow?flow={}&t={threshold}{}",
+            flow(f),
+            opt("n", n.map(|x| x.to_string()))
+        ),
+        Query::IntDrops {
+            node,
+            reason,
+            n,
+            tail,
+            max,
+        } => format!(
+            "/query/int-drops?node={node}&max={max}{}{}{}",
+            opt("reason", reason.map(|x| x.to_string())),
+            opt("n", n.map(|x| x.to_string())),
+            opt("tail", tail.map(|x| x.to_string()))
+        ),
+        Query::IntQueues {
+            node,
+            queue,
+            tail,
+            max,
+        } => format!(
+            "/query/int-queues?node={node}&max={max}{}{}",
+            opt("queue", queue.map(|x| x.to_string())),
+            opt("tail", tail.map(|x| x.to_string()))
+        ),
         Query::Metrics => "/metrics".to_string(),
-    };
+    }
+}
+
+fn query_one(server: &str, what: &Query) -> Result<()> {
+    let path = http_path(what);
     if let Query::Append {
         list,
         follow: true,

@@ -2,6 +2,7 @@
 //! geometry, so it runs the same on a live arena, a copy, or memory a test filled by hand.
 
 mod append;
+pub mod int;
 mod keyincrement;
 mod keywrite;
 mod postcard;
