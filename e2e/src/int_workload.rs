@@ -49,6 +49,9 @@ queue_list = 11
 redundancy = 2
 "#;
 
+/// The collector's `[int]` section of an INT run (the node universe is the Postcarding one).
+pub const COLLECTOR_INT: &str = "\n[int]\ndrop_list = 10\nqueue_list = 11\n";
+
 /// The collector regions an INT run adds (16-byte events).
 pub fn int_lists() -> String {
     [INT_DROP_LIST, INT_QUEUE_LIST]
@@ -71,6 +74,11 @@ fn spec_flow(f: u32) -> Flow {
     }
 }
 
+fn flow_text(f: &Flow) -> String {
+    let ip = |a: [u8; 4]| Ipv4Addr::from(a).to_string();
+    format!("{},{},17,{},{}", ip(f.src), ip(f.dst), f.sport, f.dport)
+}
+
 fn key_of(f: &Flow) -> u32 {
     flow_key(&FlowKey {
         src: IpAddr::V4(Ipv4Addr::from(f.src)),
@@ -85,6 +93,8 @@ fn key_of(f: &Flow) -> u32 {
 #[derive(Default)]
 struct Model {
     paths: Vec<(u32, Vec<u32>)>,
+    /// Every flow as the INT queries name it (`SRC,DST,PROTO,SPORT,DPORT`), with its key.
+    flows: Vec<(String, u32)>,
     /// Hop records in send order (each key once).
     hops: Vec<(u32, HopRecord)>,
     /// Hop-record keys whose every copy a later key overwrote: the collector must answer "empty".
@@ -151,6 +161,7 @@ pub fn int(per_hop: u32, sinks: u32, drops: u32, salt: u64) -> Result<Workload> 
             }
         }
         m.paths.push((key, path));
+        m.flows.push((flow_text(&flow), key));
     }
     for s in 0..sinks {
         let f = per_hop + s;
@@ -205,6 +216,7 @@ pub fn int(per_hop: u32, sinks: u32, drops: u32, salt: u64) -> Result<Workload> 
             },
         ));
         m.paths.push((key, path));
+        m.flows.push((flow_text(&flow), key));
     }
     for d in 0..drops {
         let flow = spec_flow(per_hop + sinks + d);
@@ -235,7 +247,8 @@ pub fn int(per_hop: u32, sinks: u32, drops: u32, salt: u64) -> Result<Workload> 
         );
     }
     check_layouts(&mut m)?;
-    let checks = m.paths.len() + m.hops.len() + m.hops_lost.len() + m.drops.len();
+    let checks =
+        2 * m.paths.len() + m.flows.len() + m.hops.len() + m.hops_lost.len() + 2 * m.drops.len();
     let verify: Verify = Box::new(move |http| verify(http, &m).map(|()| checks as u64));
     Ok(Workload {
         name: "int",
@@ -322,6 +335,7 @@ fn verify(http: std::net::SocketAddr, m: &Model) -> Result<()> {
             bail!("INT drops at node {node} for reason {reason}: expected {count}, collector says {a}");
         }
     }
+    verify_int_queries(http, m)?;
     for (list, want) in [
         (INT_DROP_LIST, &m.drop_events),
         (INT_QUEUE_LIST, &m.queue_events),
@@ -340,6 +354,49 @@ fn verify(http: std::net::SocketAddr, m: &Model) -> Result<()> {
                 want.len(),
                 want.first()
             );
+        }
+    }
+    Ok(())
+}
+
+/// The same state through the collector's INT queries (`int-path`, `int-flow`, `int-drops`), which name
+/// flows by their 5-tuple and compute the keys themselves.
+fn verify_int_queries(http: std::net::SocketAddr, m: &Model) -> Result<()> {
+    let paths: HashMap<u32, &Vec<u32>> = m.paths.iter().map(|(k, p)| (*k, p)).collect();
+    let records: HashMap<u32, &HopRecord> = m.hops.iter().map(|(k, r)| (*k, r)).collect();
+    for (text, key) in &m.flows {
+        let a = get_json(http, &format!("/query/int-path?flow={text}"))?;
+        let want = serde_json::json!(paths[key]);
+        if a["outcome"] != "found" || a["path"] != want || a["flow_key"] != *key {
+            bail!("int-path {text}: expected {want}, collector says {a}");
+        }
+        let a = get_json(http, &format!("/query/int-flow?flow={text}&n={INT_N}"))?;
+        let found: Vec<&HopRecord> = (1..=PC_HOPS)
+            .filter_map(|h| records.get(&flow_hop_key(*key, h)).copied())
+            .collect();
+        let latency: u64 = found.iter().map(|r| u64::from(r.hop_latency)).sum();
+        let t = &a["totals"];
+        if t["hops_found"].as_u64() != Some(found.len() as u64)
+            || t["latency_sum"].as_u64() != Some(latency)
+        {
+            bail!(
+                "int-flow {text}: expected {} hops and latency {latency}, collector says {a}",
+                found.len()
+            );
+        }
+    }
+    let mut per_node: HashMap<u32, u64> = HashMap::new();
+    for (&(node, _), &count) in &m.drops {
+        *per_node.entry(node).or_default() += count;
+    }
+    for (node, total) in per_node {
+        let a = get_json(
+            http,
+            &format!("/query/int-drops?node={node}&n={INT_N}&max=65536"),
+        )?;
+        let events = a["events"]["events"].as_array().map_or(0, Vec::len) as u64;
+        if a["total"].as_u64() != Some(total) || events != total {
+            bail!("int-drops node {node}: expected {total} drops and events, collector says {a}");
         }
     }
     Ok(())

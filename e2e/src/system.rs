@@ -175,7 +175,8 @@ seed = 7
         mac = topo::COLLECTOR_MAC,
         ip = topo::COLLECTOR_IP,
         mgmt = topo::COLLECTOR_MGMT,
-        regions = workload::collector_regions(int),
+        regions =
+            workload::collector_regions(int) + if int { int_workload::COLLECTOR_INT } else { "" },
     )
 }
 
