@@ -2,7 +2,8 @@
 # The dta demo: build (release), then dta-e2e-drive creates three network namespaces (reporter,
 # translator as a bump in the wire on DPDK net_af_packet ports with two workers, collector with the
 # software RoCEv2 responder, also on DPDK), starts collector and translator, sends a mixed workload of all
-# five primitives, checks every answer, prints a table and two example queries, and removes everything.
+# five primitives, checks every answer, prints a table and two example queries, and removes everything;
+# then the same with standard INT reports (fabric-tna v0.5 and v2.0) into a translator with [int] enabled.
 # Needs root (network namespaces), no hugepages, no arguments (`--io af-packet` runs it without DPDK).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,7 +15,7 @@ fi
 
 # Namespaces of this run are named dta<pid>demo{r,t,c}; remove them however the driver ends.
 cleanup() {
-  for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E '^dta[0-9]+demo[rtc]$' || true); do
+  for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E '^dta[0-9]+(demo|dint)[rtc]$' || true); do
     ip netns del "$ns" 2>/dev/null || true
   done
 }
@@ -25,4 +26,4 @@ cargo build --release -q -p dta-translator-daemon -p dta-collector -p dta-e2e --
 
 echo "== running the demo"
 DTA_BIN_DIR="$PWD/target/release" RUST_LOG="${RUST_LOG:-warn}" \
-  timeout 300 target/release/dta-e2e-drive "$@"
+  timeout 480 target/release/dta-e2e-drive "$@"

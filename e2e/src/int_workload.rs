@@ -74,6 +74,11 @@ fn spec_flow(f: u32) -> Flow {
     }
 }
 
+/// The first per-hop flow of [`int`], as the INT queries name it (for the demo's example query).
+pub fn example_flow() -> String {
+    flow_text(&spec_flow(0))
+}
+
 fn flow_text(f: &Flow) -> String {
     let ip = |a: [u8; 4]| Ipv4Addr::from(a).to_string();
     format!("{},{},17,{},{}", ip(f.src), ip(f.dst), f.sport, f.dport)

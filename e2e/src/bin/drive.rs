@@ -9,7 +9,7 @@ use anyhow::{bail, Context, Result};
 use clap::Parser;
 use dta_e2e::http::metric;
 use dta_e2e::system::{Io, Options, Responder, System};
-use dta_e2e::workload;
+use dta_e2e::{int_workload, workload};
 
 #[derive(Parser)]
 #[command(about = "Run the dta demo: reporter -> translator -> collector in network namespaces")]
@@ -27,6 +27,9 @@ struct Args {
     /// Translator worker threads.
     #[arg(long, default_value_t = 2)]
     workers: usize,
+    /// Skip the INT part.
+    #[arg(long)]
+    no_int: bool,
 }
 
 fn main() -> Result<()> {
@@ -150,8 +153,93 @@ fn main() -> Result<()> {
     sys.quiet = true;
     let summary = sys.stop_translator()?;
     println!("{}", summary.trim_end());
+    drop(sys);
     if checked != total {
         bail!("{} of {total} answers were wrong", total - checked);
     }
+    if !a.no_int {
+        int_phase(&a, io)?;
+    }
     Ok(())
+}
+
+/// The INT part: standard INT reports (fabric-tna v0.5 per-hop and drop reports, v2.0 sink reports) into
+/// a translator with `[int]` enabled, every path, hop record, drop counter and event checked, and the
+/// collector's INT queries shown.
+fn int_phase(a: &Args, io: Io) -> Result<()> {
+    let opts = Options {
+        io,
+        faults: (a.faults > 0.0).then_some((a.faults, a.faults)),
+        limit: Duration::from_secs(240),
+        workers: a.workers,
+        collector_io: io,
+        responder: Responder::Soft,
+        translators: 1,
+        int: true,
+    };
+    let mut sys = System::start("dint", opts)?.context("network namespaces")?;
+    let flows = (a.reports / 10).max(200);
+    let w = int_workload::int(flows, flows / 4, flows / 2, 42)?;
+    println!("== INT: switches' own telemetry reports, no DTA reporter");
+    println!(
+        "sending {} INT reports: fabric-tna v0.5 per-hop reports of {flows} 5-hop flows, v2.0 sink reports of {} flows, {} drop reports ...",
+        w.reports.len(),
+        flows / 4,
+        flows / 2
+    );
+    let outcome = sys.run_int(&w);
+    let m = sys.metrics.scrape()?;
+    println!();
+    println!("  {:<34} {:>12}", "INT reports sent", w.reports.len());
+    println!(
+        "  {:<34} {:>12}",
+        "INT reports translated",
+        metric(&m, "dta_translator_int_reports_total", "")
+    );
+    println!(
+        "  {:<34} {:>12}",
+        "INT reports not translated",
+        metric(&m, "dta_translator_int_drops_total", "")
+    );
+    match &outcome {
+        Ok(o) => {
+            println!(
+                "  {:<34} {:>12.0}",
+                "INT reports/s end to end",
+                o.reports as f64 / o.seconds
+            );
+            println!(
+                "  {:<34} {:>7} / {:<5}",
+                "queries answered correctly", o.checked, o.checked
+            );
+        }
+        Err(e) => println!("MISMATCH: {e:#}"),
+    }
+    println!();
+    let collector = sys.topo.collector.name().to_string();
+    let server = sys.http.to_string();
+    let bin = dta_e2e::bins::bin("dta-collector")?;
+    let flow = int_workload::example_flow();
+    for q in [
+        vec!["int-path", "--flow", flow.as_str()],
+        vec!["int-drops", "--node", "1", "--reason", "71"],
+    ] {
+        println!("$ dta-collector query --server {server} {}", q.join(" "));
+        let out = Command::new("ip")
+            .args(["netns", "exec", &collector])
+            .arg(&bin)
+            .args(["query", "--server", &server])
+            .args(&q)
+            .output()
+            .context("running dta-collector query")?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        // The drop events list can be long: show its head.
+        for line in text.lines().take(24) {
+            println!("{line}");
+        }
+    }
+    println!();
+    sys.quiet = true;
+    drop(sys);
+    outcome.map(|_| ())
 }

@@ -15,7 +15,7 @@ use smallvec::SmallVec;
 
 use dta_protocol::int::inner::{InnerRepr, IntDetect, Start};
 use dta_protocol::int::mapping::{flow_key, DropEvent, HopRecord, QueueEvent};
-use dta_protocol::int::metadata::Metadata;
+use dta_protocol::int::metadata::{Metadata, NOT_AVAILABLE};
 use dta_protocol::int::{v05, v2};
 use dta_protocol::Error as WireError;
 
@@ -99,12 +99,14 @@ impl Hop {
     }
 
     fn from_metadata(m: &Metadata) -> Self {
-        let latency =
-            m.hop_latency
-                .unwrap_or_else(|| match (m.ingress_timestamp, m.egress_timestamp) {
-                    (Some(i), Some(e)) => e.wrapping_sub(i) as u32,
-                    _ => 0,
-                });
+        // All ones is "not available" (both specifications): fall back to the timestamps, else 0.
+        let latency = m
+            .hop_latency
+            .filter(|&l| l != NOT_AVAILABLE)
+            .unwrap_or_else(|| match (m.ingress_timestamp, m.egress_timestamp) {
+                (Some(i), Some(e)) => e.wrapping_sub(i) as u32,
+                _ => 0,
+            });
         Hop {
             node: m.node_id,
             latency,
@@ -173,16 +175,25 @@ impl IntFrontEnd {
     }
 
     fn v05(&mut self, r: &v05::ReportRepr<'_>, c: &mut IntCounters, out: &mut Actions) {
-        let (common, hop) = match r.body {
+        let (common, drop, hop) = match r.body {
             // No common header: nothing names the switch.
             v05::Body::Ethernet => return c.drop(IntDrop::NoNode),
-            v05::Body::Drop { common, .. } => (common, Hop::default()),
+            // A drop report has no egress timestamp: its event carries the ingress one.
+            v05::Body::Drop { common, reason } => (
+                common,
+                Some((common.queue_id, reason)),
+                Hop {
+                    timestamp: r.ig_tstamp,
+                    ..Hop::default()
+                },
+            ),
             v05::Body::Local {
                 common,
                 queue_occupancy,
                 eg_tstamp,
             } => (
                 common,
+                None,
                 Hop {
                     latency: eg_tstamp.wrapping_sub(r.ig_tstamp),
                     queue: Some((common.queue_id, queue_occupancy)),
@@ -192,34 +203,18 @@ impl IntFrontEnd {
             ),
         };
         self.sequence(common.switch_id, r.hw_id, r.seq_no, 32, c);
-        let hop = Hop {
-            node: Some(common.switch_id),
-            port: common.eg_port,
-            timestamp: if hop.timestamp == 0 {
-                r.ig_tstamp
-            } else {
-                hop.timestamp
-            },
-            ..hop
-        };
-        let drop = match r.body {
-            v05::Body::Drop { reason, .. } => Some((common.queue_id, reason)),
-            _ => None,
-        };
+        // The egress port where there is one (a packet dropped in ingress has none).
         let port = if common.eg_port != 0 {
             common.eg_port
         } else {
             common.ig_port
         };
-        self.report(
-            Start::Ethernet,
-            r.inner,
-            Hop { port, ..hop },
-            drop,
-            r.congested,
-            c,
-            out,
-        );
+        let hop = Hop {
+            node: Some(common.switch_id),
+            port,
+            ..hop
+        };
+        self.report(Start::Ethernet, r.inner, hop, drop, r.congested, c, out);
     }
 
     fn v2(&mut self, payload: &[u8], c: &mut IntCounters, out: &mut Actions) {
