@@ -222,7 +222,7 @@ fn int_phase(a: &Args, io: Io) -> Result<()> {
     let flow = int_workload::example_flow();
     for q in [
         vec!["int-path", "--flow", flow.as_str()],
-        vec!["int-drops", "--node", "1", "--reason", "71"],
+        vec!["int-drops", "--node", "1", "--reason", "71", "--n", "2"],
     ] {
         println!("$ dta-collector query --server {server} {}", q.join(" "));
         let out = Command::new("ip")
@@ -233,9 +233,12 @@ fn int_phase(a: &Args, io: Io) -> Result<()> {
             .output()
             .context("running dta-collector query")?;
         let text = String::from_utf8_lossy(&out.stdout);
-        // The drop events list can be long: show its head.
-        for line in text.lines().take(24) {
-            println!("{line}");
+        // The drop events list is long: show its head.
+        for line in text.lines() {
+            match line.char_indices().nth(320) {
+                Some((cut, _)) => println!("{} ...", &line[..cut]),
+                None => println!("{line}"),
+            }
         }
     }
     println!();
