@@ -9,6 +9,7 @@ pub mod int_spec;
 pub mod int_workload;
 pub mod netns;
 pub mod procs;
+pub mod rate;
 pub mod rxe;
 pub mod send;
 pub mod system;

@@ -124,6 +124,39 @@ impl Sender {
         self.taken
     }
 
+    /// Sends `reports` over and over at `rate` per second for `duration`, with no flow control (an
+    /// open-loop source, as a switch is). Returns the reports sent and the sends the kernel refused
+    /// (ENOBUFS: the reporter's own interface queue was full).
+    pub fn send_at_rate(
+        &mut self,
+        reports: &[Vec<u8>],
+        rate: u64,
+        duration: Duration,
+    ) -> Result<(u64, u64)> {
+        anyhow::ensure!(!reports.is_empty() && rate > 0, "nothing to send");
+        let start = Instant::now();
+        let (mut sent, mut refused) = (0u64, 0u64);
+        let mut i = 0usize;
+        // Batches of 32 on a schedule: the n-th report leaves at start + n / rate.
+        while start.elapsed() < duration {
+            let due = (start.elapsed().as_secs_f64() * rate as f64) as u64;
+            if sent + refused >= due {
+                std::thread::sleep(Duration::from_micros(50));
+                continue;
+            }
+            for _ in 0..(due - sent - refused).min(32) {
+                match self.socket.send(&reports[i]) {
+                    Ok(_) => sent += 1,
+                    Err(e) if e.raw_os_error() == Some(libc::ENOBUFS) => refused += 1,
+                    Err(e) => return Err(e).context("sending a report"),
+                }
+                i = (i + 1) % reports.len();
+            }
+        }
+        self.sent += sent;
+        Ok((sent, refused))
+    }
+
     /// Sends every payload; `base` is the translator's report count before this batch.
     pub fn send_all(
         &mut self,

@@ -376,6 +376,17 @@ impl System {
             .send_all(reports, &self.metrics, base, 4096, timeout)
     }
 
+    /// Sends `reports` (cycled) open-loop at `rate` per second for `duration`: (sent, refused by the
+    /// reporter's kernel).
+    pub fn send_at_rate(
+        &mut self,
+        reports: &[Vec<u8>],
+        rate: u64,
+        duration: Duration,
+    ) -> Result<(u64, u64)> {
+        self.sender.send_at_rate(reports, rate, duration)
+    }
+
     /// Sends a workload, waits for the translator to settle, checks every answer.
     pub fn run(&mut self, w: &Workload) -> Result<Outcome> {
         let o = send_and_settle(&mut self.sender, &self.metrics, w)?;

@@ -330,3 +330,41 @@ fn int_reports_are_exact_through_af_packet() -> Result<()> {
     );
     Ok(())
 }
+
+/// The highest lossless rate through the namespaces (issue 14), and the stage that loses first above it.
+/// Asserted: a modest rate is lossless (the probe can fail: it counts every stage); the rate found is
+/// printed, not asserted (it measures the machine).
+#[test]
+fn highest_lossless_rate_is_measured() -> Result<()> {
+    let _g = serial();
+    let opts = Options {
+        io: Io::AfPacket,
+        faults: None,
+        limit: Duration::from_secs(300),
+        workers: 1,
+        collector_io: Io::AfPacket,
+        responder: Responder::Soft,
+        translators: 1,
+        int: false,
+    };
+    let Some(mut sys) = System::start("r", opts)? else {
+        return Ok(());
+    };
+    let w = workload::key_write(4_096, 1, 3)?;
+    let (best, probes) =
+        dta_e2e::rate::highest_lossless(&mut sys, &w.reports, 2_000, 400_000, 3, 1.0)?;
+    for p in &probes {
+        eprintln!(
+            "offered {:>7}/s: sent {:>7}, taken {:>7}, lossless {}, first loss at {}",
+            p.rate,
+            p.sent,
+            p.taken,
+            p.lossless(),
+            p.bottleneck()
+        );
+    }
+    let best = best.ok_or_else(|| anyhow::anyhow!("2,000 reports/s already lose: {probes:?}"))?;
+    eprintln!("highest lossless rate: {} reports/s", best.rate);
+    ensure!(best.sent > 0 && best.taken == best.sent);
+    Ok(())
+}

@@ -30,6 +30,36 @@ struct Args {
     /// Skip the INT part.
     #[arg(long)]
     no_int: bool,
+    /// Skip the search for the highest lossless rate.
+    #[arg(long)]
+    no_rate: bool,
+}
+
+/// The highest lossless rate here (open-loop Key-Write reports, N = 4), and what loses first above it.
+fn rate_search(sys: &mut System) -> Result<()> {
+    println!("== the highest lossless rate (open-loop sender, Key-Write N = 4: four RDMA WRITEs a report)");
+    let w = workload::key_write(4_096, 1, 7)?;
+    let (best, probes) =
+        dta_e2e::rate::highest_lossless(sys, &w.reports, 10_000, 2_000_000, 4, 1.0)?;
+    for p in &probes {
+        println!(
+            "  offered {:>9}/s: sent {:>8}, taken {:>8}, {}",
+            p.rate,
+            p.sent,
+            p.taken,
+            if p.lossless() {
+                "lossless".to_string()
+            } else {
+                format!("losses, first at {}", p.bottleneck())
+            }
+        );
+    }
+    match best {
+        Some(b) => println!("  highest lossless rate: {} reports/s end to end", b.rate),
+        None => println!("  no lossless rate found (even 10,000 reports/s lose)"),
+    }
+    println!();
+    Ok(())
 }
 
 fn main() -> Result<()> {
@@ -147,6 +177,9 @@ fn main() -> Result<()> {
         println!("{}", String::from_utf8_lossy(&out.stdout).trim_end());
     }
     println!();
+    if !a.no_rate {
+        rate_search(&mut sys)?;
+    }
     if std::env::var_os("DTA_DEMO_COLLECTOR_METRICS").is_some() {
         println!("{}", sys.collector_metrics()?);
     }
