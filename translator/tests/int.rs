@@ -59,15 +59,8 @@ fn regions() -> Vec<Region> {
     ]
 }
 
-fn engine() -> Engine {
-    let mut c = Config::default();
-    c.report.keywrite_data_len = 12;
-    c.postcard.redundancy = 2;
-    c.int.enabled = true;
-    c.int.md_udp_port = Some(INT_UDP);
-    c.int.drop_list = Some(DROP_LIST);
-    c.int.queue_list = Some(QUEUE_LIST);
-    let w = Welcome {
+fn welcome() -> Welcome {
+    Welcome {
         version: CONTROL_VERSION,
         mac: COLLECTOR_MAC,
         ip: COLLECTOR_IP,
@@ -78,8 +71,19 @@ fn engine() -> Engine {
         max_dest_rd_atomic: 16,
         path_mtu: 1024,
         regions: regions(),
-    };
-    Engine::new(c, &[w], Instant(0)).unwrap()
+    }
+}
+
+/// The INT front end on, with both event lists and INT-MD over UDP on `INT_UDP`.
+fn engine() -> Engine {
+    let mut c = Config::default();
+    c.report.keywrite_data_len = 12;
+    c.postcard.redundancy = 2;
+    c.int.enabled = true;
+    c.int.md_udp_port = Some(INT_UDP);
+    c.int.drop_list = Some(DROP_LIST);
+    c.int.queue_list = Some(QUEUE_LIST);
+    Engine::new(c, &[welcome()], Instant(0)).unwrap()
 }
 
 /// The collector's memory, written by the translator's frames.
@@ -522,19 +526,7 @@ fn int_port_is_forwarded_when_int_is_off() {
     let mut c = Config::default();
     c.report.keywrite_data_len = 12;
     c.int.enabled = false;
-    let w = Welcome {
-        version: CONTROL_VERSION,
-        mac: COLLECTOR_MAC,
-        ip: COLLECTOR_IP,
-        qps: vec![ResponderQp {
-            qpn: 0x11,
-            peer_qpn: 0x100,
-        }],
-        max_dest_rd_atomic: 16,
-        path_mtu: 1024,
-        regions: regions(),
-    };
-    let mut e = Engine::new(c, &[w], Instant(0)).unwrap();
+    let mut e = Engine::new(c, &[welcome()], Instant(0)).unwrap();
     let r = v05_local(1, 1, false, 0, 0, (0, 0), 1, &inner(5, 63));
     assert_eq!(
         e.handle_frame(Instant(0), &frame(&r, 32766)),

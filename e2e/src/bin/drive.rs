@@ -159,23 +159,13 @@ fn main() -> Result<()> {
         "queries answered correctly", checked, total
     );
     println!();
-    let collector = sys.topo.collector.name().to_string();
-    let server = sys.http.to_string();
-    let bin = dta_e2e::bins::bin("dta-collector")?;
-    for q in [
-        vec!["keywrite", "--key", "42"],
-        vec!["append", "--list", "3", "--tail", "0", "--max", "8"],
-    ] {
-        println!("$ dta-collector query --server {server} {}", q.join(" "));
-        let out = Command::new("ip")
-            .args(["netns", "exec", &collector])
-            .arg(&bin)
-            .args(["query", "--server", &server])
-            .args(&q)
-            .output()
-            .context("running dta-collector query")?;
-        println!("{}", String::from_utf8_lossy(&out.stdout).trim_end());
-    }
+    show_queries(
+        &sys,
+        &[
+            &["keywrite", "--key", "42"],
+            &["append", "--list", "3", "--tail", "0", "--max", "8"],
+        ],
+    )?;
     println!();
     if !a.no_rate {
         rate_search(&mut sys)?;
@@ -249,33 +239,41 @@ fn int_phase(a: &Args, io: Io) -> Result<()> {
         Err(e) => println!("MISMATCH: {e:#}"),
     }
     println!();
+    let flow = int_workload::example_flow();
+    show_queries(
+        &sys,
+        &[
+            &["int-path", "--flow", flow.as_str()],
+            &["int-drops", "--node", "1", "--reason", "71", "--n", "2"],
+        ],
+    )?;
+    println!();
+    sys.quiet = true;
+    drop(sys);
+    outcome.map(|_| ())
+}
+
+/// Runs each `dta-collector query` in the collector's namespace and prints it with its answer (long
+/// answers cut after 320 characters).
+fn show_queries(sys: &System, queries: &[&[&str]]) -> Result<()> {
     let collector = sys.topo.collector.name().to_string();
     let server = sys.http.to_string();
     let bin = dta_e2e::bins::bin("dta-collector")?;
-    let flow = int_workload::example_flow();
-    for q in [
-        vec!["int-path", "--flow", flow.as_str()],
-        vec!["int-drops", "--node", "1", "--reason", "71", "--n", "2"],
-    ] {
+    for q in queries {
         println!("$ dta-collector query --server {server} {}", q.join(" "));
         let out = Command::new("ip")
             .args(["netns", "exec", &collector])
             .arg(&bin)
             .args(["query", "--server", &server])
-            .args(&q)
+            .args(q.iter())
             .output()
             .context("running dta-collector query")?;
-        let text = String::from_utf8_lossy(&out.stdout);
-        // The drop events list is long: show its head.
-        for line in text.lines() {
+        for line in String::from_utf8_lossy(&out.stdout).lines() {
             match line.char_indices().nth(320) {
                 Some((cut, _)) => println!("{} ...", &line[..cut]),
                 None => println!("{line}"),
             }
         }
     }
-    println!();
-    sys.quiet = true;
-    drop(sys);
-    outcome.map(|_| ())
+    Ok(())
 }

@@ -19,6 +19,7 @@
 
 use super::inner::FlowKey;
 use crate::hash::crc32;
+use serde::{Deserialize, Serialize};
 use std::net::IpAddr;
 
 /// Bytes of a [`HopRecord`] (the Key-Write data; the region's data size must be at least this).
@@ -62,7 +63,7 @@ pub fn drop_counter_key(node: u32, reason: u8) -> u32 {
 }
 
 /// One switch's view of a flow: `node:u32, hop_latency:u32, queue_id:8 ‖ occupancy:24 (one u32)`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct HopRecord {
     /// The switch (node id, or fabric-tna's switch id).
     pub node: u32,
@@ -99,7 +100,7 @@ impl HopRecord {
 }
 
 /// A dropped packet: `flow:u32, node:u32, port:u16, reason:8, queue_id:8, timestamp:u32`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct DropEvent {
     /// The flow's [`flow_key`] (0 when the report carried no parsable inner packet).
     pub flow: u32,
@@ -143,7 +144,7 @@ impl DropEvent {
 }
 
 /// A congested queue: `node:u32, port:u16, queue_id:8, reserved:8, occupancy:u32, timestamp:u32`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct QueueEvent {
     /// The switch.
     pub node: u32,

@@ -50,35 +50,8 @@ pub fn drop_counts(
     Ok(counts)
 }
 
-/// A dropped packet, as the contract's `DropEvent`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DropEventView {
-    /// The flow's key (0 when the report had no parsable inner packet).
-    pub flow: u32,
-    /// The switch that dropped it.
-    pub node: u32,
-    /// The port.
-    pub port: u16,
-    /// The drop reason.
-    pub reason: u8,
-    /// The queue.
-    pub queue_id: u8,
-    /// The switch's timestamp (low 32 bits).
-    pub timestamp: u32,
-}
-
-impl From<DropEvent> for DropEventView {
-    fn from(e: DropEvent) -> Self {
-        DropEventView {
-            flow: e.flow,
-            node: e.node,
-            port: e.port,
-            reason: e.reason,
-            queue_id: e.queue_id,
-            timestamp: e.timestamp,
-        }
-    }
-}
+/// The contract's `DropEvent`, as answers carry it (serde on the type itself).
+pub type DropEventView = DropEvent;
 
 /// The events of `node` (and of `reason`, when given) in a window of the drop list `mem` (id `list`).
 pub fn drop_events(
@@ -89,14 +62,9 @@ pub fn drop_events(
     reason: Option<u8>,
     window: Window,
 ) -> Result<DropEvents> {
-    scan(
-        mem,
-        g,
-        list,
-        window,
-        |b| DropEvent::decode(b).map(DropEventView::from),
-        |e| e.node == node && reason.map_or(true, |r| e.reason == r),
-    )
+    scan(mem, g, list, window, DropEvent::decode, |e| {
+        e.node == node && reason.map_or(true, |r| e.reason == r)
+    })
 }
 
 /// A node's drops (`int-drops`).

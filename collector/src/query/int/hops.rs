@@ -9,29 +9,8 @@ use super::{from_hex, FlowText, Shard};
 use crate::error::{Error, Result};
 use crate::query::{key_write, KeyWriteAnswer};
 
-/// One switch's record of a flow, as the contract's `HopRecord`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct HopView {
-    /// The switch's node id.
-    pub node: u32,
-    /// Hop latency in the switch's unit.
-    pub hop_latency: u32,
-    /// Queue id.
-    pub queue_id: u8,
-    /// Queue occupancy (24 bits).
-    pub queue_occupancy: u32,
-}
-
-impl From<HopRecord> for HopView {
-    fn from(r: HopRecord) -> Self {
-        HopView {
-            node: r.node,
-            hop_latency: r.hop_latency,
-            queue_id: r.queue_id,
-            queue_occupancy: r.queue_occupancy,
-        }
-    }
-}
+/// The contract's `HopRecord`, as answers carry it (serde on the type itself).
+pub type HopView = HopRecord;
 
 /// A record some of a hop's matching slots hold, and how many.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -241,7 +220,6 @@ pub fn flow_hops(
 fn hop_record(hex: &str) -> Result<HopView> {
     let bytes = from_hex(hex)?;
     HopRecord::decode(&bytes)
-        .map(HopView::from)
         .ok_or_else(|| Error::BadQuery(format!("data {hex} is shorter than a hop record")))
 }
 

@@ -7,32 +7,8 @@ use serde::{Deserialize, Serialize};
 use super::events::{scan, QueueEvents, Window};
 use crate::error::{Error, Result};
 
-/// A congested queue, as the contract's `QueueEvent`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct QueueEventView {
-    /// The switch.
-    pub node: u32,
-    /// The egress port.
-    pub port: u16,
-    /// The queue.
-    pub queue_id: u8,
-    /// The queue's occupancy.
-    pub occupancy: u32,
-    /// The switch's timestamp (low 32 bits).
-    pub timestamp: u32,
-}
-
-impl From<QueueEvent> for QueueEventView {
-    fn from(e: QueueEvent) -> Self {
-        QueueEventView {
-            node: e.node,
-            port: e.port,
-            queue_id: e.queue_id,
-            occupancy: e.occupancy,
-            timestamp: e.timestamp,
-        }
-    }
-}
+/// The contract's `QueueEvent`, as answers carry it (serde on the type itself).
+pub type QueueEventView = QueueEvent;
 
 /// The events of `node` (and of queue `queue`, when given) in a window of the queue list `mem` (id
 /// `list`).
@@ -44,14 +20,9 @@ pub fn queue_events(
     queue: Option<u8>,
     window: Window,
 ) -> Result<QueueEvents> {
-    scan(
-        mem,
-        g,
-        list,
-        window,
-        |b| QueueEvent::decode(b).map(QueueEventView::from),
-        |e| e.node == node && queue.map_or(true, |q| e.queue_id == q),
-    )
+    scan(mem, g, list, window, QueueEvent::decode, |e| {
+        e.node == node && queue.map_or(true, |q| e.queue_id == q)
+    })
 }
 
 /// A node's congestion events (`int-queues`).
