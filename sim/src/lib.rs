@@ -24,4 +24,5 @@ pub mod plot;
 pub mod postcard;
 pub mod rig;
 pub mod rng;
+pub mod spread;
 pub mod tally;
