@@ -86,10 +86,11 @@ mod tests {
         // Hop 3 first: a blank before kept hops 4 and 5 reads as no path.
         let at = [2 * MS, 2 * MS + 1, 0, 2 * MS + 3, 2 * MS + 4];
         assert_eq!(predict(&at, MS), Verdict::Empty);
-        // Hop 1 exactly one idle timeout after the first report: the timer fires first, a new entry.
+        // Hop 1 exactly one idle timeout after the first report: the timer fires first, a new entry whose
+        // blanks cover hops 2-5, read as a one-hop path.
         let at = [MS, 0, 1, 2, 3];
         assert_eq!(entries(&at, MS), vec![2, 1, 1, 1, 1]);
-        assert_eq!(predict(&at, MS), Verdict::Empty);
+        assert_eq!(predict(&at, MS), Verdict::Prefix);
         assert_eq!(predict(&[MS - 1, 0, 1, 2, 3], MS), Verdict::Exact);
     }
 }

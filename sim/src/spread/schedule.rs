@@ -52,7 +52,8 @@ fn unit(r: &mut Rng) -> f64 {
     (r.next_u64() >> 11) as f64 / (1u64 << 53) as f64
 }
 
-/// The flows of `p`. Flows start as a Poisson stream of `flows_per_ms`, the first after one spread (so a
+/// The flows of `p`: flow i comes from 10.x.y.z (z, y, x the bytes of i) to an address the seed picks.
+/// Flows start as a Poisson stream of `flows_per_ms`, the first after one spread (so a
 /// jittered first hop is never before time 0); times are whole nanoseconds.
 pub fn schedule(p: &SpreadParams) -> Result<Vec<Flow>> {
     if p.flows == 0 || p.flows >= 1 << 24 {
@@ -72,6 +73,8 @@ pub fn schedule(p: &SpreadParams) -> Result<Vec<Flow>> {
     let mut starts = Rng::new(mix64(p.seed ^ 0x5354_4152_5453));
     let mean_gap_ns = 1e6 / p.flows_per_ms;
     let mut t0 = p.spread_ns as f64;
+    // The destination comes from the seed, so each seed has its own flow keys (and chunk placements).
+    let [_, d1, d2, d3] = (mix64(p.seed) as u32).to_be_bytes();
     let mut out = Vec::with_capacity(p.flows as usize);
     for i in 0..p.flows {
         let mut r = Rng::new(mix64(
@@ -80,7 +83,7 @@ pub fn schedule(p: &SpreadParams) -> Result<Vec<Flow>> {
         let [_, a, b, c] = i.to_be_bytes();
         let tuple = Tuple {
             src: [10, a, b, c],
-            dst: [10, 255, 0, 1],
+            dst: [10, d1, d2, d3],
             src_port: 1024 + (i % 50_000) as u16,
             dst_port: 80,
         };
