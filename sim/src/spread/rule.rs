@@ -40,18 +40,39 @@ pub fn entries(at: &[u64], idle_ns: u64) -> Vec<u32> {
 /// The verdict the rule predicts for a flow whose hop reports arrive at `at`.
 pub fn predict(at: &[u64], idle_ns: u64) -> Verdict {
     let entry = entries(at, idle_ns);
-    let kept: Vec<bool> = entry.iter().map(|&e| e >= entry[0]).collect();
+    read_back(entry.iter().map(|&e| e >= entry[0]))
+}
+
+/// The verdict under the rule before composition (translator before commit 066c644): every write was the
+/// whole chunk, so the flow's last entry alone decides what reads back. A model only, for comparison.
+pub fn predict_whole_chunk_rewrite(at: &[u64], idle_ns: u64) -> Verdict {
+    let entry = entries(at, idle_ns);
+    let last = entry.iter().copied().max().unwrap_or(0);
+    read_back(entry.iter().map(|&e| e == last))
+}
+
+/// What a chunk whose hop h cell holds the flow's value iff `kept[h]` (blank otherwise) reads as.
+fn read_back(kept: impl Iterator<Item = bool>) -> Verdict {
+    let kept: Vec<bool> = kept.collect();
     if kept.iter().all(|&k| k) {
         return Verdict::Exact;
     }
-    // Hop 1 is always kept; blanks only after the kept hops read as a shorter path, a blank before a kept
-    // hop as no path.
+    // Blanks only after the kept hops read as a shorter path; a blank before a kept hop as no path.
     let kept_prefix = kept.iter().take_while(|&&k| k).count();
-    if kept[kept_prefix..].iter().all(|&k| !k) {
+    if kept_prefix > 0 && kept[kept_prefix..].iter().all(|&k| !k) {
         Verdict::Prefix
     } else {
         Verdict::Empty
     }
+}
+
+/// The fraction of flows lost in random order with no evictions: hop 1 comes at least one idle timeout
+/// after the first report. With B uniform arrival times over a window s and r = idle / s ≤ 1, that is
+/// ∫ over hop 1's time x ∈ [idle, s] of P(another hop before x - idle) = (1 - r) - (1 - r^B) / B.
+pub fn random_order_loss(idle_ns: u64, spread_ns: u64, hops: u8) -> f64 {
+    let r = (idle_ns as f64 / spread_ns as f64).min(1.0);
+    let b = f64::from(hops);
+    (1.0 - r) - (1.0 - r.powf(b)) / b
 }
 
 /// Flows one of whose N chunk copies another flow's copy also occupies.
@@ -92,5 +113,31 @@ mod tests {
         assert_eq!(entries(&at, MS), vec![2, 1, 1, 1, 1]);
         assert_eq!(predict(&at, MS), Verdict::Prefix);
         assert_eq!(predict(&[MS - 1, 0, 1, 2, 3], MS), Verdict::Exact);
+    }
+
+    #[test]
+    fn whole_chunk_rewrite_keeps_only_the_last_entry() {
+        const MS: u64 = 1_000_000;
+        // In path order over 8 ms: the last entry holds hop 5 alone, after four blanks: no path.
+        let at = [0, 2 * MS, 4 * MS, 6 * MS, 8 * MS];
+        assert_eq!(predict_whole_chunk_rewrite(&at, MS), Verdict::Empty);
+        // Hops 4 and 5 first: the last entry holds hops 1-3, a shorter path, as with composition.
+        let at = [2 * MS, 2 * MS + 1, 2 * MS + 2, 0, 10];
+        assert_eq!(predict_whole_chunk_rewrite(&at, MS), Verdict::Prefix);
+        assert_eq!(
+            predict_whole_chunk_rewrite(&[0, 1, 2, 3, 4], MS),
+            Verdict::Exact
+        );
+    }
+
+    #[test]
+    fn random_order_loss_closed_form() {
+        // Spread within the timeout: nothing lost. Timeout negligible: lost unless hop 1 is first (1/B).
+        assert_eq!(random_order_loss(1_000, 1_000, 5), 0.0);
+        assert_eq!(random_order_loss(2_000, 1_000, 5), 0.0);
+        assert!((random_order_loss(1, 1 << 40, 5) - 0.8).abs() < 1e-9);
+        // r = 1/3: 2/3 - (1 - 3^-5)/5.
+        let want = 2.0 / 3.0 - (1.0 - 1.0 / 243.0) / 5.0;
+        assert!((random_order_loss(1_000, 3_000, 5) - want).abs() < 1e-12);
     }
 }

@@ -4,7 +4,7 @@ use anyhow::Result;
 use dta_protocol::layout::PostcardGeometry;
 
 use super::drive::{self, Measured};
-use super::rule::{predict, sharing_chunks};
+use super::rule::{predict, predict_whole_chunk_rewrite, random_order_loss, sharing_chunks};
 use super::schedule::schedule;
 use super::{Kind, Order, SpreadParams, Verdict, Verdicts};
 
@@ -34,6 +34,8 @@ pub struct Row {
     pub predicted_lost: u64,
     /// Flows whose measured verdict differs from the rule's.
     pub disagree: u64,
+    /// Flows the rule before composition (every write the whole chunk) would lose: a model.
+    pub rewrite_lost: u64,
 }
 
 /// Runs the sweep; both kinds see the same flows, paths and times.
@@ -55,6 +57,12 @@ pub fn run(s: &Sweep) -> Result<Vec<Row>> {
                     .map(|f| predict(&f.at, 1_000 * idle_us))
                     .collect();
                 let predicted_lost = rule.iter().filter(|&&v| v != Verdict::Exact).count() as u64;
+                let rewrite_lost = flows
+                    .iter()
+                    .filter(|f| {
+                        predict_whole_chunk_rewrite(&f.at, 1_000 * idle_us) != Verdict::Exact
+                    })
+                    .count() as u64;
                 for kind in [Kind::Dta, Kind::Int] {
                     let measured = drive::run(&params, kind, &flows, &dec)?;
                     let disagree = measured
@@ -69,6 +77,7 @@ pub fn run(s: &Sweep) -> Result<Vec<Row>> {
                         measured,
                         predicted_lost,
                         disagree,
+                        rewrite_lost,
                     });
                 }
             }
@@ -87,14 +96,21 @@ pub fn print(s: &Sweep) -> Result<()> {
          switch ids 1..={}; seed {}. Flows sharing a chunk copy with another flow: {shared}.",
         b.flows, b.hops, b.flows_per_ms, b.cache, b.chunks, b.n, b.universe, b.seed
     );
-    println!("| idle timeout | order | spread | kind | exact | prefix only | empty | conflict | wrong | rule predicts lost | differs from rule | evictions | timeouts | continuations |");
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("| idle timeout | order | spread | kind | exact | prefix only | empty | conflict | wrong | rule predicts lost | differs from rule | closed form (random order) | lost before composition (model) | evictions | timeouts | continuations |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for r in run(s)? {
         let v = Verdicts::of(&r.measured.verdicts);
         let pct = |x: u64| format!("{:.2}%", 100.0 * x as f64 / v.total().max(1) as f64);
         let m = &r.measured;
+        let closed = match r.params.order {
+            Order::Random => format!(
+                "{:.2}%",
+                100.0 * random_order_loss(1_000 * r.params.idle_us, r.params.spread_ns, b.hops)
+            ),
+            Order::Path { .. } => "-".into(),
+        };
         println!(
-            "| {} ms | {} | {} ms | {} | {} ({}) | {} | {} | {} | {} | {} ({}) | {} | {} | {} | {} |",
+            "| {} ms | {} | {} ms | {} | {} ({}) | {} | {} | {} | {} | {} ({}) | {} | {closed} | {} ({}) | {} | {} | {} |",
             r.params.idle_us as f64 / 1e3,
             r.params.order,
             r.params.spread_ns as f64 / 1e6,
@@ -108,6 +124,8 @@ pub fn print(s: &Sweep) -> Result<()> {
             pct(r.predicted_lost),
             r.predicted_lost,
             r.disagree,
+            pct(r.rewrite_lost),
+            r.rewrite_lost,
             m.evictions,
             m.timeouts,
             m.continuations
