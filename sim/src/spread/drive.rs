@@ -57,6 +57,10 @@ pub fn run(
     decoder: &PostcardDecoder,
 ) -> Result<Measured> {
     let g = PostcardGeometry::new(p.chunks, p.hops, p.n)?;
+    let b = usize::from(p.hops);
+    if flows.iter().any(|f| f.at.len() != b || f.path.len() != b) {
+        bail!("every flow needs {b} arrival times and {b} hop values");
+    }
     let mut rig = Rig::new(config(p, kind), &[Geometry::Postcarding(g)])?;
     let mut events: Vec<(u64, usize, u8)> = flows
         .iter()

@@ -37,10 +37,13 @@ pub fn entries(at: &[u64], idle_ns: u64) -> Vec<u32> {
     entry
 }
 
-/// The verdict the rule predicts for a flow whose hop reports arrive at `at`.
+/// The verdict the rule predicts for a flow whose hop reports arrive at `at` (hop 1 first in the slice).
 pub fn predict(at: &[u64], idle_ns: u64) -> Verdict {
     let entry = entries(at, idle_ns);
-    read_back(entry.iter().map(|&e| e >= entry[0]))
+    let Some(&hop1) = entry.first() else {
+        return Verdict::Empty;
+    };
+    read_back(entry.iter().map(|&e| e >= hop1))
 }
 
 /// The verdict under the rule before composition (translator before commit 066c644): every write was the
@@ -54,7 +57,7 @@ pub fn predict_whole_chunk_rewrite(at: &[u64], idle_ns: u64) -> Verdict {
 /// What a chunk whose hop h cell holds the flow's value iff `kept[h]` (blank otherwise) reads as.
 fn read_back(kept: impl Iterator<Item = bool>) -> Verdict {
     let kept: Vec<bool> = kept.collect();
-    if kept.iter().all(|&k| k) {
+    if !kept.is_empty() && kept.iter().all(|&k| k) {
         return Verdict::Exact;
     }
     // Blanks only after the kept hops read as a shorter path; a blank before a kept hop as no path.
