@@ -7,7 +7,8 @@
 //! its own CRC polynomial, so copies land independently, as the paper assumes; [`placement`] checks it),
 //! and, for comparison only, the loss under the reference placement with one shared polynomial; [`ideal`]
 //! runs the paper's own model (copies placed by independent random hashes) as a second opinion;
-//! [`figures`] regenerates the figures.
+//! [`figures`] regenerates the figures. [`spread`] measures issue 17's paths recovered when a flow's
+//! per-hop reports (DTA postcards or INT v0.5 reports) arrive spread over milliseconds.
 //!
 //! Scale: every rate here depends on α = age / M and on N (and b, T), not on M itself once M is large
 //! (the Poisson approximation's error is O(α·N²/M)), so tests use M = 2^16 slots and the figures scale the
@@ -24,4 +25,5 @@ pub mod plot;
 pub mod postcard;
 pub mod rig;
 pub mod rng;
+pub mod spread;
 pub mod tally;

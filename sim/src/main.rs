@@ -9,6 +9,8 @@ use dta_sim::bounds::{crc_all_overwritten, KeyWriteBounds, PostcardBounds};
 use dta_sim::keyincrement::{self, KeyIncrementParams};
 use dta_sim::keywrite::{self, KeyWriteParams};
 use dta_sim::postcard::{self, PostcardParams};
+use dta_sim::spread::table::{self as spread_table, Sweep};
+use dta_sim::spread::{Order, SpreadParams};
 use dta_sim::{figures, ideal, placement};
 
 #[derive(Parser)]
@@ -77,6 +79,39 @@ enum Cmd {
         /// Postcarding queries (C = 2^16 chunks).
         #[arg(long, default_value_t = 200_000)]
         postcard_queries: u64,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+    },
+    /// Issue 17: paths recovered when a flow's per-hop reports are spread over a window, for DTA postcards
+    /// and INT v0.5 per-hop reports alike, per arrival order and idle timeout (POSTCARD_SPREAD.md).
+    PostcardSpread {
+        #[arg(long, default_value_t = 2000)]
+        flows: u32,
+        #[arg(long, default_value_t = 5)]
+        hops: u8,
+        /// Windows over which one flow's reports arrive, in milliseconds.
+        #[arg(long, value_delimiter = ',', default_value = "0.1,0.3,1,3,10")]
+        spread_ms: Vec<f64>,
+        /// Path-order runs with these jitters, in slices of spread/B (0.5 keeps path order, 1 lets
+        /// neighbours swap); a random-order run always.
+        #[arg(long, value_delimiter = ',', default_value = "0.5,1")]
+        jitter: Vec<f64>,
+        /// Translator postcard idle timeouts, in microseconds.
+        #[arg(long, value_delimiter = ',', default_value = "1000,10000")]
+        idle_us: Vec<u64>,
+        /// Mean flow starts per millisecond (Poisson).
+        #[arg(long, default_value_t = 20.0)]
+        flows_per_ms: f64,
+        /// Translator postcard cache entries.
+        #[arg(long, default_value_t = 1 << 18)]
+        cache: usize,
+        #[arg(long, default_value_t = 1 << 20)]
+        chunks: u64,
+        #[arg(long, default_value_t = 2)]
+        n: u8,
+        /// Switch ids are 1..=universe.
+        #[arg(long, default_value_t = 1024)]
+        universe: u32,
         #[arg(long, default_value_t = 1)]
         seed: u64,
     },
@@ -215,6 +250,41 @@ fn main() -> Result<()> {
             postcard_queries,
             seed,
         } => table(queries, postcard_queries, seed)?,
+        Cmd::PostcardSpread {
+            flows,
+            hops,
+            spread_ms,
+            jitter,
+            idle_us,
+            flows_per_ms,
+            cache,
+            chunks,
+            n,
+            universe,
+            seed,
+        } => {
+            let base = SpreadParams {
+                flows,
+                hops,
+                spread_ns: 1_000_000,
+                order: Order::Random,
+                flows_per_ms,
+                idle_us: idle_us.first().copied().unwrap_or(1000),
+                cache,
+                chunks,
+                n,
+                universe,
+                seed,
+            };
+            let mut orders = vec![Order::Random];
+            orders.extend(jitter.iter().map(|&jitter| Order::Path { jitter }));
+            spread_table::print(&Sweep {
+                base,
+                spreads_ms: spread_ms,
+                orders,
+                idles_us: idle_us,
+            })?;
+        }
         Cmd::Figures { out, queries, seed } => {
             std::fs::create_dir_all(&out)?;
             figures::figure12(&out, seed)?;

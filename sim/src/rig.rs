@@ -12,7 +12,7 @@ use dta_protocol::control::{ResponderQp, Welcome, CONTROL_VERSION};
 use dta_protocol::dta::{Body, HeaderForm, ReportFormat, ReportRepr};
 use dta_protocol::layout::{Geometry, Region};
 use dta_protocol::udp::{UdpEndpoints, HEADERS_LEN};
-use dta_translator::{Config, Engine, Handled, Instant};
+use dta_translator::{Config, Counters, Engine, Handled, Instant};
 
 const COLLECTOR_MAC: [u8; 6] = [2, 0, 0, 0, 0, 2];
 const COLLECTOR_IP: [u8; 4] = [198, 18, 0, 2];
@@ -34,6 +34,7 @@ pub struct Rig {
     slots: Vec<RegionSlot>,
     fmt: ReportFormat,
     reporter: UdpEndpoints,
+    int_reporter: UdpEndpoints,
     now: Instant,
     frame: Vec<u8>,
     payload: Vec<u8>,
@@ -90,6 +91,14 @@ impl Rig {
             5000,
             cfg.report.udp_port,
         );
+        let int_reporter = UdpEndpoints::new(
+            [2, 0, 0, 0, 0, 0x20],
+            cfg.local.mac,
+            [10, 0, 0, 2],
+            COLLECTOR_IP,
+            5001,
+            cfg.int.udp_port,
+        );
         let now = Instant(0);
         let engine = Engine::new(cfg, &[welcome], now).map_err(|e| anyhow!("engine: {e}"))?;
         Ok(Rig {
@@ -99,6 +108,7 @@ impl Rig {
             slots,
             fmt,
             reporter,
+            int_reporter,
             now,
             frame: Vec::new(),
             payload: Vec::new(),
@@ -109,8 +119,16 @@ impl Rig {
     }
 
     /// Sends one report through the engine and applies everything it emits, so the collector memory
-    /// reflects the report when this returns (for the primitives that write at once).
+    /// reflects the report when this returns (for the primitives that write at once). The clock moves on
+    /// by a few nanoseconds first, without firing timers.
     pub fn report(&mut self, body: Body) -> Result<()> {
+        self.now = Instant(self.now.0 + STEP_NS);
+        self.report_now(body)
+    }
+
+    /// Sends one DTA report at the current virtual time (see [`Rig::advance_to`]) and applies what the
+    /// engine emits.
+    pub fn report_now(&mut self, body: Body) -> Result<()> {
         // The retransmit flag stays clear, so the engine does not sequence-track this reporter.
         let r = ReportRepr::new(body, HeaderForm::Seq, self.seq);
         self.seq = self.seq.wrapping_add(1);
@@ -118,11 +136,51 @@ impl Rig {
         r.emit(&mut self.payload, &self.fmt)?;
         self.frame.resize(HEADERS_LEN + self.payload.len(), 0);
         self.reporter.emit_frame(&mut self.frame, &self.payload)?;
-        self.now = Instant(self.now.0 + STEP_NS);
         if self.engine.handle_frame(self.now, &self.frame) != Handled::Consumed {
             bail!("the engine did not take a DTA report");
         }
         self.pump()
+    }
+
+    /// Sends one INT report (`payload`: the UDP payload, e.g. a fabric-tna v0.5 report) to the INT port at
+    /// the current virtual time and applies what the engine emits. Needs `[int]` enabled.
+    pub fn int_report(&mut self, payload: &[u8]) -> Result<()> {
+        self.frame.resize(HEADERS_LEN + payload.len(), 0);
+        self.int_reporter.emit_frame(&mut self.frame, payload)?;
+        if self.engine.handle_frame(self.now, &self.frame) != Handled::Consumed {
+            bail!("the engine did not take an INT report (is [int] enabled?)");
+        }
+        let int_drops: u64 = self.engine.counters().int.drops.iter().sum();
+        if int_drops > 0 {
+            bail!("the INT front end refused {int_drops} reports");
+        }
+        self.pump()
+    }
+
+    /// Moves virtual time to `t`, firing every engine timer due by then at its own instant (idle postcard
+    /// flushes, batching timers) and applying what each writes. Time never goes back: an earlier `t` only
+    /// fires what is already due.
+    pub fn advance_to(&mut self, t: Instant) -> Result<()> {
+        while let Some(due) = self.engine.poll_timeout().filter(|&d| d <= t) {
+            self.now = self.now.max(due);
+            self.engine.handle_timeout(self.now);
+            self.pump()?;
+            if self.engine.poll_timeout() == Some(due) && due <= self.now {
+                bail!("an engine timer due at {} ns did not move", due.0);
+            }
+        }
+        self.now = self.now.max(t);
+        Ok(())
+    }
+
+    /// The current virtual time.
+    pub fn now(&self) -> Instant {
+        self.now
+    }
+
+    /// The engine's counters.
+    pub fn counters(&self) -> &Counters {
+        self.engine.counters()
     }
 
     /// Writes out whatever the engine still caches or batches (postcards of incomplete flows, coalesced
