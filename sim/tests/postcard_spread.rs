@@ -114,7 +114,8 @@ fn in_random_order_a_path_is_lost_exactly_when_hop_1_comes_an_idle_timeout_late(
     let p = seeded(1000, 3 * MS, Order::Random, 1000, 4);
     let flows = schedule(&p).unwrap();
     assert_no_shared_chunk(&p, &flows);
-    // Lost: hop 1's entry opened after an entry of later hops was written, and blanks cover those hops.
+    // Lost (INT per-hop): hop 1's entry opened after an entry of later hops was written, and blanks cover
+    // those hops.
     // They read as a shorter path when the covered hops are all after the ones kept, else as none.
     let (mut lost, mut prefix, mut empty) = (HashSet::new(), 0, 0);
     for (i, f) in flows.iter().enumerate() {
@@ -136,24 +137,36 @@ fn in_random_order_a_path_is_lost_exactly_when_hop_1_comes_an_idle_timeout_late(
         }
     }
     assert_eq!((lost.len(), prefix, empty), (460, 137, 323));
-    for kind in [Kind::Dta, Kind::Int] {
-        let m = run(&p, kind, &flows);
-        let measured: HashSet<usize> = (0..flows.len())
-            .filter(|&i| m.verdicts[i] != Verdict::Exact)
-            .collect();
-        assert_eq!(measured, lost, "{kind}");
-        assert_eq!(
-            Verdicts::of(&m.verdicts),
-            Verdicts {
-                exact: 1000 - lost.len() as u64,
-                prefix,
-                empty,
-                ..Verdicts::default()
-            },
-            "{kind}"
-        );
-        assert_eq!(m.evictions, 0, "{kind}");
-    }
+    // INT per-hop reports: the path's length is unknown, so hop 1's entry writes the end-marking blanks.
+    let m = run(&p, Kind::Int, &flows);
+    let measured: HashSet<usize> = (0..flows.len())
+        .filter(|&i| m.verdicts[i] != Verdict::Exact)
+        .collect();
+    assert_eq!(measured, lost);
+    assert_eq!(
+        Verdicts::of(&m.verdicts),
+        Verdicts {
+            exact: 1000 - lost.len() as u64,
+            prefix,
+            empty,
+            ..Verdicts::default()
+        }
+    );
+    assert_eq!(m.evictions, 0);
+    // DTA postcards: the length is B, no entry writes a blank inside the path, every path reads whole;
+    // the same entries are written (same timeouts and continuations).
+    let d = run(&p, Kind::Dta, &flows);
+    assert_eq!(
+        Verdicts::of(&d.verdicts),
+        Verdicts {
+            exact: 1000,
+            ..Verdicts::default()
+        }
+    );
+    assert_eq!(
+        (d.timeouts, d.continuations, d.evictions),
+        (m.timeouts, m.continuations, 0)
+    );
 }
 
 /// Hand-placed flows at the timer's edge, through both kinds.
@@ -207,17 +220,18 @@ fn the_idle_timer_fires_at_its_own_instant_before_a_report_of_that_instant() {
     let p = params(5, 10 * MS, Order::Random, 1000);
     for kind in [Kind::Dta, Kind::Int] {
         let m = run(&p, kind, &flows);
-        assert_eq!(
-            m.verdicts,
-            vec![
+        // DTA's known length: no blank inside the path, all five whole. INT per-hop: as commented above.
+        let want = match kind {
+            Kind::Dta => vec![Verdict::Exact; 5],
+            Kind::Int => vec![
                 Verdict::Exact,
                 Verdict::Prefix,
                 Verdict::Prefix,
                 Verdict::Exact,
-                Verdict::Empty
+                Verdict::Empty,
             ],
-            "{kind}"
-        );
+        };
+        assert_eq!(m.verdicts, want, "{kind}");
         // Entries: flow 1 one (complete), flows 2, 3 and 5 two each, flow 4 five; timeouts: all but flow
         // 1's; continuations: the first of flows 2, 3 and 5, the last four of flow 4.
         assert_eq!(

@@ -318,6 +318,8 @@ impl Engine {
                     path_len: self.cfg.postcard.hops,
                     data: p.data,
                     opcode: Opcode::Postcard,
+                    // Opcode 0x04's paths are B hops long by definition.
+                    length_known: true,
                 };
                 let i = self.route_key(p.key, dst).ok_or(DropReason::NoRegion)?;
                 self.collectors[i].offer(now, |p| &mut p.postcard, &p, &mut self.counters)?
@@ -329,6 +331,7 @@ impl Engine {
                     path_len: p.path_len,
                     data: p.data,
                     opcode: Opcode::PostcardPathLen,
+                    length_known: true,
                 };
                 let i = self.route_key(p.key, dst).ok_or(DropReason::NoRegion)?;
                 self.collectors[i].offer(now, |p| &mut p.postcard, &p, &mut self.counters)?

@@ -3,7 +3,8 @@
 mod support;
 
 use dta_protocol::dta::{
-    AppendRepr, Body, KeyIncrementRepr, KeyWriteRepr, PostcardRepr, SketchOp, SketchRepr,
+    AppendRepr, Body, KeyIncrementRepr, KeyWriteRepr, PostcardPathLenRepr, PostcardRepr, SketchOp,
+    SketchRepr,
 };
 use dta_protocol::hash::{hop_checksum, postcard_g, POSTCARD_BLANK};
 use dta_protocol::roce::{Extension, FrameRepr};
@@ -210,18 +211,17 @@ fn postcard_complete_and_eviction() {
         );
     }
     assert_eq!(&f[0].1[20..], &[0u8; 12]);
-    // Two hops of flow 7, then flow 8 takes the only cache slot: flow 7 is written, blanks for hops 3-5.
+    // Two hops of flow 7, then flow 8 takes the only cache slot: flow 7 is written, its two cells only
+    // (opcode 0x04's paths are 5 hops: no blank goes inside the path, hops 3-5 may still come).
     e.handle_frame(Instant(0), &postcard(7, 1, 11));
     e.handle_frame(Instant(0), &postcard(7, 2, 12));
     e.handle_frame(Instant(0), &postcard(8, 1, 21));
     let f = ops(&drain(&mut e, Instant(0)));
     assert_eq!(f.len(), 2);
     let c = &f[0].1;
+    assert_eq!(c.len(), 8);
+    assert_eq!(cell(c, 1) ^ hop_checksum(1, 7).unwrap(), postcard_g(11));
     assert_eq!(cell(c, 2) ^ hop_checksum(2, 7).unwrap(), postcard_g(12));
-    assert_eq!(
-        cell(c, 3) ^ hop_checksum(3, 7).unwrap(),
-        postcard_g(POSTCARD_BLANK)
-    );
     let g = dta_protocol::layout::PostcardGeometry::new(64, 5, 2).unwrap();
     assert_eq!(f[0].0, PC_VA + g.offset(7, 0));
     assert_eq!(e.counters().postcard_evictions, 1);
@@ -303,13 +303,13 @@ fn postcard_partial_flushes_of_one_flow_compose() {
     let mut mem = vec![0xA5u8; 64 * 32];
     // No collector answers here: count every frame as delivered, so nothing is retransmitted.
     e.assume_delivered();
-    // Hops 1-2 of flow 9, then its idle timeout: the whole chunk, blanks for hops 3-5.
+    // Hops 1-2 of flow 9, then its idle timeout: their two cells, no blank inside the 5-hop path.
     e.handle_frame(Instant(0), &postcard(9, 1, 31));
     e.handle_frame(Instant(0), &postcard(9, 2, 32));
     e.handle_timeout(Instant(1_000_000));
     let f = ops(&drain(&mut e, Instant(1_000_000)));
     assert_eq!(f.len(), 1);
-    assert_eq!((f[0].0, f[0].1.len()), (PC_VA + at as u64, 32));
+    assert_eq!((f[0].0, f[0].1.len()), (PC_VA + at as u64, 8));
     apply(&mut mem, &f);
     e.assume_delivered();
     // Hops 3-5 arrive 2 ms later: a continuation, one WRITE of cells 3..=5 only.
@@ -339,4 +339,51 @@ fn postcard_partial_flushes_of_one_flow_compose() {
     let base = PC_VA + g.offset(10, 0);
     let got: Vec<(u64, usize)> = f.iter().map(|(va, p)| (*va, p.len())).collect();
     assert_eq!(got, vec![(base + 4, 4), (base + 12, 4)]);
+    e.assume_delivered();
+
+    // Out of order: hops 3-5 of flow 11 written first, hops 1-2 a timeout later; nothing covers anything.
+    let at = g.offset(11, 0) as usize;
+    for hop in 3..=5 {
+        e.handle_frame(Instant(6_000_000), &postcard(11, hop, 50 + u32::from(hop)));
+    }
+    e.handle_timeout(Instant(7_000_000));
+    apply(&mut mem, &ops(&drain(&mut e, Instant(7_000_000))));
+    e.assume_delivered();
+    for hop in 1..=2 {
+        e.handle_frame(Instant(8_000_000), &postcard(11, hop, 50 + u32::from(hop)));
+    }
+    e.handle_timeout(Instant(9_000_000));
+    apply(&mut mem, &ops(&drain(&mut e, Instant(9_000_000))));
+    e.assume_delivered();
+    for hop in 1..=5u8 {
+        assert_eq!(
+            cell(&mem[at..at + 32], hop) ^ hop_checksum(hop, 11).unwrap(),
+            postcard_g(50 + u32::from(hop)),
+            "flow 11 hop {hop}"
+        );
+    }
+
+    // Opcode 0x06, a 3-hop path in the 5-hop region: complete at hop 3, one whole chunk, blanks at 4-5.
+    for hop in 1..=3 {
+        let r = report(
+            &reporter(1),
+            Body::PostcardPathLen(PostcardPathLenRepr {
+                key: 12,
+                hop,
+                path_len: 3,
+                data: 60 + u32::from(hop),
+            }),
+            0,
+            false,
+        );
+        e.handle_frame(Instant(10_000_000), &r);
+    }
+    let f = ops(&drain(&mut e, Instant(10_000_000)));
+    assert_eq!((f[0].0, f[0].1.len()), (PC_VA + g.offset(12, 0), 32));
+    for hop in 4..=5u8 {
+        assert_eq!(
+            cell(&f[0].1, hop) ^ hop_checksum(hop, 12).unwrap(),
+            postcard_g(POSTCARD_BLANK)
+        );
+    }
 }

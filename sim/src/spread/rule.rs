@@ -5,9 +5,11 @@
 //! entry opens at the report that finds no entry and holds every report until it is written, by its idle
 //! timeout (open + idle; a timer due at a report's instant fires first), by completing the path, or by an
 //! eviction (not modelled: the runs count evictions and keep them rare). Entries are written in the order
-//! they open. The entry holding hop 1 writes the whole chunk, blanks for every hop it lacks; every other
-//! entry writes only its own cells. So a hop survives iff its entry is written no earlier than hop 1's:
-//! the path reads back whole iff hop 1 is in the flow's first entry.
+//! they open. Where the path's length is known (DTA postcards), every entry writes only its own cells (and
+//! blanks after the path's end): every hop survives. Where it is not (INT per-hop reports), the entry
+//! holding hop 1 writes the whole chunk, blanks for every hop it lacks, and every other entry only its own
+//! cells. So a hop survives iff its entry is written no earlier than hop 1's: the path reads back whole
+//! iff hop 1 is in the flow's first entry.
 
 use std::collections::HashMap;
 
@@ -37,13 +39,14 @@ pub fn entries(at: &[u64], idle_ns: u64) -> Vec<u32> {
     entry
 }
 
-/// The verdict the rule predicts for a flow whose hop reports arrive at `at` (hop 1 first in the slice).
-pub fn predict(at: &[u64], idle_ns: u64) -> Verdict {
+/// The verdict the rule predicts for a flow whose hop reports arrive at `at` (hop 1 first in the slice),
+/// with the path's length known to the translator (`length_known`) or not.
+pub fn predict(at: &[u64], idle_ns: u64, length_known: bool) -> Verdict {
     let entry = entries(at, idle_ns);
     let Some(&hop1) = entry.first() else {
         return Verdict::Empty;
     };
-    read_back(entry.iter().map(|&e| e >= hop1))
+    read_back(entry.iter().map(|&e| length_known || e >= hop1))
 }
 
 /// The verdict under the rule before composition (translator before commit 066c644): every write was the
@@ -102,20 +105,26 @@ mod tests {
         // In path order, 2 ms apart: five entries, hop 1 first, every hop kept.
         let at = [0, 2 * MS, 4 * MS, 6 * MS, 8 * MS];
         assert_eq!(entries(&at, MS), vec![1, 2, 3, 4, 5]);
-        assert_eq!(predict(&at, MS), Verdict::Exact);
+        assert_eq!(predict(&at, MS, false), Verdict::Exact);
         // Hops 4 and 5 first, hop 1 more than the idle timeout later: the whole chunk blanks them.
         let at = [2 * MS, 2 * MS + 1, 2 * MS + 2, 0, 10];
         assert_eq!(entries(&at, MS), vec![2, 2, 2, 1, 1]);
-        assert_eq!(predict(&at, MS), Verdict::Prefix);
+        assert_eq!(predict(&at, MS, false), Verdict::Prefix);
         // Hop 3 first: a blank before kept hops 4 and 5 reads as no path.
         let at = [2 * MS, 2 * MS + 1, 0, 2 * MS + 3, 2 * MS + 4];
-        assert_eq!(predict(&at, MS), Verdict::Empty);
+        assert_eq!(predict(&at, MS, false), Verdict::Empty);
         // Hop 1 exactly one idle timeout after the first report: the timer fires first, a new entry whose
         // blanks cover hops 2-5, read as a one-hop path.
         let at = [MS, 0, 1, 2, 3];
         assert_eq!(entries(&at, MS), vec![2, 1, 1, 1, 1]);
-        assert_eq!(predict(&at, MS), Verdict::Prefix);
-        assert_eq!(predict(&[MS - 1, 0, 1, 2, 3], MS), Verdict::Exact);
+        assert_eq!(predict(&at, MS, false), Verdict::Prefix);
+        assert_eq!(predict(&[MS - 1, 0, 1, 2, 3], MS, false), Verdict::Exact);
+        // With the length known, no entry writes a blank inside the path: every order reads whole.
+        assert_eq!(predict(&[MS, 0, 1, 2, 3], MS, true), Verdict::Exact);
+        assert_eq!(
+            predict(&[2 * MS, 2 * MS + 1, 0, 2 * MS + 3, 2 * MS + 4], MS, true),
+            Verdict::Exact
+        );
     }
 
     #[test]

@@ -52,11 +52,6 @@ pub fn run(s: &Sweep) -> Result<Vec<Row>> {
                     ..s.base.clone()
                 };
                 let flows = schedule(&params)?;
-                let rule: Vec<Verdict> = flows
-                    .iter()
-                    .map(|f| predict(&f.at, 1_000 * idle_us))
-                    .collect();
-                let predicted_lost = rule.iter().filter(|&&v| v != Verdict::Exact).count() as u64;
                 let rewrite_lost = flows
                     .iter()
                     .filter(|f| {
@@ -64,6 +59,13 @@ pub fn run(s: &Sweep) -> Result<Vec<Row>> {
                     })
                     .count() as u64;
                 for kind in [Kind::Dta, Kind::Int] {
+                    // DTA postcards (opcode 0x04) have a known length (B); INT per-hop reports do not.
+                    let rule: Vec<Verdict> = flows
+                        .iter()
+                        .map(|f| predict(&f.at, 1_000 * idle_us, kind == Kind::Dta))
+                        .collect();
+                    let predicted_lost =
+                        rule.iter().filter(|&&v| v != Verdict::Exact).count() as u64;
                     let measured = drive::run(&params, kind, &flows, &dec)?;
                     let disagree = measured
                         .verdicts

@@ -54,6 +54,8 @@ impl Engine {
                     } else {
                         Opcode::Postcard
                     },
+                    // A sink report carries the path's length; a per-hop report only bounds it.
+                    length_known: whole_path,
                 };
                 let i = self.route_key(flow, dst).ok_or(DropReason::NoRegion)?;
                 self.collectors[i].offer(now, |p| &mut p.postcard, &p, &mut self.counters)?

@@ -2,15 +2,24 @@
 //! copies when its path is complete, when a newer flow takes its cache slot (to the evicted flow's chunks,
 //! not the newcomer's as in the reference), or after an idle timeout counted from its first postcard.
 //!
-//! Two partial writes of one flow compose. A flow's postcards come from different switches, milliseconds
-//! apart, so one flow may be written twice: an entry flushed by its timeout, then a new entry of its late
-//! hops. Only an entry that holds hop 1 writes the whole chunk (blanks for the hops it lacks, which also
-//! marks where a short path ends); an entry without hop 1 is a *continuation* and writes only the cells
-//! it holds, one WRITE per run of consecutive held hops. So hops 1-2 flushed early and hops 3-5 written
-//! later read back as the whole path, where rewriting the whole chunk each time put blanks over the early
-//! hops. Cells no write reached keep what was there, which never decodes for this flow (every cell is
-//! keyed by the flow's hop checksum), so a lost hop still reads as no path, never as a wrong one. What
-//! still loses: a continuation written *before* the entry with hop 1, whose blanks then cover it.
+//! Partial writes of one flow compose. A flow's postcards come from different switches, milliseconds
+//! apart and in any order, so one flow may be written several times: an entry flushed by its timeout,
+//! then a new entry of its late hops. Each write covers only what its entry knows, one WRITE per run of
+//! consecutive cells:
+//!
+//! * **Path length known** (opcode 0x04, whose paths are B hops by definition; opcode 0x06 and INT sink
+//!   reports, which carry it): an entry writes the cells it holds, plus the blanks after the path's last
+//!   hop that mark where a short path ends. It never writes a blank inside the path, so entries compose in
+//!   any order, and a hop whose report never came reads as no path (its cell keeps what was there, which
+//!   never decodes for this flow: every cell is keyed by the flow's hop checksum), never as a shorter one.
+//! * **Path length unknown** (INT per-hop reports: a switch does not know how far its packet goes): the
+//!   entry holding hop 1 writes the whole chunk, blanks for every hop it lacks (the blanks after the last
+//!   hop are the only end marker there is); an entry without hop 1 writes only its cells. This composes
+//!   when hop 1's entry is written first, as in path order; a later-written hop-1 entry covers the hops
+//!   of an earlier continuation with blanks (`dta-sim postcard-spread` measures how often).
+//!
+//! An entry without hop 1 is counted as a *continuation*. A whole chunk goes as one 32-byte WRITE, its
+//! zero padding included.
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -38,6 +47,8 @@ pub struct Postcard {
     pub data: u32,
     /// Which opcode carried it.
     pub opcode: Opcode,
+    /// Whether `path_len` is the path's real length (see the module docs), not a bound.
+    pub length_known: bool,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -46,6 +57,7 @@ struct Flow {
     values: [u32; MAX_HOPS as usize],
     have: u8,
     path_len: u8,
+    length_known: bool,
     gen: u64,
 }
 
@@ -79,7 +91,7 @@ impl Primitive for PostcardCache {
         regions.postcard.as_ref()
     }
 
-    /// An eviction (a continuation: up to [`MAX_RUNS`] runs of cells per copy) and a completion.
+    /// An eviction (up to [`MAX_RUNS`] runs of cells per copy) and a completion (one run).
     fn max_wrs(&self, _: &Postcard) -> usize {
         (MAX_RUNS + 1) * usize::from(self.redundancy)
     }
@@ -118,6 +130,7 @@ impl Primitive for PostcardCache {
                     values: [POSTCARD_BLANK; MAX_HOPS as usize],
                     have: 0,
                     path_len: p.path_len,
+                    length_known: p.length_known,
                     gen: self.gen,
                 })
             }
@@ -163,21 +176,22 @@ impl Timed for PostcardCache {
     }
 }
 
-/// Most runs of consecutive hops a flow's held cells can form (hops 1, 3, 5, 7 of 8; an entry holding
-/// hop 1 writes one whole chunk instead).
-const MAX_RUNS: usize = (MAX_HOPS as usize).div_ceil(2);
-
-/// Writes a flow's cells to its N chunk copies: the whole chunk when it holds hop 1, else only the runs of
-/// consecutive cells it holds (see the module docs).
+/// Writes a flow's cells to its N chunk copies: the cells its entry knows (see the module docs).
 fn write_flow(f: &Flow, region: &Region, g: &PostcardGeometry, n: u8, out: &mut Sink<'_>) {
     let hops = usize::from(g.hops());
     let chunk = g.encode_chunk(f.key, &f.values[..hops]);
-    let runs = if f.have & 1 != 0 {
-        // The whole 32-byte stride, zero padding after the last hop included, as one WRITE.
-        whole_chunk()
-    } else {
+    if f.have & 1 == 0 {
         out.counters.postcard_continuations += 1;
-        held_runs(f.have, hops)
+    }
+    let all = low_bits(hops);
+    let mask = cells_to_write(f, hops);
+    let runs = if mask == all {
+        // The whole 32-byte stride, zero padding after the last hop included, as one WRITE.
+        let mut r = [None; MAX_RUNS];
+        r[0] = Some((0, usize::from(MAX_HOPS)));
+        r
+    } else {
+        runs_of(mask, hops)
     };
     for copy in 0..n {
         let va = region.va + g.offset(f.key, copy);
@@ -193,26 +207,42 @@ fn write_flow(f: &Flow, region: &Region, g: &PostcardGeometry, n: u8, out: &mut 
     }
 }
 
+/// The cells (bit i: hop i + 1, of the first `hops`) an entry writes: held ones, and the blanks its
+/// knowledge of the path allows (see the module docs).
+fn cells_to_write(f: &Flow, hops: usize) -> u8 {
+    let all = low_bits(hops);
+    if f.length_known {
+        // Blanks after the path's last hop: every entry may write them, they are the same for all.
+        f.have | (all & !low_bits(usize::from(f.path_len)))
+    } else if f.have & 1 != 0 {
+        all
+    } else {
+        f.have
+    }
+}
+
+/// Bits 0..n set.
+fn low_bits(n: usize) -> u8 {
+    ((1u16 << n.min(8)) - 1) as u8
+}
+
+/// Most runs of consecutive cells an entry can write (cells 1, 3, 5, 7 of 8).
+const MAX_RUNS: usize = (MAX_HOPS as usize).div_ceil(2);
+
 /// The runs `[start, end)` of cells, as a fixed array (no allocation per flush).
 type Runs = [Option<(usize, usize)>; MAX_RUNS];
 
-fn whole_chunk() -> Runs {
-    let mut out = [None; MAX_RUNS];
-    out[0] = Some((0, usize::from(MAX_HOPS)));
-    out
-}
-
-/// The runs of set bits of `have` among the first `hops` cells.
-fn held_runs(have: u8, hops: usize) -> Runs {
+/// The runs of set bits of `mask` among the first `hops` cells.
+fn runs_of(mask: u8, hops: usize) -> Runs {
     let mut out = [None; MAX_RUNS];
     let (mut k, mut i) = (0, 0);
     while i < hops {
-        if have & (1 << i) == 0 {
+        if mask & (1 << i) == 0 {
             i += 1;
             continue;
         }
         let start = i;
-        while i < hops && have & (1 << i) != 0 {
+        while i < hops && mask & (1 << i) != 0 {
             i += 1;
         }
         out[k] = Some((start, i));
@@ -226,9 +256,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn runs_of_held_cells() {
+    fn runs_of_cells() {
         let r = |have, hops| {
-            held_runs(have, hops)
+            runs_of(have, hops)
                 .into_iter()
                 .flatten()
                 .collect::<Vec<_>>()
@@ -238,5 +268,30 @@ mod tests {
         assert_eq!(r(0b0101_0101, 8), vec![(0, 1), (2, 3), (4, 5), (6, 7)]);
         assert_eq!(r(0b1111_0000, 5), vec![(4, 5)]);
         assert_eq!(r(0, 5), vec![]);
+    }
+
+    fn flow(have: u8, path_len: u8, length_known: bool) -> Flow {
+        Flow {
+            key: 1,
+            values: [POSTCARD_BLANK; MAX_HOPS as usize],
+            have,
+            path_len,
+            length_known,
+            gen: 0,
+        }
+    }
+
+    #[test]
+    fn cells_an_entry_writes() {
+        // Length known (B = 5): held cells only, never a blank inside the path.
+        assert_eq!(cells_to_write(&flow(0b00011, 5, true), 5), 0b00011);
+        assert_eq!(cells_to_write(&flow(0b11100, 5, true), 5), 0b11100);
+        // A 3-hop path in a 5-hop region: the blanks after hop 3 too, from any entry.
+        assert_eq!(cells_to_write(&flow(0b00001, 3, true), 5), 0b11001);
+        assert_eq!(cells_to_write(&flow(0b00110, 3, true), 5), 0b11110);
+        // Length unknown: the entry with hop 1 writes everything, a continuation its own cells.
+        assert_eq!(cells_to_write(&flow(0b00011, 5, false), 5), 0b11111);
+        assert_eq!(cells_to_write(&flow(0b10100, 5, false), 5), 0b10100);
+        assert_eq!(low_bits(8), 0xFF);
     }
 }
