@@ -12,6 +12,7 @@
 
 pub mod fattree;
 pub mod frame;
+pub mod int;
 pub mod keys;
 pub mod rng;
 pub mod workload;
