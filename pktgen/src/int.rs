@@ -160,6 +160,8 @@ impl IntGenerator {
             dport,
         );
         ep.ttl = ttl;
+        // A user's packet, not RoCE: no ECN capability (UdpEndpoints defaults to ECT(0)).
+        ep.ecn = 0;
         self.inner.clear();
         self.inner.resize(HEADERS_LEN + l4_payload.len(), 0);
         let _ = ep.emit_frame(&mut self.inner, l4_payload);
