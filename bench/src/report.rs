@@ -285,6 +285,13 @@ pub fn run(dir: &Path, criterion: &Path, out: &Path, hugepages: bool) -> Result<
         coll_mem as f64 / 1024.0
     ));
 
+    // Issue 14's floors, against the numbers it started from, at the top of the page.
+    let before = read_json(&out.join("baseline.json")).unwrap_or(Value::Null);
+    let (floors_md, floors) = crate::floors::section(&before, &rows, &responder_rows, &pktgen);
+    if let Some(at) = md.find("## The limit and the translator") {
+        md.insert_str(at, &floors_md);
+    }
+
     let profile = std::fs::read_to_string(dir.join("profile.txt")).unwrap_or_default();
     if !profile.is_empty() {
         md.push_str("\n## Profile of the translator, Key-Write N = 1, one core\n\n```\n");
@@ -315,6 +322,7 @@ pub fn run(dir: &Path, criterion: &Path, out: &Path, hugepages: bool) -> Result<
             "collector_regions_vm_hwm_kib": coll_mem,
         },
         "profile": profile.trim(),
+        "floors": floors,
     });
     std::fs::create_dir_all(out)?;
     std::fs::write(
