@@ -13,8 +13,8 @@ use std::collections::VecDeque;
 
 use dta_protocol::control::Welcome;
 use dta_protocol::dta::{Body, Opcode, ReportFormat, ReportRepr};
-use dta_protocol::hash::key_checksum;
 use dta_protocol::layout::Region;
+use dta_protocol::roce::crc_table::key_checksum;
 use dta_protocol::roce::{FrameRepr, ROCEV2_UDP_PORT};
 use dta_protocol::udp::{UdpEndpoints, UdpFrame};
 use dta_protocol::Error as WireError;
@@ -134,7 +134,8 @@ impl Engine {
     /// Handles one received frame.
     pub fn handle_frame(&mut self, now: Instant, frame: &[u8]) -> Handled {
         self.counters.frames_in += 1;
-        let Ok(udp) = UdpFrame::parse(frame) else {
+        // Fixed offsets, etherparse's checks (dta-protocol tests that both agree): once per report.
+        let Ok(udp) = UdpFrame::parse_direct(frame) else {
             self.counters.not_for_us += 1;
             return Handled::NotForUs;
         };
