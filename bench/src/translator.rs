@@ -121,7 +121,6 @@ fn worker(
     let mut e = Engine::new(cfg, &[workloads::welcome(mode)?], clock(&origin))
         .map_err(|e| anyhow!("engine: {e}"))?;
     let mut acker = Acker::new(local_qpn);
-    let mut outs: Vec<Vec<u8>> = (0..TX_BURST).map(|_| Vec::with_capacity(2048)).collect();
     while !go.load(Ordering::Acquire) {
         std::hint::spin_loop();
     }
@@ -141,21 +140,29 @@ fn worker(
         pos = (pos + BURST) % frames.len();
         r.reports += BURST as u64;
         loop {
-            let mut k = 0;
-            while k < TX_BURST && e.poll_transmit(now, &mut outs[k]) {
-                acker.observe(&outs[k])?;
-                k += 1;
-            }
-            if k > 0 {
-                let done = q.send_in_place(k, |i, room| {
-                    let f = &outs[i];
-                    room[..f.len()].copy_from_slice(f);
-                    f.len()
+            // Frames are built by the engine straight into the mbufs (no intermediate copy); the burst
+            // allocates as many mbufs as the engine has frames pending, at most TX_BURST.
+            let want = e.pending_frames().min(TX_BURST);
+            let mut built = 0;
+            let mut bad = None;
+            if want > 0 {
+                let done = q.send_in_place(want, |_, room| {
+                    let Some(n) = e.poll_transmit_into(now, room) else {
+                        return 0;
+                    };
+                    built += 1;
+                    if let Err(x) = acker.observe(&room[..n]) {
+                        bad = Some(x);
+                    }
+                    n
                 });
+                if let Some(x) = bad {
+                    return Err(x);
+                }
                 r.frames_out += done as u64;
-                r.tx_dropped += (k - done) as u64;
+                r.tx_dropped += (built - done) as u64;
             }
-            let more = k == TX_BURST || !acker.lens.is_empty();
+            let more = built == TX_BURST || !acker.lens.is_empty();
             acker.feed(&mut e, now);
             if !more {
                 break;

@@ -20,7 +20,7 @@ use dta_protocol::roce::{
 use crate::config::{RateConfig, RequesterConfig};
 use crate::counters::{opcode_index, Counters};
 use crate::dcqcn::Dcqcn;
-use crate::frames::{FrameBuilder, Op};
+use crate::frames::{FrameBuilder, FrameOut, Op};
 use crate::psn;
 use crate::rate::RateLimiter;
 use crate::rtt::RttEstimator;
@@ -113,6 +113,8 @@ pub struct Requester {
     cwnd_acked: u32,
     rto_at: Option<Instant>,
     rnr_until: Option<Instant>,
+    /// Whether a rate applies now (see `sync_limited`).
+    limited: bool,
     /// Set when the rate limiter holds the next frame back.
     rate_wait: Option<Instant>,
     /// The PSN and time of the last go-back-N from a sequence NAK, to ignore the echoes of the same loss.
@@ -132,7 +134,7 @@ impl Requester {
         let dcqcn = Dcqcn::new(p.rate.congestion.clone(), p.rate.packets_per_sec);
         let base = p.cfg.retransmit_timeout();
         let rtt = RttEstimator::new(base, base, p.cfg.max_retransmit_timeout());
-        Requester {
+        let mut r = Requester {
             rtt,
             cwnd: p.cfg.window,
             cwnd_acked: 0,
@@ -154,7 +156,10 @@ impl Requester {
             last_rewind: None,
             probe: None,
             error: None,
-        }
+            limited: true,
+        };
+        r.sync_limited();
+        r
     }
 
     /// Room left in the queue.
@@ -165,6 +170,12 @@ impl Requester {
     /// Work requests waiting for the window.
     pub fn queue_depth(&self) -> usize {
         self.queue.len()
+    }
+
+    /// Frames that would go if the window and the rate let them: queued work requests and frames awaiting
+    /// retransmission (a bound for sizing a transmit burst).
+    pub fn pending_frames(&self) -> usize {
+        self.queue.len() + self.window.len().saturating_sub(self.sent)
     }
 
     /// Frames in flight (sent or awaiting retransmission, unacknowledged).
@@ -204,44 +215,59 @@ impl Requester {
 
     /// Writes the next frame to send into `out`, if any may go now.
     pub fn poll_transmit(&mut self, now: Instant, c: &mut Counters, out: &mut Vec<u8>) -> bool {
+        self.transmit(now, c, out).is_some()
+    }
+
+    /// [`poll_transmit`](Self::poll_transmit) straight into `buf` (a NIC buffer's data room): the frame's
+    /// length, or `None` when nothing may go now or the next frame is longer than `buf` (then it stays
+    /// queued; a buffer of the path MTU plus 128 bytes always fits).
+    pub fn poll_transmit_into(
+        &mut self,
+        now: Instant,
+        c: &mut Counters,
+        buf: &mut [u8],
+    ) -> Option<usize> {
+        self.transmit(now, c, buf)
+    }
+
+    fn transmit<O: FrameOut + ?Sized>(
+        &mut self,
+        now: Instant,
+        c: &mut Counters,
+        out: &mut O,
+    ) -> Option<usize> {
         if self.error.is_some() || self.rnr_until.is_some_and(|t| t > now) {
-            return false;
+            return None;
         }
         self.rnr_until = None;
         if self.probe.is_some() && self.sent >= 1 {
             // Probing after a timeout: nothing more until the probe is answered.
-            return false;
+            return None;
         }
         if self.sent < self.window.len() {
             let len = self.window[self.sent].wr.op.frame_len();
-            if !self.rate_ok(now, len, c) {
-                return false;
+            if !out.fits(len) || !self.rate_ok(now, len, c) {
+                return None;
             }
             let f = &mut self.window[self.sent];
             // A retransmission always asks for an ACK: recovery should not wait for the cadence.
-            if !self.builder.build(&f.wr.op, f.psn, true, out) {
-                return false;
-            }
+            let n = out.build(&mut self.builder, &f.wr.op, f.psn, true)?;
             f.resent = true;
             self.sent += 1;
             self.since_ack_req = 0;
             c.retransmitted_frames += 1;
-            self.account(now, out.len(), c);
-            return true;
+            self.account(now, n, c);
+            return Some(n);
         }
-        let Some(front) = self.queue.front() else {
-            return false;
-        };
+        let front = self.queue.front()?;
         if self.window.len() >= self.cwnd as usize || self.atomic_blocked(front) {
-            return false;
+            return None;
         }
         let len = front.op.frame_len();
-        if !self.rate_ok(now, len, c) {
-            return false;
+        if !out.fits(len) || !self.rate_ok(now, len, c) {
+            return None;
         }
-        let Some(wr) = self.queue.pop_front() else {
-            return false;
-        };
+        let wr = self.queue.pop_front()?;
         let psn = self.next_psn;
         self.since_ack_req += 1;
         let window_full = self.window.len() + 1 >= self.cwnd as usize;
@@ -252,13 +278,11 @@ impl Requester {
                     || (wr.op.is_atomic()
                         && next.op.is_atomic()
                         && self.atomics + 1 >= self.p.max_atomics)
-                    || self.rate.ready_at(now, next.op.frame_len()) > now
+                    || (self.limited && self.rate.ready_at(now, next.op.frame_len()) > now)
             }
         };
         let ack_req = self.since_ack_req >= self.p.cfg.ack_every || window_full || stalls;
-        if !self.builder.build(&wr.op, psn, ack_req, out) {
-            return false;
-        }
+        let n = out.build(&mut self.builder, &wr.op, psn, ack_req)?;
         if ack_req {
             self.since_ack_req = 0;
         }
@@ -275,11 +299,25 @@ impl Requester {
         });
         self.sent += 1;
         self.next_psn = psn::add(psn, 1);
-        self.account(now, out.len(), c);
-        true
+        self.account(now, n, c);
+        Some(n)
+    }
+
+    /// Whether a rate applies (configured, or a congestion cap): with none, the bucket is never asked,
+    /// which callgrind put at ~100 instructions a frame for two calls that always said "now".
+    fn sync_limited(&mut self) {
+        self.limited = self.p.rate.packets_per_sec > 0
+            || self.p.rate.bytes_per_sec > 0
+            || self.dcqcn.cap_pps().is_some();
+        if !self.limited {
+            self.rate_wait = None;
+        }
     }
 
     fn rate_ok(&mut self, now: Instant, len: usize, c: &mut Counters) -> bool {
+        if !self.limited {
+            return true;
+        }
         let at = self.rate.ready_at(now, len);
         if at > now {
             if self.rate_wait.is_none() {
@@ -293,7 +331,9 @@ impl Requester {
     }
 
     fn account(&mut self, now: Instant, len: usize, c: &mut Counters) {
-        self.rate.take(len);
+        if self.limited {
+            self.rate.take(len);
+        }
         c.roce_frames_out += 1;
         c.roce_bytes_out += len as u64;
         if self.rto_at.is_none() {
@@ -357,21 +397,31 @@ impl Requester {
     /// response was lost, so it must be asked again (the responder answers from its cache). Returns whether
     /// that happened.
     fn retire_before(&mut self, until: usize) -> bool {
-        for _ in 0..until {
-            let Some(f) = self.window.front() else {
-                break;
-            };
+        // Find how far retirement goes, then drop that run in one drain: popping frame by frame moved
+        // each work request out of the ring just to drop it (callgrind: ~70 instructions a frame).
+        let mut n = 0;
+        let mut atomics = 0;
+        let mut stuck = false;
+        for f in self.window.iter().take(until) {
             if f.wr.op.is_atomic() {
                 if !f.answered {
-                    return true;
+                    stuck = true;
+                    break;
                 }
-                self.atomics = self.atomics.saturating_sub(1);
+                atomics += 1;
             }
-            self.window.pop_front();
-            self.sent = self.sent.saturating_sub(1);
-            self.on_acked(1);
+            n += 1;
         }
-        false
+        self.window.drain(..n);
+        self.atomics = self.atomics.saturating_sub(atomics);
+        self.sent = self.sent.saturating_sub(n);
+        if self.cwnd < self.p.cfg.window {
+            // One at a time, as the window grows by one per window's worth acknowledged.
+            for _ in 0..n {
+                self.on_acked(1);
+            }
+        }
+        stuck
     }
 
     fn progress(&mut self, now: Instant) {
@@ -412,6 +462,7 @@ impl Requester {
     pub fn on_cnp(&mut self, now: Instant) {
         self.dcqcn.on_cnp(now);
         self.rate.set_packet_cap(now, self.dcqcn.cap_pps());
+        self.sync_limited();
     }
 
     /// The packet-rate cap congestion control has in force, if any.
@@ -567,6 +618,7 @@ impl Requester {
         if self.dcqcn.poll_timeout().is_some_and(|t| t <= now) {
             self.dcqcn.on_timer(now);
             self.rate.set_packet_cap(now, self.dcqcn.cap_pps());
+            self.sync_limited();
         }
         match self.rto_at {
             Some(t) if t <= now && !self.window.is_empty() => {}
@@ -634,6 +686,7 @@ impl Requester {
         self.probe = None;
         self.error = None;
         self.rate = RateLimiter::new(&self.p.rate, now);
+        self.sync_limited();
         self.cwnd = self.p.cfg.window;
         self.cwnd_acked = 0;
     }
