@@ -382,6 +382,10 @@ impl Engine {
         mut send: impl FnMut(&mut crate::requester::Requester, &mut Counters) -> Option<T>,
     ) -> Option<T> {
         let n = self.collectors.len();
+        if n == 1 {
+            // One collector, the common case: no round robin (and no divisions).
+            return send(&mut self.collectors[0].qp, &mut self.counters);
+        }
         for k in 0..n {
             let i = (self.next_qp + k) % n;
             if let Some(t) = send(&mut self.collectors[i].qp, &mut self.counters) {

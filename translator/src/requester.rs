@@ -327,6 +327,7 @@ impl Requester {
         }
     }
 
+    #[inline]
     fn rate_ok(&mut self, now: Instant, len: usize, c: &mut Counters) -> bool {
         if !self.limited {
             return true;
