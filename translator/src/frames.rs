@@ -260,15 +260,22 @@ impl FrameBuilder {
         f
     }
 
+    #[inline]
     fn shape(&mut self, op: &Op) -> Option<usize> {
         let (opcode, len) = (op.opcode(), op.payload().len());
         // Most QPs send one shape after another (Key-Write entries, full Append batches): try the last one
-        // first.
+        // first, inline; the search and the template's creation are out of line.
         if let Some(s) = self.shapes.get(self.last) {
             if s.opcode == opcode && s.payload_len == len {
                 return Some(self.last);
             }
         }
+        self.find_shape(op, opcode, len)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn find_shape(&mut self, op: &Op, opcode: BthOpcode, len: usize) -> Option<usize> {
         if let Some(i) = self
             .shapes
             .iter()
