@@ -128,7 +128,9 @@ fn hash_masked_headers(h: &mut crc32fast::Hasher, frame: &[u8], o: &Offsets, upt
 #[inline]
 fn finish(mut h: crc32fast::Hasher, rest: &[u8]) -> u32 {
     let blocks = rest.len() & !15;
-    h.update(&rest[..blocks]);
+    if blocks > 0 {
+        h.update(&rest[..blocks]);
+    }
     !CRC32_ISO_HDLC.update(!h.finalize(), &rest[blocks..])
 }
 
@@ -136,22 +138,32 @@ fn finish(mut h: crc32fast::Hasher, rest: &[u8]) -> u32 {
 /// are the iCRC slot. The slot's content is ignored.
 pub fn compute(frame: &[u8]) -> Result<u32> {
     let o = locate(frame)?;
+    Ok(compute_at(frame, &o))
+}
+
+fn compute_at(frame: &[u8], o: &Offsets) -> u32 {
     let mut h = crc32fast::Hasher::new();
-    hash_masked_headers(&mut h, frame, &o, bth::HEADER_LEN);
-    Ok(finish(h, &frame[o.bth + bth::HEADER_LEN..o.icrc]))
+    hash_masked_headers(&mut h, frame, o, bth::HEADER_LEN);
+    finish(h, &frame[o.bth + bth::HEADER_LEN..o.icrc])
 }
 
 /// The iCRC a frame carries (little-endian on the wire).
 pub fn carried(frame: &[u8]) -> Result<u32> {
     let o = locate(frame)?;
-    let c = &frame[o.icrc..o.icrc + ICRC_LEN];
-    Ok(u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+    Ok(carried_at(frame, &o))
 }
 
-/// Checks a frame's iCRC.
+fn carried_at(frame: &[u8], o: &Offsets) -> u32 {
+    let c = &frame[o.icrc..o.icrc + ICRC_LEN];
+    u32::from_le_bytes([c[0], c[1], c[2], c[3]])
+}
+
+/// Checks a frame's iCRC (the frame is located once for both the computed and the carried value: this
+/// runs on every RoCE response).
 pub fn verify(frame: &[u8]) -> Result<()> {
-    let computed = compute(frame)?;
-    let carried = carried(frame)?;
+    let o = locate(frame)?;
+    let computed = compute_at(frame, &o);
+    let carried = carried_at(frame, &o);
     if computed == carried {
         Ok(())
     } else {
