@@ -1,8 +1,11 @@
 //! The RoCEv2 requester of one QP: PSNs, AckReq cadence, the retransmission window, go-back-N,
 //! retransmit timeout with backoff, RNR waits, atomic responses and the QP error state.
 //!
-//! Work requests enter a bounded queue; [`Requester::poll_transmit`] moves them into the window as the
-//! window, the responder's atomic limit and the rate limiter allow. The window keeps the work request, not
+//! Work requests enter a bounded queue; [`Requester::poll_transmit`] (or
+//! [`poll_transmit_into`](Requester::poll_transmit_into), straight into a NIC buffer) takes them into the
+//! window as the window, the responder's atomic limit and the rate limiter allow. Queue and window are one
+//! ring, the window at its head, so taking a work request in moves a boundary, not the request. The window
+//! keeps the work request, not
 //! the frame: a retransmission rebuilds the identical frame from the same PSN, which costs less than
 //! keeping a copy of every frame in flight.
 //!
@@ -296,7 +299,12 @@ impl Requester {
         };
         let ack_req = self.since_ack_req >= self.p.cfg.ack_every || window_full || stalls;
         let (atomic, primitive) = (wr.op.is_atomic(), wr.primitive);
-        let n = out.build(&mut self.builder, &wr.op, psn, ack_req)?;
+        let Some(n) = out.build(&mut self.builder, &wr.op, psn, ack_req) else {
+            // A frame that cannot be emitted at all (beyond the UDP length limit, which the MTU cap rules
+            // out) is dropped, as when the queue was apart from the window, so it cannot block the queue.
+            self.ring.remove(at);
+            return None;
+        };
         if ack_req {
             self.since_ack_req = 0;
         }
@@ -414,8 +422,9 @@ impl Requester {
     /// response was lost, so it must be asked again (the responder answers from its cache). Returns whether
     /// that happened.
     fn retire_before(&mut self, until: usize) -> bool {
-        // Find how far retirement goes, then drop that run in one drain: popping frame by frame moved
-        // each work request out of the ring just to drop it (callgrind: ~70 instructions a frame).
+        // Find how far retirement goes, then drop that run at once: a drain for a run (popping frame by
+        // frame moved each work request out of the ring just to drop it, ~70 instructions a frame under
+        // callgrind), pops for one or two.
         let mut n = 0;
         let mut atomics = 0;
         let mut stuck = false;
