@@ -187,7 +187,22 @@ pub struct UdpFrame<'a> {
 impl<'a> UdpFrame<'a> {
     /// Parses an untagged Ethernet II / IPv4 / UDP frame. Anything else (ARP, IPv6, VLAN tags, TCP, IPv4
     /// fragments) is `Error::NotUdp`-style `NotRoce` with a reason, so callers can forward it untouched.
+    ///
+    /// Datagrams take the fixed-offset path ([`parse_direct`](Self::parse_direct)); anything it refuses goes
+    /// through etherparse ([`parse_etherparse`](Self::parse_etherparse)) for the reason. Both accept
+    /// exactly the same frames with the same result (a property test), so this is the etherparse parse,
+    /// at a third of the cost on the frames that matter (RoCE responses, reports).
+    #[inline]
     pub fn parse(frame: &'a [u8]) -> Result<Self> {
+        match Self::parse_direct(frame) {
+            Ok(f) => Ok(f),
+            Err(_) => Self::parse_etherparse(frame),
+        }
+    }
+
+    /// The etherparse-based parse: the reference that [`parse_direct`](Self::parse_direct) is tested
+    /// against, and the source of [`parse`](Self::parse)'s error reasons.
+    pub fn parse_etherparse(frame: &'a [u8]) -> Result<Self> {
         let eth = etherparse::Ethernet2Slice::from_slice_without_fcs(frame).map_err(|_| {
             Error::Truncated {
                 header: "Ethernet",
@@ -231,9 +246,160 @@ impl<'a> UdpFrame<'a> {
     }
 }
 
+impl<'a> UdpFrame<'a> {
+    /// [`parse`](Self::parse) at fixed offsets, for the translator's per-report path: the same checks in the
+    /// same order of layers (Ethernet length, EtherType IPv4, IPv4 version, IHL ≥ 5, header and total
+    /// length within the frame, no fragment, protocol UDP, UDP header and length within the IPv4 payload, a
+    /// UDP length of 0 meaning "to the end of the IPv4 payload" as etherparse reads it), without building
+    /// etherparse's slices: callgrind put the etherparse path at ~155 instructions a report. A property test
+    /// checks that both accept the same frames and return the same value. The error is only "not a UDP
+    /// frame" (the reasons `parse` gives are for logs, and the hot path does not log).
+    #[inline]
+    pub fn parse_direct(frame: &'a [u8]) -> Result<Self> {
+        const NOT_UDP: Error = Error::NotRoce("not an Ethernet/IPv4/UDP datagram");
+        let ip_at = ETH_HEADER_LEN;
+        let Some(ip) = frame.get(ip_at..ip_at + IPV4_HEADER_LEN) else {
+            return Err(NOT_UDP);
+        };
+        if frame[offset::ETH_TYPE] != ETHERTYPE_IPV4.to_be_bytes() || ip[0] >> 4 != 4 {
+            return Err(NOT_UDP);
+        }
+        let ihl = usize::from(ip[0] & 0x0F) * 4;
+        let total = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
+        // IHL at least 5 words and the header within the total length, and the total within the frame.
+        if ihl < IPV4_HEADER_LEN || total < ihl || frame.len() - ip_at < total {
+            return Err(NOT_UDP);
+        }
+        // More fragments (flag bit 0x2000) or a fragment offset: a fragment. Protocol 17: UDP.
+        let flags_offset = u16::from_be_bytes([ip[6], ip[7]]);
+        if flags_offset & 0x3FFF != 0 || ip[9] != IpNumber::UDP.0 {
+            return Err(NOT_UDP);
+        }
+        let udp_at = ip_at + ihl;
+        let ip_end = ip_at + total;
+        let Some(udp) = frame
+            .get(udp_at..udp_at + UDP_HEADER_LEN)
+            .filter(|_| udp_at + UDP_HEADER_LEN <= ip_end)
+        else {
+            return Err(NOT_UDP);
+        };
+        let udp_len = usize::from(u16::from_be_bytes([udp[4], udp[5]]));
+        let udp_end = match udp_len {
+            0 => ip_end,
+            n if n < UDP_HEADER_LEN || udp_at + n > ip_end => return Err(NOT_UDP),
+            n => udp_at + n,
+        };
+        let payload_offset = udp_at + UDP_HEADER_LEN;
+        let mac = |at: usize| -> [u8; 6] {
+            let m = &frame[at..at + 6];
+            [m[0], m[1], m[2], m[3], m[4], m[5]]
+        };
+        Ok(UdpFrame {
+            endpoints: UdpEndpoints {
+                src_mac: mac(6),
+                dst_mac: mac(0),
+                src_ip: [ip[12], ip[13], ip[14], ip[15]],
+                dst_ip: [ip[16], ip[17], ip[18], ip[19]],
+                src_port: u16::from_be_bytes([udp[0], udp[1]]),
+                dst_port: u16::from_be_bytes([udp[2], udp[3]]),
+                dscp: ip[offset::IPV4_TOS] >> 2,
+                ecn: ip[offset::IPV4_TOS] & 0b11,
+                ip_id: u16::from_be_bytes([ip[4], ip[5]]),
+                ttl: ip[offset::IPV4_TTL],
+            },
+            ip_offset: ip_at,
+            payload_offset,
+            payload: &frame[payload_offset..udp_end],
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    /// Frames around a valid report frame: every header byte that a check reads may take any value.
+    fn frames() -> impl Strategy<Value = Vec<u8>> {
+        (
+            proptest::collection::vec(any::<u8>(), 0..40),
+            any::<u16>(),
+            0usize..8,
+            prop::sample::select(vec![0u8, 0x40, 0x45, 0x46, 0x4f, 0x55, 0x35]),
+            any::<u16>(),
+            prop::sample::select(vec![0u16, 0x4000, 0x2000, 0x0001, 0x6001, 0x8000]),
+            prop::sample::select(vec![17u8, 6, 51, 0]),
+            any::<u16>(),
+            (any::<u8>(), any::<u8>(), 0usize..3),
+        )
+            .prop_map(
+                |(payload, tl, pad, vihl, udp_len, frag, proto, ethertype, (tos, ttl, which))| {
+                    let ep = UdpEndpoints {
+                        dscp: tos >> 2,
+                        ecn: tos & 3,
+                        ttl,
+                        ip_id: tl ^ 0x5a5a,
+                        ..UdpEndpoints::new(
+                            [1, 2, 3, 4, 5, 6],
+                            [7, 8, 9, 10, 11, 12],
+                            [10, 0, 0, 1],
+                            [10, 0, 0, 2],
+                            5000,
+                            40040,
+                        )
+                    };
+                    let mut f = vec![0u8; HEADERS_LEN + payload.len() + pad];
+                    ep.emit_frame(&mut f, &payload).unwrap();
+                    let ip = ETH_HEADER_LEN;
+                    // Mostly valid frames with one field bent, sometimes several.
+                    match which {
+                        0 => {}
+                        1 => {
+                            f[ip] = vihl;
+                            f[ip + 6..ip + 8].copy_from_slice(&frag.to_be_bytes());
+                            f[ip + 9] = proto;
+                        }
+                        _ => {
+                            f[12..14].copy_from_slice(
+                                &(if ethertype & 1 == 0 {
+                                    0x0800
+                                } else {
+                                    ethertype
+                                })
+                                .to_be_bytes(),
+                            );
+                            f[ip + 2..ip + 4].copy_from_slice(&(tl % 128).to_be_bytes());
+                            f[ip + 24..ip + 26].copy_from_slice(&(udp_len % 96).to_be_bytes());
+                        }
+                    }
+                    let cut = usize::from(tl) % (f.len() + 1);
+                    if tl & 0x8000 != 0 {
+                        f.truncate(cut);
+                    }
+                    f
+                },
+            )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(4096))]
+        #[test]
+        fn direct_parse_equals_etherparse(f in frames()) {
+            match (UdpFrame::parse_etherparse(&f), UdpFrame::parse_direct(&f)) {
+                (Ok(a), Ok(b)) => prop_assert_eq!(a, b),
+                (Err(_), Err(_)) => {}
+                (a, b) => prop_assert!(false, "etherparse {:?}, direct {:?}", a, b),
+            }
+            // And the public parse is the etherparse one, errors included.
+            prop_assert_eq!(UdpFrame::parse(&f), UdpFrame::parse_etherparse(&f));
+        }
+
+        #[test]
+        fn direct_parse_of_any_bytes_agrees(f in proptest::collection::vec(any::<u8>(), 0..80)) {
+            prop_assert_eq!(UdpFrame::parse_etherparse(&f).is_ok(), UdpFrame::parse_direct(&f).is_ok());
+            prop_assert_eq!(UdpFrame::parse(&f), UdpFrame::parse_etherparse(&f));
+        }
+    }
 
     #[test]
     fn emits_the_toolchain_vector_headers() {

@@ -14,8 +14,8 @@ use std::collections::VecDeque;
 
 use dta_protocol::control::Welcome;
 use dta_protocol::dta::{Body, Opcode, ReportFormat, ReportRepr};
-use dta_protocol::hash::key_checksum;
 use dta_protocol::layout::Region;
+use dta_protocol::roce::crc_table::key_checksum;
 use dta_protocol::roce::{FrameRepr, ROCEV2_UDP_PORT};
 use dta_protocol::udp::{UdpEndpoints, UdpFrame};
 use dta_protocol::Error as WireError;
@@ -143,7 +143,8 @@ impl Engine {
     /// Handles one received frame.
     pub fn handle_frame(&mut self, now: Instant, frame: &[u8]) -> Handled {
         self.counters.frames_in += 1;
-        let Ok(udp) = UdpFrame::parse(frame) else {
+        // Fixed offsets, etherparse's checks (dta-protocol tests that both agree): once per report.
+        let Ok(udp) = UdpFrame::parse_direct(frame) else {
             self.counters.not_for_us += 1;
             return Handled::NotForUs;
         };
@@ -359,20 +360,58 @@ impl Engine {
             *out = f;
             return true;
         }
+        self.poll_qps(|qp, c| qp.poll_transmit(now, c, out).then_some(()))
+            .is_some()
+    }
+
+    /// At most how many frames [`poll_transmit`](Self::poll_transmit) would give now (queued work, frames
+    /// awaiting retransmission, DTA NACKs; the window and the rate limiter may hold some back): how many
+    /// NIC buffers a transmit burst needs.
+    pub fn pending_frames(&self) -> usize {
+        self.nacks.len()
+            + self
+                .collectors
+                .iter()
+                .map(|c| c.qp.pending_frames())
+                .sum::<usize>()
+    }
+
+    /// [`poll_transmit`](Self::poll_transmit) straight into `buf`, a NIC buffer's data room: the frame is
+    /// built where it is sent instead of in a `Vec` that is then copied. Returns the frame's length, or
+    /// `None` when nothing may go now. A frame longer than `buf` stays queued: give a buffer of at least the
+    /// path MTU plus 128 bytes (an mbuf's 2 KiB room).
+    pub fn poll_transmit_into(&mut self, now: Instant, buf: &mut [u8]) -> Option<usize> {
+        if let Some(f) = self.nacks.front() {
+            let room = buf.get_mut(..f.len())?;
+            room.copy_from_slice(f);
+            let n = f.len();
+            self.nacks.pop_front();
+            return Some(n);
+        }
+        self.poll_qps(|qp, c| qp.poll_transmit_into(now, c, buf))
+    }
+
+    /// The first QP, round robin, that `send` gets a frame from.
+    #[inline]
+    fn poll_qps<T>(
+        &mut self,
+        mut send: impl FnMut(&mut crate::requester::Requester, &mut Counters) -> Option<T>,
+    ) -> Option<T> {
         let n = self.collectors.len();
+        if n == 1 {
+            // One collector, the common case: no round robin (and no divisions).
+            return send(&mut self.collectors[0].qp, &mut self.counters);
+        }
         for k in 0..n {
             let i = (self.next_qp + k) % n;
-            if self.collectors[i]
-                .qp
-                .poll_transmit(now, &mut self.counters, out)
-            {
+            if let Some(t) = send(&mut self.collectors[i].qp, &mut self.counters) {
                 // Round robin: the next call starts after this QP, so one busy collector cannot starve
                 // the others.
                 self.next_qp = (i + 1) % n;
-                return true;
+                return Some(t);
             }
         }
-        false
+        None
     }
 
     /// The next instant [`handle_timeout`](Self::handle_timeout) has work.

@@ -214,6 +214,8 @@ pub struct FrameBuilder {
     endpoints: UdpEndpoints,
     dest_qp: u32,
     shapes: Vec<Shape>,
+    /// The shape used last.
+    last: usize,
 }
 
 impl FrameBuilder {
@@ -223,6 +225,7 @@ impl FrameBuilder {
             endpoints,
             dest_qp,
             shapes: Vec::new(),
+            last: 0,
         }
     }
 
@@ -257,13 +260,28 @@ impl FrameBuilder {
         f
     }
 
+    #[inline]
     fn shape(&mut self, op: &Op) -> Option<usize> {
         let (opcode, len) = (op.opcode(), op.payload().len());
+        // Most QPs send one shape after another (Key-Write entries, full Append batches): try the last one
+        // first, inline; the search and the template's creation are out of line.
+        if let Some(s) = self.shapes.get(self.last) {
+            if s.opcode == opcode && s.payload_len == len {
+                return Some(self.last);
+            }
+        }
+        self.find_shape(op, opcode, len)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn find_shape(&mut self, op: &Op, opcode: BthOpcode, len: usize) -> Option<usize> {
         if let Some(i) = self
             .shapes
             .iter()
             .position(|s| s.opcode == opcode && s.payload_len == len)
         {
+            self.last = i;
             return Some(i);
         }
         if self.shapes.len() >= MAX_SHAPES {
@@ -278,7 +296,8 @@ impl FrameBuilder {
             template,
             prefix,
         });
-        Some(self.shapes.len() - 1)
+        self.last = self.shapes.len() - 1;
+        Some(self.last)
     }
 
     /// Writes the frame of `op` with `psn` and `ack_req` into `out` (cleared first). Returns false only if
@@ -292,33 +311,89 @@ impl FrameBuilder {
         };
         let shape = &self.shapes[i];
         out.extend_from_slice(&shape.template);
-        // Patch the per-packet fields through the protocol's own views: the template is a whole frame of
-        // this shape, so every field is in bounds. Only AckReq and the PSN differ in the BTH (the rest is
-        // the template's prefix and is in its iCRC state).
-        let mut b = bth::Packet::new_unchecked(&mut out[BTH_AT..EXT_AT]);
-        b.set_ack_req(ack_req);
-        b.set_psn(psn & PSN_MASK);
-        match op {
-            Op::Write { va, rkey, payload } => {
-                let at = EXT_AT + reth::HEADER_LEN;
-                let mut r = reth::Packet::new_unchecked(&mut out[EXT_AT..at]);
-                r.set_va(*va);
-                r.set_rkey(*rkey);
-                // The DMA length is part of the shape and already in the template.
-                out[at..at + payload.len()].copy_from_slice(payload);
-            }
-            Op::FetchAdd { va, rkey, add } => {
-                let mut a = atomic_eth::Packet::new_unchecked(
-                    &mut out[EXT_AT..EXT_AT + atomic_eth::HEADER_LEN],
-                );
-                a.set_va(*va);
-                a.set_rkey(*rkey);
-                // Compare is 0 for FETCH & ADD and already in the template.
-                a.set_swap_add(*add);
-            }
-        }
-        shape.prefix.fill(out);
+        patch(shape, op, psn, ack_req, out);
         true
+    }
+
+    /// [`build`](Self::build) straight into `buf` (an mbuf's data room, say), so the frame is written once
+    /// where it is sent instead of into a `Vec` and then copied. Returns the frame's length, or `None` when
+    /// `buf` is shorter than [`Op::frame_len`] or the frame cannot be emitted; `buf` past the frame is
+    /// left as it was.
+    pub fn build_into(
+        &mut self,
+        op: &Op,
+        psn: u32,
+        ack_req: bool,
+        buf: &mut [u8],
+    ) -> Option<usize> {
+        let len = op.frame_len();
+        let frame = buf.get_mut(..len)?;
+        let Some(i) = self.shape(op) else {
+            frame.fill(0);
+            return self.repr(op, psn, ack_req).emit(frame).ok();
+        };
+        let shape = &self.shapes[i];
+        frame.copy_from_slice(&shape.template);
+        patch(shape, op, psn, ack_req, frame);
+        Some(len)
+    }
+}
+
+/// Patches the per-packet fields of `op` into `frame`, a copy of `shape`'s template, and fills in the iCRC.
+#[inline]
+fn patch(shape: &Shape, op: &Op, psn: u32, ack_req: bool, frame: &mut [u8]) {
+    // Patch the per-packet fields through the protocol's own views: the template is a whole frame of this
+    // shape, so every field is in bounds. Only AckReq and the PSN differ in the BTH (the rest is the
+    // template's prefix and is in its iCRC state).
+    let mut b = bth::Packet::new_unchecked(&mut frame[BTH_AT..EXT_AT]);
+    b.set_ack_req(ack_req);
+    b.set_psn(psn & PSN_MASK);
+    match op {
+        Op::Write { va, rkey, payload } => {
+            let at = EXT_AT + reth::HEADER_LEN;
+            let mut r = reth::Packet::new_unchecked(&mut frame[EXT_AT..at]);
+            r.set_va(*va);
+            r.set_rkey(*rkey);
+            // The DMA length is part of the shape and already in the template.
+            frame[at..at + payload.len()].copy_from_slice(payload);
+        }
+        Op::FetchAdd { va, rkey, add } => {
+            let mut a = atomic_eth::Packet::new_unchecked(
+                &mut frame[EXT_AT..EXT_AT + atomic_eth::HEADER_LEN],
+            );
+            a.set_va(*va);
+            a.set_rkey(*rkey);
+            // Compare is 0 for FETCH & ADD and already in the template.
+            a.set_swap_add(*add);
+        }
+    }
+    shape.prefix.fill(frame);
+}
+
+/// Where the requester writes a frame: a `Vec` (resized to it) or a caller's buffer (written in place).
+pub trait FrameOut {
+    /// Whether a frame of `len` bytes fits (checked before a work request leaves the queue, so a buffer
+    /// too short loses nothing).
+    fn fits(&self, len: usize) -> bool;
+    /// Builds the frame; its length, or `None` if it could not be emitted.
+    fn build(&mut self, b: &mut FrameBuilder, op: &Op, psn: u32, ack_req: bool) -> Option<usize>;
+}
+
+impl FrameOut for Vec<u8> {
+    fn fits(&self, _: usize) -> bool {
+        true
+    }
+    fn build(&mut self, b: &mut FrameBuilder, op: &Op, psn: u32, ack_req: bool) -> Option<usize> {
+        b.build(op, psn, ack_req, self).then_some(self.len())
+    }
+}
+
+impl FrameOut for [u8] {
+    fn fits(&self, len: usize) -> bool {
+        len <= self.len()
+    }
+    fn build(&mut self, b: &mut FrameBuilder, op: &Op, psn: u32, ack_req: bool) -> Option<usize> {
+        b.build_into(op, psn, ack_req, self)
     }
 }
 
@@ -370,6 +445,15 @@ mod tests {
                 let mut want = vec![0u8; op.frame_len()];
                 b.repr(op, psn, ack).emit(&mut want).unwrap();
                 assert_eq!(out, want);
+                // Straight into a larger, dirty buffer: the same bytes, the rest untouched.
+                let mut room = vec![0xA5u8; 2048];
+                assert_eq!(b.build_into(op, psn, ack, &mut room), Some(want.len()));
+                assert_eq!(&room[..want.len()], &want[..]);
+                assert!(room[want.len()..].iter().all(|&x| x == 0xA5));
+                assert_eq!(
+                    b.build_into(op, psn, ack, &mut room[..want.len() - 1]),
+                    None
+                );
                 let f = FrameRepr::parse(&out).unwrap();
                 assert_eq!((f.bth.psn, f.bth.ack_req, f.bth.mig_req), (psn, ack, true));
                 assert_eq!(f.bth.dest_qp, 0x11);

@@ -8,6 +8,7 @@ pub mod aeth;
 pub mod atomic_ack_eth;
 pub mod atomic_eth;
 pub mod bth;
+pub mod crc_table;
 pub mod frame;
 pub mod icrc;
 pub mod psn;

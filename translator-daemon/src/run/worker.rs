@@ -230,14 +230,23 @@ fn transmit(
             },
         };
         batch.clear();
-        while batch.free() > 0 && engine.poll_transmit(now, scratch) {
-            if batch.push(scratch).is_err() {
+        while batch.free() > 0 {
+            // The engine writes each frame straight into the batch slot (no copy through `scratch`).
+            match batch.push_with(|slot| engine.poll_transmit_into(now, slot).unwrap_or(0)) {
+                Ok(n) if n > 0 => continue,
+                Ok(_) | Err(_) => {}
+            }
+            // Nothing went into the slot: either nothing may go now, or the next frame is longer than a
+            // slot (a path MTU above the slot size). The copying path tells them apart and, as before,
+            // reports the second.
+            if engine.poll_transmit(now, scratch) && batch.push(scratch).is_err() {
                 log::error!(
                     "worker {}: a {}-byte frame does not fit a batch slot",
                     io.index,
                     scratch.len()
                 );
             }
+            break;
         }
         if batch.is_empty() {
             *spare = Some(batch);

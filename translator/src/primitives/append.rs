@@ -6,13 +6,12 @@
 //! at least every `head_every` batches and after every idle flush, on the same QP, so RC ordering puts it
 //! after the entries it counts.
 
-use std::collections::HashMap;
 use std::time::Duration;
 
 use dta_protocol::dta::{AppendRepr, Opcode};
 use dta_protocol::layout::{AppendGeometry, Geometry, Region};
 
-use super::{FlushMode, Outcome, Primitive, Sink, Timed};
+use super::{FlushMode, IdMap, Outcome, Primitive, Sink, Timed};
 use crate::collector::Regions;
 use crate::counters::{Counters, DropReason};
 use crate::frames::Payload;
@@ -47,7 +46,7 @@ impl List {
 /// Every list of one collector.
 #[derive(Debug, Default)]
 pub struct AppendLists {
-    lists: HashMap<u32, List>,
+    lists: IdMap<List>,
     idle: Duration,
     head_every: u32,
 }
@@ -56,7 +55,7 @@ impl AppendLists {
     /// Lists flush a partial batch after `idle` and write the head every `head_every` batches.
     pub fn new(idle: Duration, head_every: u32) -> Self {
         AppendLists {
-            lists: HashMap::new(),
+            lists: IdMap::default(),
             idle,
             head_every,
         }

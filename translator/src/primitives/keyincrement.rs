@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use dta_protocol::dta::{KeyIncrementRepr, Opcode};
 use dta_protocol::layout::{Geometry, Region};
+use dta_protocol::roce::crc_table::placement_hash;
 
 use super::{FlushMode, Outcome, Primitive, Sink, Timed};
 use crate::collector::Regions;
@@ -95,8 +96,11 @@ impl Primitive for Coalescer {
         if r.redundancy > g.n_max() {
             return Err(DropReason::GeometryMismatch);
         }
+        let mask = g.slots() - 1;
         for n in 0..r.redundancy {
-            let va = region.va + g.offset(r.key, n);
+            // `g.offset(key, n)` (8 · slot) through the table CRC, ~4x cheaper on a 5-byte input; the
+            // hash equals dta-protocol's (its property test) and the primitives tests read the addresses.
+            let va = region.va + (u64::from(placement_hash(r.key, n)) & mask) * 8;
             if self.window.is_zero() {
                 fetch_add(out.qp, va, region.rkey, r.counter);
                 continue;
@@ -139,5 +143,69 @@ impl Timed for Coalescer {
     /// The next window to close.
     fn poll_timeout(&self) -> Option<Instant> {
         self.order.front().map(|(d, _)| *d)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{RateConfig, RequesterConfig};
+    use crate::counters::Counters;
+    use crate::frames::FrameBuilder;
+    use crate::requester::RequesterParams;
+    use dta_protocol::layout::KeyIncrementGeometry;
+    use dta_protocol::roce::{Extension, FrameRepr, ROCEV2_UDP_PORT};
+    use dta_protocol::udp::UdpEndpoints;
+
+    /// The table CRC of the hot path puts every counter copy where the layout says.
+    #[test]
+    fn addresses_match_the_layout() {
+        let g = KeyIncrementGeometry::new(1 << 24, 8).unwrap();
+        let region = Region {
+            id: 0,
+            va: 0x7f10_0000_0000,
+            rkey: 3,
+            geometry: Geometry::KeyIncrement(g),
+        };
+        let regions = Regions::new(0, &[region]).unwrap();
+        let ep = UdpEndpoints::new([2; 6], [3; 6], [1; 4], [2; 4], 1, ROCEV2_UDP_PORT);
+        let params = RequesterParams {
+            cfg: RequesterConfig::default(),
+            rate: RateConfig::default(),
+            max_atomics: 1024,
+            start_psn: 0,
+        };
+        let mut qp = Requester::new(params, FrameBuilder::new(ep, 0x11), Instant(0));
+        let mut c = Counters::default();
+        let mut ki = Coalescer::new(Duration::ZERO, 16);
+        let mut out = Vec::new();
+        for i in 0..2000u32 {
+            let key = i.wrapping_mul(0x9E37_79B1) ^ i >> 5;
+            let r = KeyIncrementRepr {
+                redundancy: 8,
+                key,
+                counter: u64::from(i),
+            };
+            let reg = *ki.region(&regions, &r).unwrap();
+            let mut sink = Sink {
+                qp: &mut qp,
+                mtu: 1024,
+                counters: &mut c,
+            };
+            assert_eq!(
+                ki.handle(Instant(0), &r, &reg, &mut sink),
+                Ok(Outcome::Accepted)
+            );
+            for n in 0..8 {
+                assert!(qp.poll_transmit(Instant(0), &mut c, &mut out));
+                let f = FrameRepr::parse(&out).unwrap();
+                let Extension::Atomic(a) = f.ext else {
+                    panic!("not a FETCH_ADD")
+                };
+                assert_eq!(a.va, region.va + g.offset(key, n), "key {key} copy {n}");
+                assert_eq!(a.swap_add, u64::from(i));
+            }
+            qp.assume_delivered();
+        }
     }
 }

@@ -2,8 +2,8 @@
 //! copy n.
 
 use dta_protocol::dta::{KeyWriteRepr, Opcode};
-use dta_protocol::hash::key_checksum;
 use dta_protocol::layout::{Geometry, Region, KEY_WRITE_CHECKSUM_LEN};
+use dta_protocol::roce::crc_table::{key_checksum, placement_hash, placement_hash0_from_checksum};
 
 use super::{FlushMode, Outcome, Primitive, Sink, Timed};
 use crate::collector::Regions;
@@ -80,11 +80,20 @@ pub fn handle_with_checksum(
     entry[..KEY_WRITE_CHECKSUM_LEN].copy_from_slice(&checksum.to_le_bytes());
     entry[KEY_WRITE_CHECKSUM_LEN..len].copy_from_slice(r.data);
     let entry = &entry[..len];
+    // `g.offset(key, n)` through the table CRCs; copy 0 continues the checksum's CRC (it hashes the same
+    // key bytes with the same polynomial, then n = 0). A test checks both against the layout.
+    let mask = g.slots() - 1;
+    let size = u64::from(g.entry_size());
     for n in 0..r.redundancy {
+        let h = if n == 0 {
+            placement_hash0_from_checksum(checksum)
+        } else {
+            placement_hash(r.key, n)
+        };
         super::write(
             qp,
             Opcode::KeyWrite,
-            region.va + g.offset(r.key, n),
+            region.va + (u64::from(h) & mask) * size,
             region.rkey,
             Payload::from_slice(entry),
         );
@@ -102,6 +111,46 @@ mod tests {
     use dta_protocol::layout::KeyWriteGeometry;
     use dta_protocol::roce::{Extension, ROCEV2_UDP_PORT};
     use dta_protocol::udp::UdpEndpoints;
+
+    /// The table CRCs of the hot path place every copy where the layout says, for many keys and every N.
+    #[test]
+    fn addresses_match_the_layout() {
+        let g = KeyWriteGeometry::new(1 << 26, 16, 8).unwrap();
+        let region = Region {
+            id: 0,
+            va: 0x7f00_0000_0000,
+            rkey: 7,
+            geometry: Geometry::KeyWrite(g),
+        };
+        let ep = UdpEndpoints::new([2; 6], [3; 6], [1; 4], [2; 4], 1, ROCEV2_UDP_PORT);
+        let params = RequesterParams {
+            cfg: RequesterConfig::default(),
+            rate: RateConfig::default(),
+            max_atomics: 16,
+            start_psn: 0,
+        };
+        let mut qp = Requester::new(params, FrameBuilder::new(ep, 0x11), Instant(0));
+        let (mut c, mut out) = (Counters::default(), Vec::new());
+        let data = [9u8; 12];
+        for i in 0..2000u32 {
+            let key = i.wrapping_mul(0x9E37_79B1) ^ i >> 3;
+            let r = KeyWriteRepr {
+                redundancy: 8,
+                key,
+                data: &data,
+            };
+            handle(&r, &region, &mut qp).unwrap();
+            for n in 0..8 {
+                assert!(qp.poll_transmit(Instant(0), &mut c, &mut out));
+                let f = dta_protocol::roce::FrameRepr::parse(&out).unwrap();
+                let Extension::Reth(h) = f.ext else {
+                    panic!("not a WRITE")
+                };
+                assert_eq!(h.va, region.va + g.offset(key, n), "key {key} copy {n}");
+            }
+            qp.assume_delivered();
+        }
+    }
 
     #[test]
     fn entries_match_the_layout_encoder() {

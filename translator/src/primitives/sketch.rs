@@ -5,13 +5,12 @@
 //! Sums saturate at `u32::MAX` instead of wrapping: a count-min estimate may then overestimate but never
 //! underestimates, which is the guarantee its queries rely on.
 
-use std::collections::HashMap;
 use std::time::Duration;
 
 use dta_protocol::dta::{Opcode, SketchOp, SketchRepr};
 use dta_protocol::layout::{Geometry, Region, SketchGeometry};
 
-use super::{FlushMode, Outcome, Primitive, Sink, Timed};
+use super::{FlushMode, IdMap, Outcome, Primitive, Sink, Timed};
 use crate::collector::Regions;
 use crate::counters::DropReason;
 use crate::frames::Payload;
@@ -36,7 +35,7 @@ struct Merge {
 /// Every sketch of one collector.
 #[derive(Debug, Default)]
 pub struct SketchMerger {
-    sketches: HashMap<u32, Merge>,
+    sketches: IdMap<Merge>,
     reporters: u16,
     batch: u32,
     idle: Duration,
@@ -46,7 +45,7 @@ impl SketchMerger {
     /// Merges `reporters` reporters, writing up to `batch` columns per WRITE.
     pub fn new(reporters: u16, batch: u32, idle: Duration) -> Self {
         SketchMerger {
-            sketches: HashMap::new(),
+            sketches: IdMap::default(),
             reporters,
             batch,
             idle,
@@ -125,10 +124,15 @@ impl Primitive for SketchMerger {
         }
         m.contrib[col as usize] += 1;
         m.expected[usize::from(r.reporter_id)] = (col + 1) % g.columns();
-        if m.contrib[col as usize] >= reporters && m.complete_since.is_none() {
-            m.complete_since = Some(now);
+        if m.contrib[col as usize] >= reporters {
+            if m.complete_since.is_none() {
+                m.complete_since = Some(now);
+            }
+            // Only a column that just completed can lengthen the complete run from `next_write`; while it
+            // is incomplete, write_complete would find what the last call found (nothing to write) and
+            // leave its state as it is, so it is not called (it scans up to a batch of columns).
+            write_complete(m, reporters, self.batch, out.mtu, false, out.qp);
         }
-        write_complete(m, reporters, self.batch, out.mtu, false, out.qp);
         Ok(Outcome::Accepted)
     }
 }
