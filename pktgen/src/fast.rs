@@ -28,8 +28,16 @@ const TYPES: [Kind; 5] = [
     Kind::Sketch,
 ];
 
-fn type_slot(kind: Kind) -> usize {
-    TYPES.iter().position(|k| *k == kind).unwrap_or(0)
+/// The index of `kind` in [`TYPES`] (a mix resolves to a type before it is looked up).
+#[inline]
+const fn type_slot(kind: Kind) -> usize {
+    match kind {
+        Kind::Keywrite | Kind::Mix => 0,
+        Kind::Keyincrement => 1,
+        Kind::Append => 2,
+        Kind::Postcard => 3,
+        Kind::Sketch => 4,
+    }
 }
 
 fn opcode(kind: Kind) -> Opcode {
@@ -42,15 +50,18 @@ fn opcode(kind: Kind) -> Opcode {
     }
 }
 
-/// Templates are copied in whole blocks of this many bytes: a few fixed-size moves instead of a call to
-/// memcpy. Output buffers have room for a template rounded up to it.
-const BLOCK: usize = 32;
+/// A template's first bytes are copied as one fixed-size block: two vector moves instead of a call to
+/// memcpy, and enough for every report type at the default sizes. Output buffers have room for at least
+/// this many bytes.
+const HEAD: usize = 64;
 
 /// A frame of one report type with every per-frame field zero, and where those fields are.
 #[derive(Debug, Clone)]
 struct Template {
-    /// The frame, zero padded to whole [`BLOCK`]s.
-    bytes: Vec<u8>,
+    /// The frame's first [`HEAD`] bytes, zero padded.
+    head: [u8; HEAD],
+    /// The rest of the frame, if it is longer.
+    tail: Vec<u8>,
     /// The frame's length.
     len: usize,
     /// The seqnum's offset (Seq form only).
@@ -112,9 +123,12 @@ impl FastGenerator {
                 .build(&report, 0, &mut bytes)
                 .map_err(|source| FastError::Template { kind, source })?;
             let len = bytes.len();
-            bytes.resize(len.div_ceil(BLOCK) * BLOCK, 0);
+            let mut head = [0u8; HEAD];
+            let n = len.min(HEAD);
+            head[..n].copy_from_slice(&bytes[..n]);
             templates[type_slot(kind)] = Some(Template {
-                bytes,
+                head,
+                tail: bytes.split_off(n),
                 len,
                 seq_at: (fmt.form == dta_protocol::dta::HeaderForm::Seq).then_some(HEADERS_LEN + 1),
                 body: HEADERS_LEN + fmt.form.header_len(),
@@ -123,9 +137,9 @@ impl FastGenerator {
         let max_len = templates
             .iter()
             .flatten()
-            .map(|t| t.bytes.len())
+            .map(|t| t.len.max(HEAD))
             .max()
-            .unwrap_or(0);
+            .unwrap_or(HEAD);
         Ok(FastGenerator {
             keys: FastKeys::new(&p.keys),
             path: p.tree.divisors(),
@@ -146,7 +160,7 @@ impl FastGenerator {
         self.index
     }
 
-    /// The room [`next_frame`](Self::next_frame) needs: the longest frame, rounded up to whole blocks.
+    /// The room [`next_frame`](Self::next_frame) needs: the longest frame, and at least 64 bytes.
     pub fn max_frame_len(&self) -> usize {
         self.max_len
     }
@@ -177,8 +191,9 @@ impl FastGenerator {
         };
         let slot = type_slot(kind);
         let t = self.templates[slot].as_ref()?;
-        for (o, b) in out.chunks_exact_mut(BLOCK).zip(t.bytes.chunks_exact(BLOCK)) {
-            o.copy_from_slice(b);
+        out[..HEAD].copy_from_slice(&t.head);
+        if !t.tail.is_empty() {
+            out[HEAD..t.len].copy_from_slice(&t.tail);
         }
         let f = &mut out[..t.len];
         let (b, i) = (t.body, self.index);

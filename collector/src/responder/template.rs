@@ -42,8 +42,7 @@ pub(crate) fn icrc_ok(cache: &mut Option<RxIcrc>, frame: &[u8], icrc_at: usize) 
     ) else {
         return false;
     };
-    // Fixed-size arrays: compared inline, without a call to memcmp.
-    let hit = matches!(cache, Some(c) if c.raw == *raw);
+    let hit = matches!(cache, Some(c) if same_prefix(&c.raw, raw));
     if !hit {
         let Ok(icrc) = IcrcPrefix::new(frame) else {
             return false;
@@ -53,6 +52,22 @@ pub(crate) fn icrc_ok(cache: &mut Option<RxIcrc>, frame: &[u8], icrc_at: usize) 
     let Some(c) = cache else { return false };
     let carried = u32::from_le_bytes([carried[0], carried[1], carried[2], carried[3]]);
     c.icrc.finish(frame, icrc_at) == carried
+}
+
+/// Whether two cached prefixes are equal, compared as machine words: `==` on the arrays calls memcmp,
+/// which costs more than the comparison itself at this size.
+#[inline]
+fn same_prefix(a: &[u8; RX_PREFIX_LEN], b: &[u8; RX_PREFIX_LEN]) -> bool {
+    // Always 8 bytes (the offsets below are constants inside the array), so the default never applies.
+    let word = |x: &[u8; RX_PREFIX_LEN], at: usize| {
+        u64::from_ne_bytes(<[u8; 8]>::try_from(&x[at..at + 8]).unwrap_or_default())
+    };
+    // 36 bytes: four words and the last four bytes (overlapping the fourth word).
+    let mut diff = 0u64;
+    for at in [0, 8, 16, 24, RX_PREFIX_LEN - 8] {
+        diff |= word(a, at) ^ word(b, at);
+    }
+    diff == 0
 }
 
 /// The request bytes a response's envelope follows from (see `Reply::new`): both MACs, the TOS byte
@@ -198,6 +213,17 @@ mod tests {
                     Outcome::Dropped(DropReason::Malformed)
                 );
             }
+        }
+    }
+
+    #[test]
+    fn same_prefix_sees_every_byte() {
+        let a = [7u8; RX_PREFIX_LEN];
+        assert!(same_prefix(&a, &a));
+        for at in 0..RX_PREFIX_LEN {
+            let mut b = a;
+            b[at] ^= 0x80;
+            assert!(!same_prefix(&a, &b), "byte {at}");
         }
     }
 
