@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 
 use dta_protocol::roce::{Psn, PSN_MASK};
 
-use super::template::{AckTemplate, RxIcrc};
+use super::template::{AckTemplate, RxIcrcCache};
 
 /// A public snapshot of one QP.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,8 +45,8 @@ pub(crate) struct Qp {
 /// What the fast path keeps per QP so that a frame like the previous one costs little.
 #[derive(Debug, Default)]
 pub(crate) struct QpCache {
-    /// iCRC state over the last request's invariant headers.
-    pub rx_icrc: Option<RxIcrc>,
+    /// iCRC states over the invariant headers of the last two request shapes.
+    pub rx_icrc: RxIcrcCache,
     /// The last ACKNOWLEDGE and ATOMIC ACKNOWLEDGE built, to patch.
     pub ack: Option<Box<AckTemplate>>,
     pub atomic_ack: Option<Box<AckTemplate>>,
