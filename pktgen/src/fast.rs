@@ -216,9 +216,14 @@ impl FastGenerator {
             Kind::Append => {
                 put32(f, b, keys.sample(rng));
                 // The event number, big-endian, right-aligned in E bytes.
-                let e = p.append_entry_len;
-                let n = e.min(8);
-                f[b + 4 + e - n..b + 4 + e].copy_from_slice(&i.to_be_bytes()[8 - n..]);
+                let end = b + 4 + p.append_entry_len;
+                let be = i.to_be_bytes();
+                // Fixed-size copies for the usual entry sizes (a move each, not a memcpy call).
+                match p.append_entry_len {
+                    4 => f[end - 4..end].copy_from_slice(&be[4..]),
+                    e if e >= 8 => f[end - 8..end].copy_from_slice(&be),
+                    e => f[end - e..end].copy_from_slice(&be[8 - e..]),
+                }
             }
             Kind::Postcard => {
                 let hop = (i % HOPS as u64) as usize;
