@@ -227,17 +227,17 @@ fn respond(
     msn: u32,
     orig: u64,
 ) -> Outcome {
-    let key = reply_key(h);
     let peer_qpn = qp.status.peer_qpn;
     let slot = match atomic {
         true => &mut qp.cache.atomic_ack,
         false => &mut qp.cache.ack,
     };
-    if let (Some(t), Some(k)) = (slot.as_deref(), key) {
-        if t.fits(&k, atomic) {
+    if let Some(t) = slot.as_deref() {
+        if t.fits(h, atomic) {
             return t.write(out, psn, msn, orig);
         }
     }
+    let key = reply_key(h);
     let reply = Reply::new(&request_endpoints(h), peer_qpn);
     match key.and_then(|k| AckTemplate::new(k, &reply, atomic)) {
         Some(t) => {

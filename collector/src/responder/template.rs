@@ -148,10 +148,16 @@ impl AckTemplate {
         })
     }
 
-    /// Whether this template answers requests with `key` (and of the atomic kind or not).
+    /// Whether this template answers the request whose first bytes are `h` (the key's bytes compared
+    /// where they lie in the frame, without assembling a key first) with an ATOMIC ACK or not.
     #[inline]
-    pub fn fits(&self, key: &ReplyKey, atomic: bool) -> bool {
-        self.atomic == atomic && self.key == *key
+    pub fn fits(&self, h: &[u8; EXT_AT], atomic: bool) -> bool {
+        let (k, ip) = (&self.key, ETH_HEADER_LEN);
+        self.atomic == atomic
+            && h[..12] == k[..12]
+            && h[ip + 1] == k[12]
+            && h[ip + 12..ip + 20] == k[13..21]
+            && h[ip + 20..ip + 22] == k[21..23]
     }
 
     /// Writes the response for `psn`, `msn` (and `orig` for an ATOMIC ACKNOWLEDGE) into `out`.
@@ -232,6 +238,23 @@ mod tests {
                     Outcome::Dropped(DropReason::Malformed)
                 );
             }
+        }
+    }
+
+    /// `fits` compares the bytes `reply_key` takes, and only those.
+    #[test]
+    fn fits_is_reply_key_equality() {
+        let mut rng = ChaCha8Rng::seed_from_u64(3);
+        let reply = Reply::new(&endpoints(&mut rng), 9);
+        let mut base = [0u8; EXT_AT];
+        rng.fill_bytes(&mut base);
+        let t = AckTemplate::new(reply_key(&base).unwrap(), &reply, false).unwrap();
+        assert!(t.fits(&base, false) && !t.fits(&base, true));
+        for at in 0..EXT_AT {
+            let mut h = base;
+            h[at] ^= 0x01;
+            let same = reply_key(&h) == reply_key(&base);
+            assert_eq!(t.fits(&h, false), same, "byte {at}");
         }
     }
 
