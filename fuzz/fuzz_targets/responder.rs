@@ -13,7 +13,9 @@
 //! * every atomic is applied at most once per QP incarnation (tracked by PSN): a duplicate never changes
 //!   memory, and a replayed answer carries the original value of the first execution;
 //! * every response is a valid RoCEv2 ACKNOWLEDGE or ATOMIC ACKNOWLEDGE (iCRC included), back to the
-//!   requester's address and QP; the expected PSN only ever moves by one.
+//!   requester's address and QP; the expected PSN only ever moves by one;
+//! * `handle` (fast path first) and `handle_general` (the reference path alone), fed the same frames on
+//!   twin responders, agree on the outcome, the response bytes, every counter, every QP and the memory.
 //!
 //! (Over 500 lines: one fuzz target: the input decoder, the model and the invariants must stay together.)
 #![no_main]
@@ -63,6 +65,9 @@ fn emit(f: &FrameRepr) -> Vec<u8> {
 struct Harness {
     arena: Arena,
     resp: Responder,
+    /// A twin fed through `handle_general` only, and its memory.
+    general: Responder,
+    general_mem: Vec<u8>,
     /// Per byte of the arena: inside a region.
     in_region: Vec<bool>,
     /// Per QP: how many times it was opened (atomics are tracked per incarnation).
@@ -101,6 +106,7 @@ impl Harness {
             local_ip: (b & 16 != 0).then_some(LOCAL_IP),
         };
         let mut resp = Responder::new(config, arena.slots().to_vec());
+        let mut general = Responder::new(config, arena.slots().to_vec());
         let psn = s.u8();
         let start = if psn & 1 != 0 {
             PSN_MASK - u32::from(psn >> 1)
@@ -108,12 +114,14 @@ impl Harness {
             u32::from(psn)
         };
         for (i, q) in QPNS.iter().enumerate() {
-            resp.open_qp(
-                *q,
-                PEERS[i],
-                0x11 + i as u32,
-                start.wrapping_add(i as u32) & PSN_MASK,
-            );
+            for r in [&mut resp, &mut general] {
+                r.open_qp(
+                    *q,
+                    PEERS[i],
+                    0x11 + i as u32,
+                    start.wrapping_add(i as u32) & PSN_MASK,
+                );
+            }
         }
         let len = arena.read().as_slice().len();
         arena.write().as_mut_slice().fill(FILL);
@@ -121,9 +129,12 @@ impl Harness {
         for slot in arena.slots() {
             in_region[slot.offset..slot.offset + slot.len()].fill(true);
         }
+        let general_mem = arena.read().as_slice().to_vec();
         Harness {
             arena,
             resp,
+            general,
+            general_mem,
             in_region,
             incarnation: [0; 3],
             applied: HashMap::new(),
@@ -321,6 +332,23 @@ impl Harness {
             self.resp.handle(frame, mem.as_mut_slice(), &mut self.out)
         };
         let after_stats = self.resp.stats().clone();
+        // The reference path on the twin decides exactly the same.
+        let mut general_out = [0u8; RESPONSE_MAX];
+        let general_outcome =
+            self.general
+                .handle_general(frame, &mut self.general_mem, &mut general_out);
+        assert_eq!(outcome, general_outcome, "fast and general paths disagree");
+        if let Outcome::Respond(n) = outcome {
+            assert_eq!(self.out[..n], general_out[..n], "response bytes differ");
+        }
+        assert_eq!(&after_stats, self.general.stats(), "counters differ");
+        for q in QPNS {
+            assert_eq!(self.resp.qp(q), self.general.qp(q), "QP {q:#x} differs");
+        }
+        assert!(
+            self.arena.read().as_slice() == &self.general_mem[..],
+            "memory differs"
+        );
         let mem = self.arena.read();
         let now = mem.as_slice();
         let changed: Vec<usize> = (0..now.len()).filter(|&i| now[i] != before[i]).collect();
@@ -475,12 +503,15 @@ impl Harness {
                 let i = usize::from(op >> 4) % QPNS.len();
                 if op & 0x80 != 0 {
                     self.resp.close_qp(QPNS[i]);
+                    self.general.close_qp(QPNS[i]);
                 } else {
                     let start = match s.u8() {
                         0 => s.u32() & PSN_MASK,
                         p => u32::from(p),
                     };
-                    self.resp.open_qp(QPNS[i], PEERS[i], 0x11 + i as u32, start);
+                    for r in [&mut self.resp, &mut self.general] {
+                        r.open_qp(QPNS[i], PEERS[i], 0x11 + i as u32, start);
+                    }
                 }
                 self.incarnation[i] += 1;
                 return;

@@ -4,6 +4,7 @@
 //! Zipf samples by inverting a precomputed CDF with a binary search: exact, and its float operations (a
 //! running sum of `1 / (r + 1)^s`) are the same in the Python profiles, so both pick the same key.
 
+use crate::divisor::Divisor;
 use crate::rng::SplitMix64;
 
 /// How keys are drawn.
@@ -58,6 +59,37 @@ impl KeyDist {
     }
 }
 
+/// [`KeyDist::sample`] with the uniform range's modulo prepared (see [`Divisor`]): the same keys from the
+/// same draws, for the fast generator.
+#[derive(Debug, Clone)]
+pub struct FastKeys {
+    dist: KeyDist,
+    uniform: Option<(u32, Divisor)>,
+}
+
+impl FastKeys {
+    /// Prepares `dist`.
+    pub fn new(dist: &KeyDist) -> Self {
+        let uniform = match dist {
+            KeyDist::Uniform { base, n } => Some((*base, Divisor::new(u64::from(*n)))),
+            KeyDist::Zipf { .. } => None,
+        };
+        FastKeys {
+            dist: dist.clone(),
+            uniform,
+        }
+    }
+
+    /// Draws a key, as [`KeyDist::sample`] does.
+    #[inline]
+    pub fn sample(&self, rng: &mut SplitMix64) -> u32 {
+        match &self.uniform {
+            Some((base, d)) => base.wrapping_add(rng.below_by(d) as u32),
+            None => self.dist.sample(rng),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -87,5 +119,21 @@ mod tests {
         assert!((47_000..49_000).contains(&seen[0]), "{seen:?}");
         assert!((11_400..12_600).contains(&seen[3]), "{seen:?}");
         assert_eq!(KeyDist::zipf(5, 1, 1.2).sample(&mut r), 5);
+    }
+
+    #[test]
+    fn fast_keys_are_the_same_keys() {
+        for d in [
+            KeyDist::uniform(7, 1_000_000),
+            KeyDist::uniform(u32::MAX - 3, 16),
+            KeyDist::uniform(0, 0),
+            KeyDist::zipf(3, 100, 1.1),
+        ] {
+            let f = FastKeys::new(&d);
+            let (mut a, mut b) = (SplitMix64::new(11), SplitMix64::new(11));
+            for _ in 0..10_000 {
+                assert_eq!(f.sample(&mut a), d.sample(&mut b), "{d:?}");
+            }
+        }
     }
 }

@@ -7,9 +7,12 @@
 //! * [`workload`]: the workloads (Key-Write path tracing, Key-Increment, Append, Postcarding, Sketch-Merge,
 //!   mix), each a deterministic sequence of reports.
 //! * [`frame`]: reports into Ethernet/IPv4/UDP frames.
+//! * [`fast`]: the same frames from per-type templates patched in place, for line-rate output.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod divisor;
+pub mod fast;
 pub mod fattree;
 pub mod frame;
 pub mod int;

@@ -5,8 +5,13 @@ use std::net::{SocketAddr, UdpSocket};
 
 use anyhow::{Context, Result};
 use dta_netio::{FrameBatch, PcapSink, TxBurst};
+use dta_pktgen::fast::FastGenerator;
+use dta_protocol::udp::HEADERS_LEN;
 
 use crate::args::Cli;
+
+/// Room for any frame the generator builds (the largest, a Sketch-Merge of 255 rows, is 1,072 bytes).
+const SCRATCH_LEN: usize = 2048;
 
 /// An open output.
 pub enum Output {
@@ -26,18 +31,25 @@ pub enum Output {
         /// Sends the kernel refused.
         dropped: u64,
     },
-    /// Frames sent out of a DPDK port.
+    /// Frames sent out of a DPDK port, built in place in the mbufs.
     #[cfg(feature = "dpdk")]
     Dpdk {
         /// The port's only queue.
         queue: dta_netio::dpdk::DpdkQueue,
         /// Keeps the port open while the queue is used.
         _port: dta_netio::dpdk::Port,
-        /// The burst being filled.
-        batch: FrameBatch,
     },
     /// Generate only (to measure the generator).
     Discard,
+}
+
+/// Where a frame is built when the output does not offer its own buffers.
+pub struct Scratch(Box<[u8; SCRATCH_LEN]>);
+
+impl Default for Scratch {
+    fn default() -> Self {
+        Scratch(Box::new([0; SCRATCH_LEN]))
+    }
 }
 
 impl Output {
@@ -64,44 +76,60 @@ impl Output {
         Ok(Output::Discard)
     }
 
-    /// Queues one frame (whole frame for pcap, its UDP payload for the socket).
-    pub fn push(&mut self, frame: &[u8], payload: &[u8], stamp_ns: u64) -> Result<()> {
+    /// Generates `n` frames (at most [`BURST`](crate::BURST)) from `gen` and sends them as one burst: the
+    /// whole frame to pcap (stamped `1 s + index * stamp_ns`) and DPDK, its UDP payload to the socket.
+    /// Returns how many frames were generated (all `n` unless a frame does not fit an mbuf).
+    pub fn send(
+        &mut self,
+        gen: &mut FastGenerator,
+        n: usize,
+        stamp_ns: f64,
+        scratch: &mut Scratch,
+    ) -> Result<usize> {
+        let first = gen.index();
+        let buf = &mut scratch.0[..];
         match self {
-            Output::Pcap { batch, .. } => batch
-                .push_stamped(frame, stamp_ns)
-                .context("queueing a frame")?,
+            Output::Pcap { sink, batch } => {
+                for _ in 0..n {
+                    let len = gen
+                        .next_frame(buf)
+                        .context("frame larger than the scratch")?;
+                    let ts = 1_000_000_000 + (gen.index() as f64 * stamp_ns) as u64;
+                    batch
+                        .push_stamped(&buf[..len], ts)
+                        .context("queueing a frame")?;
+                }
+                sink.send_burst(batch).context("writing the pcap")?;
+                batch.clear();
+            }
+            // Built straight into the mbufs. A full TX ring drops the rest of the burst; the port's
+            // counters say how many.
             #[cfg(feature = "dpdk")]
-            Output::Dpdk { batch, .. } => batch.push(frame).context("queueing a frame")?,
+            Output::Dpdk { queue, .. } => {
+                queue.send_in_place(n, |_, room| gen.next_frame(room).unwrap_or(0));
+            }
             Output::Udp {
                 socket,
                 to,
                 dropped,
             } => {
-                if socket.send_to(payload, *to).is_err() {
-                    *dropped += 1;
+                for _ in 0..n {
+                    let len = gen
+                        .next_frame(buf)
+                        .context("frame larger than the scratch")?;
+                    if socket.send_to(&buf[HEADERS_LEN..len], *to).is_err() {
+                        *dropped += 1;
+                    }
                 }
             }
-            Output::Discard => {}
-        }
-        Ok(())
-    }
-
-    /// Sends the queued burst.
-    pub fn flush_burst(&mut self) -> Result<()> {
-        match self {
-            Output::Pcap { sink, batch } => {
-                sink.send_burst(batch).context("writing the pcap")?;
-                batch.clear();
+            Output::Discard => {
+                for _ in 0..n {
+                    gen.next_frame(buf)
+                        .context("frame larger than the scratch")?;
+                }
             }
-            // A full TX ring drops the rest of the burst; the port's counters say how many.
-            #[cfg(feature = "dpdk")]
-            Output::Dpdk { queue, batch, .. } => {
-                queue.send_burst(batch).context("DPDK tx burst")?;
-                batch.clear();
-            }
-            _ => {}
         }
-        Ok(())
+        Ok((gen.index() - first) as usize)
     }
 
     /// Flushes and closes; returns the frames dropped.
@@ -117,13 +145,7 @@ impl Output {
             }
             Output::Udp { dropped, .. } => Ok(*dropped),
             #[cfg(feature = "dpdk")]
-            Output::Dpdk { queue, batch, .. } => {
-                if !batch.is_empty() {
-                    queue.send_burst(batch).context("DPDK tx burst")?;
-                    batch.clear();
-                }
-                Ok(queue.tx_stats().dropped)
-            }
+            Output::Dpdk { queue, .. } => Ok(queue.tx_stats().dropped),
             Output::Discard => Ok(0),
         }
     }
@@ -141,11 +163,7 @@ fn open_dpdk(spec: &str, eal_args: &str) -> Result<Output> {
     let (port, mut queues) =
         Port::open_spec(eal, spec, &cfg).with_context(|| format!("opening DPDK port {spec}"))?;
     let queue = queues.pop().context("DPDK port without a queue")?;
-    Ok(Output::Dpdk {
-        queue,
-        _port: port,
-        batch: FrameBatch::new(crate::BURST, 2048),
-    })
+    Ok(Output::Dpdk { queue, _port: port })
 }
 
 #[cfg(not(feature = "dpdk"))]

@@ -2,6 +2,8 @@
 //! trivially identical in Python (`pktgen/trex/dta_workloads.py`), which is why it is used instead of a
 //! crate's generator whose stream is defined only by its own code.
 
+use crate::divisor::Divisor;
+
 /// A SplitMix64 generator.
 #[derive(Debug, Clone)]
 pub struct SplitMix64 {
@@ -23,9 +25,23 @@ impl SplitMix64 {
         z ^ (z >> 31)
     }
 
+    /// Steps over `n` draws without computing them: the state only ever advances by the constant, so this
+    /// leaves the generator exactly where `n` calls of [`next_u64`](Self::next_u64) would.
+    pub fn skip(&mut self, n: u64) {
+        self.state = self
+            .state
+            .wrapping_add(0x9e37_79b9_7f4a_7c15u64.wrapping_mul(n));
+    }
+
     /// A value in `0..n` (`n` > 0) by modulo; the bias is below 2^-32 for the ranges used here.
     pub fn below(&mut self, n: u64) -> u64 {
         self.next_u64() % n.max(1)
+    }
+
+    /// [`below`](Self::below) with the divisor prepared: the same value from the same draw.
+    #[inline]
+    pub fn below_by(&mut self, d: &Divisor) -> u64 {
+        d.rem(self.next_u64())
     }
 
     /// A float in `[0, 1)` from the top 53 bits.
@@ -45,5 +61,17 @@ mod tests {
         assert_eq!(r.next_u64(), 0xe220_a839_7b1d_cdaf);
         assert_eq!(r.next_u64(), 0x6e78_9e6a_a1b9_65f4);
         assert_eq!(r.next_u64(), 0x06c4_5d18_8009_454f);
+    }
+
+    #[test]
+    fn skip_is_that_many_draws() {
+        for n in [0u64, 1, 2, 5, 1000] {
+            let (mut a, mut b) = (SplitMix64::new(9), SplitMix64::new(9));
+            for _ in 0..n {
+                a.next_u64();
+            }
+            b.skip(n);
+            assert_eq!(a.next_u64(), b.next_u64(), "n = {n}");
+        }
     }
 }

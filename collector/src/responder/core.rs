@@ -8,21 +8,20 @@
 //! request that needs a receive WQE earns an RNR NAK and leaves the QP as it was.
 
 use std::cmp::Ordering;
-use std::collections::HashMap;
 
 use dta_protocol::roce::{
-    AckKind, AethRepr, AtomicEthRepr, FrameRepr, NakCode, Psn, DEFAULT_PKEY, PKEY_PARTITION_MASK,
-    QPN_MASK, ROCEV2_UDP_PORT,
+    AtomicEthRepr, NakCode, Psn, DEFAULT_PKEY, PKEY_PARTITION_MASK, QPN_MASK, ROCEV2_UDP_PORT,
 };
-use dta_protocol::udp::{UdpEndpoints, UdpFrame};
+use dta_protocol::udp::UdpFrame;
 
+use super::bounds::Bounds;
 use super::qp::{CachedAtomic, Qp, QpStatus};
+use super::qp_table::QpTable;
+use super::reply::Reply;
 use super::request::{self, Body};
 use super::stats::{DropReason, NakKind, Stats};
 use crate::memory::{resolve, RegionSlot, Resolve};
 
-/// Credit field of every ACK: 31 means "credits not tracked", what rxe sends (AETH_ACK_UNLIMITED).
-const UNLIMITED_CREDITS: u8 = 31;
 /// Bytes an output buffer needs for any response (ATOMIC ACKNOWLEDGE is the longest: 42 + 12 + 4 + 8 + 4).
 pub const RESPONSE_MAX: usize = 128;
 /// RNR NAK timer code (12: 0.64 ms) sent for a request that needs a receive WQE: the value the ibverbs
@@ -71,11 +70,13 @@ pub enum Outcome {
 /// The software RoCEv2 responder.
 #[derive(Debug)]
 pub struct Responder {
-    config: ResponderConfig,
-    slots: Vec<RegionSlot>,
-    qps: HashMap<u32, Qp>,
+    pub(super) config: ResponderConfig,
+    pub(super) slots: Vec<RegionSlot>,
+    /// The slots' R_Keys and VA ranges as the fast path checks them.
+    pub(super) bounds: Bounds,
+    pub(super) qps: QpTable,
     next_qpn: u32,
-    stats: Stats,
+    pub(super) stats: Stats,
 }
 
 /// First QPN handed out, also after the counter wraps; QPNs 0 and 1 are special in InfiniBand.
@@ -94,8 +95,9 @@ impl Responder {
     pub fn new(config: ResponderConfig, slots: Vec<RegionSlot>) -> Self {
         Responder {
             config,
+            bounds: Bounds::new(&slots),
             slots,
-            qps: HashMap::new(),
+            qps: QpTable::default(),
             next_qpn: FIRST_QPN,
             stats: Stats::default(),
         }
@@ -125,13 +127,13 @@ impl Responder {
     /// sees once as the start of the 24-bit space.
     pub fn allocate_qp(&mut self, peer_ip: [u8; 4], peer_qpn: u32, start_psn: u32) -> Option<u32> {
         let usable = (QPN_MASK - FIRST_QPN + 1) as usize;
-        if self.qps.keys().filter(|&&q| q >= FIRST_QPN).count() >= usable {
+        if self.qps.usable() >= usable {
             return None;
         }
         loop {
             let qpn = self.next_qpn;
             self.next_qpn = next_qpn_after(qpn);
-            if qpn >= FIRST_QPN && !self.qps.contains_key(&qpn) {
+            if qpn >= FIRST_QPN && !self.qps.contains(qpn) {
                 self.open_qp(qpn, peer_ip, peer_qpn, start_psn);
                 return Some(qpn);
             }
@@ -140,12 +142,12 @@ impl Responder {
 
     /// Closes QP `qpn`; its frames are dropped as unknown afterwards.
     pub fn close_qp(&mut self, qpn: u32) {
-        self.qps.remove(&qpn);
+        self.qps.remove(qpn);
     }
 
     /// A snapshot of QP `qpn`.
     pub fn qp(&self, qpn: u32) -> Option<QpStatus> {
-        self.qps.get(&qpn).map(|q| q.status)
+        self.qps.get(qpn).map(|q| q.status)
     }
 
     /// The counters.
@@ -155,7 +157,23 @@ impl Responder {
 
     /// Handles one received frame against the arena bytes `mem`, writing any response into `out` (at least
     /// [`RESPONSE_MAX`] bytes).
+    ///
+    /// The common case (an in-sequence WRITE ONLY or atomic that passes every check) takes the fast path of
+    /// `fast.rs`; everything else, and anything the fast path is not sure of, takes the general path, which
+    /// decides exactly as before. Both give the same outcome, counters, memory and response bytes
+    /// (`fast.rs`'s tests compare them frame by frame).
     pub fn handle(&mut self, frame: &[u8], mem: &mut [u8], out: &mut [u8]) -> Outcome {
+        if let Some(outcome) = super::fast::handle(self, frame, mem, out) {
+            return outcome;
+        }
+        self.handle_general(frame, mem, out)
+    }
+
+    /// The general path alone, frame by frame through `etherparse` and `FrameRepr`: what [`handle`](Self::handle)
+    /// did before it had a fast path, kept public as the reference that tests and the fuzzer compare
+    /// [`handle`](Self::handle) with.
+    #[doc(hidden)]
+    pub fn handle_general(&mut self, frame: &[u8], mem: &mut [u8], out: &mut [u8]) -> Outcome {
         match self.handle_inner(frame, mem, out) {
             Ok(outcome) => outcome,
             Err(reason) => {
@@ -190,10 +208,7 @@ impl Responder {
             return Err(DropReason::PKey);
         }
         let max_atomic = self.config.max_dest_rd_atomic as usize;
-        let qp = self
-            .qps
-            .get_mut(&req.dest_qp)
-            .ok_or(DropReason::UnknownQp)?;
+        let qp = self.qps.get_mut(req.dest_qp).ok_or(DropReason::UnknownQp)?;
         // Only the QP's requester may use it (rxe's check_addr: the source address must be the QP's path).
         // The UDP source port carries ECMP entropy and may change per packet, so only its range is checked.
         if req.endpoints.src_ip != qp.status.peer_ip
@@ -332,7 +347,7 @@ impl Responder {
 
 /// Whether a WRITE ONLY packet carries what its RETH announces (rxe's check): up to the MTU, exactly the
 /// DMA length with the pad that length needs; beyond it, exactly one MTU without pad.
-fn write_length_ok(dma_len: usize, payload: usize, pad: u8, mtu: usize) -> bool {
+pub(super) fn write_length_ok(dma_len: usize, payload: usize, pad: u8, mtu: usize) -> bool {
     if dma_len > mtu {
         payload == mtu && pad == 0
     } else {
@@ -341,7 +356,7 @@ fn write_length_ok(dma_len: usize, payload: usize, pad: u8, mtu: usize) -> bool 
 }
 
 /// Resolves a request's target, mapping a refusal to the NAK it earns.
-fn checked_range(
+pub(super) fn checked_range(
     slots: &[RegionSlot],
     mem_len: usize,
     rkey: u32,
@@ -358,7 +373,7 @@ fn checked_range(
 
 /// Runs FETCH_ADD or COMPARE_SWAP on a native-order u64 (what an RDMA NIC does on the host's memory) and
 /// returns the value it held before.
-fn apply_atomic(compare_swap: bool, a: &AtomicEthRepr, target: &mut [u8]) -> u64 {
+pub(super) fn apply_atomic(compare_swap: bool, a: &AtomicEthRepr, target: &mut [u8]) -> u64 {
     let mut word = [0u8; 8];
     word.copy_from_slice(target);
     let orig = u64::from_ne_bytes(word);
@@ -369,87 +384,6 @@ fn apply_atomic(compare_swap: bool, a: &AtomicEthRepr, target: &mut [u8]) -> u64
     };
     target.copy_from_slice(&new.to_ne_bytes());
     orig
-}
-
-/// Builds responses back to the requester of one frame.
-struct Reply {
-    endpoints: UdpEndpoints,
-    dest_qp: u32,
-}
-
-impl Reply {
-    fn new(e: &UdpEndpoints, peer_qpn: u32) -> Self {
-        // Back to the sender, to UDP 4791, from the request's source port so the flow keeps its ECMP path.
-        let endpoints = UdpEndpoints {
-            dscp: e.dscp,
-            ..UdpEndpoints::new(
-                e.dst_mac,
-                e.src_mac,
-                e.dst_ip,
-                e.src_ip,
-                e.src_port,
-                ROCEV2_UDP_PORT,
-            )
-        };
-        Reply {
-            endpoints,
-            dest_qp: peer_qpn,
-        }
-    }
-
-    fn emit(&self, out: &mut [u8], f: FrameRepr<'_>) -> Outcome {
-        match f.emit(out) {
-            Ok(n) => Outcome::Respond(n),
-            // Only a too-small output buffer fails here, which is a bug in the caller, not in the frame.
-            Err(_) => Outcome::Dropped(DropReason::Malformed),
-        }
-    }
-
-    fn ack(&self, out: &mut [u8], psn: u32, msn: u32) -> Outcome {
-        let aeth = AethRepr {
-            kind: AckKind::Ack {
-                credits: UNLIMITED_CREDITS,
-            },
-            msn,
-        };
-        self.emit(
-            out,
-            FrameRepr::acknowledge(self.endpoints, self.dest_qp, psn, aeth),
-        )
-    }
-
-    fn nak(&self, out: &mut [u8], psn: u32, msn: u32, code: NakCode) -> Outcome {
-        let aeth = AethRepr {
-            kind: AckKind::Nak(code),
-            msn,
-        };
-        self.emit(
-            out,
-            FrameRepr::acknowledge(self.endpoints, self.dest_qp, psn, aeth),
-        )
-    }
-
-    fn rnr_nak(&self, out: &mut [u8], psn: u32, msn: u32, timer: u8) -> Outcome {
-        let aeth = AethRepr {
-            kind: AckKind::RnrNak { timer },
-            msn,
-        };
-        self.emit(
-            out,
-            FrameRepr::acknowledge(self.endpoints, self.dest_qp, psn, aeth),
-        )
-    }
-
-    fn atomic_ack(&self, out: &mut [u8], psn: u32, msn: u32, orig: u64) -> Outcome {
-        let aeth = AethRepr {
-            kind: AckKind::Ack {
-                credits: UNLIMITED_CREDITS,
-            },
-            msn,
-        };
-        let f = FrameRepr::atomic_acknowledge(self.endpoints, self.dest_qp, psn, aeth, orig);
-        self.emit(out, f)
-    }
 }
 
 #[cfg(test)]

@@ -4,11 +4,16 @@
 //! and it never reads a clock or a socket. The AF_PACKET loop (and tests) feed it. [`FaultInjector`] sits in
 //! front of it to drop, reorder and corrupt frames reproducibly.
 
+mod bounds;
 mod core;
+mod fast;
 mod faults;
 mod qp;
+mod qp_table;
+mod reply;
 mod request;
 mod stats;
+mod template;
 
 pub use self::core::{
     Outcome, Responder, ResponderConfig, FIRST_QPN, MIN_RNR_TIMER, RESPONSE_MAX,

@@ -5,6 +5,8 @@ use std::collections::VecDeque;
 
 use dta_protocol::roce::{Psn, PSN_MASK};
 
+use super::template::{AckTemplate, RxIcrcCache};
+
 /// A public snapshot of one QP.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct QpStatus {
@@ -36,6 +38,18 @@ pub(crate) struct Qp {
     pub status: QpStatus,
     /// Most recent atomics, oldest first, at most `max_dest_rd_atomic` of them (rxe's responder resources).
     pub atomics: VecDeque<CachedAtomic>,
+    /// The fast path's caches (`template.rs`): derived from bytes only, never part of the QP's state.
+    pub cache: QpCache,
+}
+
+/// What the fast path keeps per QP so that a frame like the previous one costs little.
+#[derive(Debug, Default)]
+pub(crate) struct QpCache {
+    /// iCRC states over the invariant headers of the last two request shapes.
+    pub rx_icrc: RxIcrcCache,
+    /// The last ACKNOWLEDGE and ATOMIC ACKNOWLEDGE built, to patch.
+    pub ack: Option<Box<AckTemplate>>,
+    pub atomic_ack: Option<Box<AckTemplate>>,
 }
 
 impl Qp {
@@ -50,6 +64,7 @@ impl Qp {
                 error: false,
             },
             atomics: VecDeque::with_capacity(max_dest_rd_atomic),
+            cache: QpCache::default(),
         }
     }
 
