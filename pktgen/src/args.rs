@@ -6,9 +6,11 @@ use std::path::PathBuf;
 use anyhow::{bail, Context, Result};
 use clap::{Parser, ValueEnum};
 use dta_pktgen::fattree::FatTree;
+use dta_pktgen::int::{IntKind, IntParams};
 use dta_pktgen::keys::KeyDist;
 use dta_pktgen::workload::{Kind, Params, SketchParams};
 use dta_protocol::dta::{HeaderForm, ReportFormat, SketchOp, DTA_UDP_PORT};
+use dta_protocol::int::FABRIC_TNA_REPORT_PORT;
 use dta_protocol::udp::UdpEndpoints;
 use dta_protocol::MacAddr;
 
@@ -19,6 +21,59 @@ pub enum Dist {
     Uniform,
     /// Zipf with exponent --zipf-s.
     Zipf,
+}
+
+/// Which workload: a DTA report workload, or the reports INT switches send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Workload {
+    /// Key-Write INT path tracing.
+    Keywrite,
+    /// Key-Increment counters.
+    Keyincrement,
+    /// Append events.
+    Append,
+    /// Postcarding 5-hop paths.
+    Postcard,
+    /// Sketch-Merge columns.
+    Sketch,
+    /// A third each of Key-Write, Key-Increment and Append.
+    Mix,
+    /// fabric-tna INT v0.5 reports, hop by hop, with drops (to --int-port).
+    #[value(name = "int-v05")]
+    IntV05,
+    /// INT Telemetry Report v2.0 sink reports carrying the whole path (to --int-port).
+    #[value(name = "int-v2")]
+    IntV2,
+}
+
+impl Workload {
+    /// The DTA workload, or the INT one.
+    pub fn kind(self) -> Result<Kind, IntKind> {
+        match self {
+            Workload::Keywrite => Ok(Kind::Keywrite),
+            Workload::Keyincrement => Ok(Kind::Keyincrement),
+            Workload::Append => Ok(Kind::Append),
+            Workload::Postcard => Ok(Kind::Postcard),
+            Workload::Sketch => Ok(Kind::Sketch),
+            Workload::Mix => Ok(Kind::Mix),
+            Workload::IntV05 => Err(IntKind::V05),
+            Workload::IntV2 => Err(IntKind::V2),
+        }
+    }
+
+    /// Its name on the command line and in the summary.
+    pub fn name(self) -> &'static str {
+        match self {
+            Workload::Keywrite => "keywrite",
+            Workload::Keyincrement => "keyincrement",
+            Workload::Append => "append",
+            Workload::Postcard => "postcard",
+            Workload::Sketch => "sketch",
+            Workload::Mix => "mix",
+            Workload::IntV05 => "int-v05",
+            Workload::IntV2 => "int-v2",
+        }
+    }
 }
 
 /// Base header form.
@@ -48,7 +103,7 @@ pub enum Merge {
 pub struct Cli {
     /// Workload.
     #[arg(long, value_enum)]
-    pub workload: Kind,
+    pub workload: Workload,
     /// Frames to send (default 1000 unless --duration is given).
     #[arg(long)]
     pub count: Option<u64>,
@@ -124,6 +179,12 @@ pub struct Cli {
     /// UDP destination port (the translator's).
     #[arg(long, default_value_t = DTA_UDP_PORT)]
     pub dst_port: u16,
+    /// INT workloads: hops per thousand that drop the packet (int-v05: a drop report, and the flow ends).
+    #[arg(long, default_value_t = 0)]
+    pub drop_per_mille: u32,
+    /// INT workloads: the translator's INT port (fabric-tna's collector port by default).
+    #[arg(long, default_value_t = FABRIC_TNA_REPORT_PORT)]
+    pub int_port: u16,
     /// Write frames to this pcap file.
     #[arg(long, conflicts_with = "udp")]
     pub pcap: Option<PathBuf>,
@@ -173,14 +234,26 @@ impl Cli {
         ))
     }
 
-    /// The workload parameters.
-    pub fn params(&self) -> Result<Params> {
-        let tree =
-            FatTree::new(self.k).with_context(|| format!("--k {}: need an even k >= 2", self.k))?;
-        if self.sketch_rows == 0 {
-            bail!("--sketch-rows must be at least 1");
+    /// The INT workload's parameters (`kind` from [`Workload::kind`]).
+    pub fn int_params(&self, kind: IntKind) -> Result<IntParams> {
+        if self.drop_per_mille > 1000 {
+            bail!("--drop-per-mille is at most 1000");
         }
-        let keys = match self.dist {
+        Ok(IntParams {
+            kind,
+            flows: self.keys()?,
+            tree: self.tree()?,
+            drop_per_mille: self.drop_per_mille,
+            seed: self.seed,
+        })
+    }
+
+    fn tree(&self) -> Result<FatTree> {
+        FatTree::new(self.k).with_context(|| format!("--k {}: need an even k >= 2", self.k))
+    }
+
+    fn keys(&self) -> Result<KeyDist> {
+        Ok(match self.dist {
             Dist::Uniform => KeyDist::uniform(self.key_base, self.keys),
             Dist::Zipf => {
                 if !(self.zipf_s.is_finite() && self.zipf_s > 0.0) {
@@ -188,10 +261,18 @@ impl Cli {
                 }
                 KeyDist::zipf(self.key_base, self.keys, self.zipf_s)
             }
-        };
+        })
+    }
+
+    /// The DTA workload's parameters (`kind` from [`Workload::kind`]).
+    pub fn params(&self, kind: Kind) -> Result<Params> {
+        let tree = self.tree()?;
+        if self.sketch_rows == 0 {
+            bail!("--sketch-rows must be at least 1");
+        }
         Ok(Params {
-            kind: self.workload,
-            keys,
+            kind,
+            keys: self.keys()?,
             redundancy: self.redundancy,
             keywrite_data_len: self.keywrite_data_len,
             append_entry_len: self.append_entry_len,

@@ -128,18 +128,35 @@ impl IntGenerator {
         *s
     }
 
+    /// The longest frame: a v2.0 report of a 4-hop stack is 174 bytes, a v0.5 one 112.
+    pub const MAX_FRAME_LEN: usize = 256;
+
     /// Writes the next frame into `out` (cleared first).
     pub fn next_frame(&mut self, out: &mut Vec<u8>) {
+        out.clear();
+        out.resize(Self::MAX_FRAME_LEN, 0);
+        let n = self.next_frame_into(out).unwrap_or(0);
+        out.truncate(n);
+    }
+
+    /// Writes the next frame at the start of `out` and returns its length; `None`, drawing nothing, when
+    /// `out` is shorter than [`MAX_FRAME_LEN`](Self::MAX_FRAME_LEN).
+    pub fn next_frame_into(&mut self, out: &mut [u8]) -> Option<usize> {
+        if out.len() < Self::MAX_FRAME_LEN {
+            return None;
+        }
         self.payload.clear();
         match self.p.kind {
             IntKind::V05 => self.v05(),
             IntKind::V2 => self.v2(),
         }
-        out.clear();
-        out.resize(HEADERS_LEN + self.payload.len(), 0);
-        // The envelope and payload sizes are bounded (a few hundred bytes), so emitting cannot fail.
-        let _ = self.envelope.emit_frame(out, &self.payload);
+        let len = HEADERS_LEN + self.payload.len();
+        // Bounded sizes (asserted by a test against MAX_FRAME_LEN): emitting cannot fail.
+        self.envelope
+            .emit_frame(&mut out[..len], &self.payload)
+            .ok()?;
         self.index += 1;
+        Some(len)
     }
 
     fn new_flow(&mut self) -> (u32, [u32; HOPS]) {

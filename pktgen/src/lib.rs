@@ -8,6 +8,8 @@
 //!   mix), each a deterministic sequence of reports.
 //! * [`frame`]: reports into Ethernet/IPv4/UDP frames.
 //! * [`fast`]: the same frames from per-type templates patched in place, for line-rate output.
+//! * [`int`]: INT workloads (fabric-tna v0.5 hop by hop, v2.0 sink reports) for the translator's INT port.
+//! * [`source`]: what the outputs take: any of the generators.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -18,4 +20,5 @@ pub mod frame;
 pub mod int;
 pub mod keys;
 pub mod rng;
+pub mod source;
 pub mod workload;

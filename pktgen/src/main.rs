@@ -14,6 +14,9 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Result};
 use clap::Parser;
 use dta_pktgen::fast::FastGenerator;
+use dta_pktgen::int::IntGenerator;
+use dta_pktgen::source::FrameSource;
+use dta_protocol::udp::UdpEndpoints;
 use dta_reporter::pace::Pacer;
 
 use args::Cli;
@@ -28,10 +31,55 @@ const CLOCK_EVERY: u32 = 16;
 fn main() -> Result<()> {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
     let cli = Cli::parse();
-    let params = cli.params()?;
-    let fmt = cli.format()?;
-    let mut gen = FastGenerator::new(params, cli.endpoints()?, fmt)?;
     let mut out = Output::open(&cli)?;
+    let (sent, elapsed, per_op) = match cli.workload.kind() {
+        Ok(kind) => {
+            let mut gen = FastGenerator::new(cli.params(kind)?, cli.endpoints()?, cli.format()?)?;
+            let (sent, elapsed) = pump(&cli, &mut gen, &mut out)?;
+            let per_op: BTreeMap<&'static str, u64> = gen
+                .per_opcode()
+                .filter(|(_, n)| *n > 0)
+                .map(|(op, n)| (summary::opcode_name(op), n))
+                .collect();
+            (sent, elapsed, per_op)
+        }
+        Err(kind) => {
+            let ep = UdpEndpoints {
+                dst_port: cli.int_port,
+                ..cli.endpoints()?
+            };
+            let mut gen = IntGenerator::new(cli.int_params(kind)?, ep);
+            let (sent, elapsed) = pump(&cli, &mut gen, &mut out)?;
+            let drops = gen.drops();
+            let per_op = BTreeMap::from([("int_drop", drops), ("int_flow", sent - drops)]);
+            (sent, elapsed, per_op)
+        }
+    };
+    let dropped = out.finish()?;
+    if cli.progress {
+        eprintln!();
+    }
+    let s = Summary {
+        workload: cli.workload.name(),
+        output: out_name(&cli),
+        sent,
+        dropped,
+        elapsed_s: elapsed,
+        pps: if elapsed > 0.0 {
+            sent as f64 / elapsed
+        } else {
+            0.0
+        },
+        target_pps: cli.rate,
+        per_opcode: per_op,
+    };
+    println!("{}", serde_json::to_string(&s)?);
+    Ok(())
+}
+
+/// Sends `gen`'s frames to `out` for the count or duration the command line gives, paced or not; returns
+/// the frames sent and the seconds it took.
+fn pump(cli: &Cli, gen: &mut impl FrameSource, out: &mut Output) -> Result<(u64, f64)> {
     let count = match (cli.count, cli.duration) {
         (Some(c), _) => c,
         (None, Some(_)) => u64::MAX,
@@ -68,7 +116,7 @@ fn main() -> Result<()> {
             std::hint::spin_loop();
             continue;
         }
-        let made = out.send(&mut gen, n as usize, stamp_ns, &mut scratch)?;
+        let made = out.send(gen, n as usize, stamp_ns, &mut scratch)?;
         if made as u64 != n {
             bail!("frame {} does not fit an mbuf", gen.index());
         }
@@ -79,32 +127,7 @@ fn main() -> Result<()> {
             eprint!("\r{sent} frames, {:.0} pps   ", sent as f64 / secs);
         }
     }
-    let dropped = out.finish()?;
-    if cli.progress {
-        eprintln!();
-    }
-    let elapsed = start.elapsed().as_secs_f64();
-    let per_op: BTreeMap<&'static str, u64> = gen
-        .per_opcode()
-        .filter(|(_, n)| *n > 0)
-        .map(|(op, n)| (summary::opcode_name(op), n))
-        .collect();
-    let s = Summary {
-        workload: cli.workload,
-        output: out_name(&cli),
-        sent,
-        dropped,
-        elapsed_s: elapsed,
-        pps: if elapsed > 0.0 {
-            sent as f64 / elapsed
-        } else {
-            0.0
-        },
-        target_pps: cli.rate,
-        per_opcode: per_op,
-    };
-    println!("{}", serde_json::to_string(&s)?);
-    Ok(())
+    Ok((sent, start.elapsed().as_secs_f64()))
 }
 
 fn out_name(cli: &Cli) -> &'static str {

@@ -5,7 +5,7 @@ use std::net::{SocketAddr, UdpSocket};
 
 use anyhow::{Context, Result};
 use dta_netio::{FrameBatch, PcapSink, TxBurst};
-use dta_pktgen::fast::FastGenerator;
+use dta_pktgen::source::FrameSource;
 use dta_protocol::udp::HEADERS_LEN;
 
 use crate::args::Cli;
@@ -81,7 +81,7 @@ impl Output {
     /// Returns how many frames were generated (all `n` unless a frame does not fit an mbuf).
     pub fn send(
         &mut self,
-        gen: &mut FastGenerator,
+        gen: &mut impl FrameSource,
         n: usize,
         stamp_ns: f64,
         scratch: &mut Scratch,

@@ -2,7 +2,6 @@
 
 use std::collections::BTreeMap;
 
-use dta_pktgen::workload::Kind;
 use dta_protocol::dta::Opcode;
 use serde::Serialize;
 
@@ -10,7 +9,7 @@ use serde::Serialize;
 #[derive(Debug, Serialize)]
 pub struct Summary {
     /// The workload.
-    pub workload: Kind,
+    pub workload: &'static str,
     /// Where frames went.
     pub output: &'static str,
     /// Frames generated and handed to the output.
@@ -23,7 +22,7 @@ pub struct Summary {
     pub pps: f64,
     /// The target rate, if paced.
     pub target_pps: Option<f64>,
-    /// Frames per opcode (the mix workload's split).
+    /// Frames per opcode (the mix workload's split); for INT workloads, per report kind.
     pub per_opcode: BTreeMap<&'static str, u64>,
 }
 

@@ -73,6 +73,15 @@ const CASES: &[(&str, &[(&str, &str)])] = &[
         ],
     ),
     ("mix", &[("seed", "5")]),
+    ("int-v05", &[("seed", "7"), ("keys", "100000")]),
+    (
+        "int-v05",
+        &[("seed", "11"), ("drop-per-mille", "1000"), ("k", "4")],
+    ),
+    (
+        "int-v2",
+        &[("seed", "7"), ("dist", "zipf"), ("keys", "5000")],
+    ),
     ("mix", &[("seed", "6"), ("header", "compact")]),
     (
         "keywrite",

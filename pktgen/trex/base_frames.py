@@ -53,7 +53,7 @@ sys.modules["trex_stl_lib.api"] = api
 
 out = []
 for case in json.loads(sys.argv[1]):
-    profile = importlib.import_module("dta_" + case["workload"]).register()
+    profile = importlib.import_module("dta_" + case["workload"].replace("-", "_")).register()
     streams = profile.get_streams(direction=0, pps=1000, **case["params"])
     out.append({"hex": raw(streams[0].packet.pkt).hex(), "streams": len(streams),
                 "vars": sorted(streams[0].packet.vm.vars)})
