@@ -51,7 +51,7 @@ impl Probe {
         } else if self.report_drops > 0 || self.qp_errors > 0 {
             "the translator's QP queue: the collector acknowledges writes slower than they come"
         } else if self.taken < self.sent {
-            "the veth link or the kernel (not counted by the translator)"
+            "the kernel between reporter and translator: the veth or the translator's AF_PACKET ring (DPDK's net_af_packet does not count that ring's drops)"
         } else {
             "none"
         }
