@@ -162,7 +162,7 @@ impl Engine {
                 .iter()
                 .position(|c| c.ip == udp.endpoints.src_ip)
             {
-                self.handle_roce(now, i, frame);
+                self.handle_roce(now, i, frame, &udp);
                 return Handled::Consumed;
             }
         }
@@ -170,9 +170,11 @@ impl Engine {
         Handled::NotForUs
     }
 
-    fn handle_roce(&mut self, now: Instant, i: usize, frame: &[u8]) {
+    fn handle_roce(&mut self, now: Instant, i: usize, frame: &[u8], udp: &UdpFrame) {
         let c = &mut self.counters;
-        let f = match FrameRepr::parse(frame) {
+        // The UDP layer parsed once, responses read at fixed offsets (dta-protocol tests that this equals
+        // `FrameRepr::parse`, errors included).
+        let f = match FrameRepr::parse_udp(frame, udp) {
             Ok(f) => f,
             Err(WireError::IcrcMismatch { .. }) => {
                 c.bad_icrc_responses += 1;
