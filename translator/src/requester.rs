@@ -251,10 +251,15 @@ impl Requester {
         c: &mut Counters,
         out: &mut O,
     ) -> Option<usize> {
-        if self.error.is_some() || self.rnr_until.is_some_and(|t| t > now) {
+        if self.error.is_some() {
             return None;
         }
-        self.rnr_until = None;
+        if let Some(t) = self.rnr_until {
+            if t > now {
+                return None;
+            }
+            self.rnr_until = None;
+        }
         if self.probe.is_some() && self.sent >= 1 {
             // Probing after a timeout: nothing more until the probe is answered.
             return None;
@@ -422,6 +427,23 @@ impl Requester {
     /// response was lost, so it must be asked again (the responder answers from its cache). Returns whether
     /// that happened.
     fn retire_before(&mut self, until: usize) -> bool {
+        if until == 1 && self.win > 0 {
+            // One frame (every ATOMIC ACKNOWLEDGE that answers the oldest atomic): the loop below without
+            // its iterator's set-up, ~40 instructions of Key-Increment's per-report path under callgrind.
+            let f = &self.ring[0];
+            let atomic = f.wr.op.is_atomic();
+            if atomic && !f.answered {
+                return true;
+            }
+            self.ring.pop_front();
+            self.win -= 1;
+            self.atomics = self.atomics.saturating_sub(u32::from(atomic));
+            self.sent = self.sent.saturating_sub(1);
+            if self.cwnd < self.p.cfg.window {
+                self.on_acked(1);
+            }
+            return false;
+        }
         // Find how far retirement goes, then drop that run at once: a drain for a run (popping frame by
         // frame moved each work request out of the ring just to drop it, ~70 instructions a frame under
         // callgrind), pops for one or two.

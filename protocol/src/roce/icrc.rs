@@ -28,15 +28,15 @@ const IPV4_MAX_HEADER_LEN: usize = 15 * 4;
 
 /// Where the RoCE parts of an Ethernet frame are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Offsets {
-    ip: usize,
-    udp: usize,
-    bth: usize,
+pub(super) struct Offsets {
+    pub(super) ip: usize,
+    pub(super) udp: usize,
+    pub(super) bth: usize,
     /// Offset of the iCRC, i.e. the end of the covered bytes.
-    icrc: usize,
+    pub(super) icrc: usize,
 }
 
-fn locate(frame: &[u8]) -> Result<Offsets> {
+pub(super) fn locate(frame: &[u8]) -> Result<Offsets> {
     if frame.len() < ETH_LEN + IPV4_HEADER_LEN {
         return Err(Error::Truncated {
             header: "Ethernet/IPv4",
@@ -146,7 +146,7 @@ pub fn compute(frame: &[u8]) -> Result<u32> {
 
 /// crc32fast's state after the LRH stand-in (8 bytes of `0xFF`), so a frame's CRC starts from it instead
 /// of hashing those 8 bytes every time (a test checks the value).
-const LRH_CRC: u32 = 0x2144_df1c;
+pub(super) const LRH_CRC: u32 = 0x2144_df1c;
 /// A hasher in the state after the LRH: cloned, not made, per frame, as making one detects the CPU's
 /// features each time (~40 instructions under callgrind, on every response).
 static AFTER_LRH: LazyLock<crc32fast::Hasher> =
@@ -168,7 +168,7 @@ const PLAIN_MASKED: [usize; 7] = [
     IPV4_HEADER_LEN + UDP_LEN + bth::FECN_BECN_OFFSET,
 ];
 
-fn compute_at(frame: &[u8], o: &Offsets) -> u32 {
+pub(super) fn compute_at(frame: &[u8], o: &Offsets) -> u32 {
     let rest = &frame[o.bth + bth::HEADER_LEN..o.icrc];
     if o.udp - o.ip == IPV4_HEADER_LEN && rest.len() <= SHORT_TAIL {
         // Every RoCE response: a fixed-size masked copy of headers and tail, hashed in one call from the
@@ -194,7 +194,7 @@ pub fn carried(frame: &[u8]) -> Result<u32> {
     Ok(carried_at(frame, &o))
 }
 
-fn carried_at(frame: &[u8], o: &Offsets) -> u32 {
+pub(super) fn carried_at(frame: &[u8], o: &Offsets) -> u32 {
     let c = &frame[o.icrc..o.icrc + ICRC_LEN];
     u32::from_le_bytes([c[0], c[1], c[2], c[3]])
 }

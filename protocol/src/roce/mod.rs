@@ -13,6 +13,7 @@ pub mod frame;
 pub mod icrc;
 pub mod psn;
 mod response;
+pub mod response_icrc;
 pub mod reth;
 
 pub use aeth::{AckKind, AethRepr, NakCode};
@@ -22,6 +23,7 @@ pub use bth::{BthOpcode, BthRepr};
 pub use frame::{Extension, FrameRepr};
 pub use icrc::IcrcPrefix;
 pub use psn::Psn;
+pub use response_icrc::ResponseIcrc;
 pub use reth::RethRepr;
 
 /// UDP destination port of RoCEv2.

@@ -9,7 +9,7 @@
 
 use crate::roce::{
     aeth, atomic_ack_eth, bth, icrc, AckKind, AethRepr, AtomicAckEthRepr, BthOpcode, BthRepr,
-    Extension, FrameRepr, ICRC_LEN, ROCEV2_UDP_PORT,
+    Extension, FrameRepr, ResponseIcrc, ICRC_LEN, ROCEV2_UDP_PORT,
 };
 use crate::udp::{UdpFrame, HEADERS_LEN};
 use crate::{Error, Result};
@@ -34,13 +34,32 @@ impl<'a> FrameRepr<'a> {
     /// [`parse`](Self::parse) of `frame` whose UDP layer the caller has already parsed into `udp` (with
     /// [`UdpFrame::parse`] or [`UdpFrame::parse_direct`], which agree), so it is not parsed twice.
     pub fn parse_udp(frame: &'a [u8], udp: &UdpFrame<'a>) -> Result<Self> {
+        Self::parse_udp_with(frame, udp, icrc::verify)
+    }
+
+    /// [`parse_udp`](Self::parse_udp) with the iCRC verified through `icrc`, which remembers the CRC of
+    /// the responder's constant headers: the same result.
+    pub fn parse_udp_cached(
+        frame: &'a [u8],
+        udp: &UdpFrame<'a>,
+        icrc: &mut ResponseIcrc,
+    ) -> Result<Self> {
+        Self::parse_udp_with(frame, udp, |f| icrc.verify(f))
+    }
+
+    #[inline]
+    fn parse_udp_with(
+        frame: &'a [u8],
+        udp: &UdpFrame<'a>,
+        verify: impl FnOnce(&[u8]) -> Result<()>,
+    ) -> Result<Self> {
         if udp.endpoints.dst_port != ROCEV2_UDP_PORT {
             return Err(Error::NotRoce("UDP destination port is not 4791"));
         }
         if udp.payload_offset != HEADERS_LEN {
             return Err(Error::NotRoce("IPv4 options"));
         }
-        icrc::verify(frame)?;
+        verify(frame)?;
         let roce = udp.payload;
         if let Some(f) = response(udp, roce) {
             return Ok(f);
@@ -196,6 +215,10 @@ mod tests {
             prop_assert_eq!(FrameRepr::parse_direct(&f), general);
             if let Ok(udp) = UdpFrame::parse(&f) {
                 prop_assert_eq!(FrameRepr::parse_udp(&f, &udp), general);
+                let mut cache = ResponseIcrc::new();
+                for _ in 0..2 {
+                    prop_assert_eq!(FrameRepr::parse_udp_cached(&f, &udp, &mut cache), general);
+                }
             }
         }
     }
