@@ -71,55 +71,68 @@ impl<'a> FrameRepr<'a> {
 /// A well-formed ACKNOWLEDGE or ATOMIC ACKNOWLEDGE (exact length, transport version 0, no pad, a valid
 /// syndrome), read at fixed offsets; `None` for anything else, which the general parse then handles (and
 /// refuses with the reason, if it is malformed).
-#[inline]
+// Always inlined: out of line, the ~90-byte `FrameRepr` went back through two more copies.
+#[inline(always)]
 fn response<'a>(udp: &UdpFrame<'a>, roce: &'a [u8]) -> Option<FrameRepr<'a>> {
     let opcode = match (roce.first().copied()?, roce.len()) {
         (bth::opcode::ACKNOWLEDGE, ACK_LEN) => BthOpcode::Acknowledge,
         (bth::opcode::ATOMIC_ACKNOWLEDGE, ATOMIC_ACK_LEN) => BthOpcode::AtomicAcknowledge,
         _ => return None,
     };
-    let b = bth::Packet::new_unchecked(&roce[..bth::HEADER_LEN]);
     // Transport version 0 and pad count 0 (a response carries no payload to pad).
     if roce[1] & 0x3F != 0 {
         return None;
     }
-    let at = bth::HEADER_LEN;
-    let a = aeth::Packet::new_unchecked(&roce[at..at + aeth::HEADER_LEN]);
+    // The fields at their offsets (IBA 9.2: BTH; 9.3.5: AETH; 9.5.3: AtomicAckETH), as whole big-endian
+    // words from a fixed-size array (no bounds checks): the header views' 3-byte getters were
+    // out-of-line calls here.
+    let head: &[u8; ACK_LEN] = roce.get(..ACK_LEN)?.try_into().ok()?;
+    let aeth_word = be32(head, bth::HEADER_LEN);
     let aeth = AethRepr {
-        kind: AckKind::from_syndrome(a.syndrome()).ok()?,
-        msn: a.msn(),
+        kind: AckKind::from_syndrome((aeth_word >> 24) as u8).ok()?,
+        msn: aeth_word & 0xFF_FFFF,
     };
     let ext = match opcode {
         BthOpcode::Acknowledge => Extension::Aeth(aeth),
         _ => {
-            let at = at + aeth::HEADER_LEN;
-            let o =
-                atomic_ack_eth::Packet::new_unchecked(&roce[at..at + atomic_ack_eth::HEADER_LEN]);
+            let at = bth::HEADER_LEN + aeth::HEADER_LEN;
+            let orig: [u8; atomic_ack_eth::HEADER_LEN] = roce
+                .get(at..at + atomic_ack_eth::HEADER_LEN)?
+                .try_into()
+                .ok()?;
             Extension::AtomicAck(
                 aeth,
                 AtomicAckEthRepr {
-                    orig_remote_data: o.orig_remote_data(),
+                    orig_remote_data: u64::from_be_bytes(orig),
                 },
             )
         }
     };
+    let (flags, becn_fecn) = (head[1], head[4]);
+    let ack_psn = be32(head, bth::ACK_PSN_OFFSET);
     Some(FrameRepr {
         endpoints: udp.endpoints,
         bth: BthRepr {
             opcode,
-            solicited: b.solicited(),
-            mig_req: b.mig_req(),
+            solicited: flags & 0x80 != 0,
+            mig_req: flags & 0x40 != 0,
             pad_count: 0,
-            pkey: b.pkey(),
-            fecn: b.fecn(),
-            becn: b.becn(),
-            dest_qp: b.dest_qp(),
-            ack_req: b.ack_req(),
-            psn: b.psn(),
+            pkey: u16::from_be_bytes([head[2], head[3]]),
+            fecn: becn_fecn & 0x80 != 0,
+            becn: becn_fecn & 0x40 != 0,
+            dest_qp: be32(head, 4) & 0xFF_FFFF,
+            ack_req: ack_psn & 0x8000_0000 != 0,
+            psn: ack_psn & 0xFF_FFFF,
         },
         ext,
         payload: &[],
     })
+}
+
+/// The big-endian word at `at` of a response's fixed part.
+#[inline(always)]
+fn be32(b: &[u8; ACK_LEN], at: usize) -> u32 {
+    u32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
 }
 
 #[cfg(test)]
