@@ -81,6 +81,13 @@ impl Payload {
         p
     }
 
+    /// The first `len` bytes of `buf` (at most [`INLINE_PAYLOAD`]), moved in as the inline buffer: no copy
+    /// loop, for a payload assembled on the stack (a Key-Write entry). `None` if `len` is too long.
+    #[inline]
+    pub fn from_array(buf: [u8; INLINE_PAYLOAD], len: usize) -> Option<Self> {
+        (len <= INLINE_PAYLOAD).then(|| Payload(SmallVec::from_buf_and_len(buf, len)))
+    }
+
     /// Appends `bytes` (within the capacity asked for, this does not allocate).
     pub fn extend_from_slice(&mut self, bytes: &[u8]) {
         self.0.extend_from_slice(bytes);
@@ -489,6 +496,13 @@ mod tests {
         assert!(big.0.spilled());
         assert_eq!(big.len(), 100);
         assert_eq!((big[59], big[60]), (7, 8));
+        let mut buf = [0u8; INLINE_PAYLOAD];
+        buf[..5].copy_from_slice(&[1, 2, 3, 4, 5]);
+        assert_eq!(
+            Payload::from_array(buf, 5),
+            Some(Payload::from_slice(&[1, 2, 3, 4, 5]))
+        );
+        assert_eq!(Payload::from_array(buf, INLINE_PAYLOAD + 1), None);
         let at = big.as_ptr();
         drop(big);
         // The buffer comes back from the pool for the next large payload.
