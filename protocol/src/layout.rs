@@ -15,7 +15,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::dta::N_MAX;
-use crate::hash::{key_checksum, placement, postcard_cell};
+// The table CRCs: the same values as `crate::hash` (proptests in `crc_table`), a fraction of the cost.
+use crate::roce::crc_table::{key_checksum, placement, postcard_cell};
 
 mod kind;
 pub use kind::RegionKind;

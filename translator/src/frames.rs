@@ -81,6 +81,13 @@ impl Payload {
         p
     }
 
+    /// The first `len` bytes of `buf` (at most [`INLINE_PAYLOAD`]), moved in as the inline buffer: no copy
+    /// loop, for a payload assembled on the stack (a Key-Write entry). `None` if `len` is too long.
+    #[inline]
+    pub fn from_array(buf: [u8; INLINE_PAYLOAD], len: usize) -> Option<Self> {
+        (len <= INLINE_PAYLOAD).then(|| Payload(SmallVec::from_buf_and_len(buf, len)))
+    }
+
     /// Appends `bytes` (within the capacity asked for, this does not allocate).
     pub fn extend_from_slice(&mut self, bytes: &[u8]) {
         self.0.extend_from_slice(bytes);
@@ -88,6 +95,9 @@ impl Payload {
 }
 
 impl Drop for Payload {
+    // Inline: the check for an inline payload (every Key-Write and Key-Increment one) is a compare, cheaper
+    // than the call a retired window of work requests made per entry.
+    #[inline]
     fn drop(&mut self) {
         if !self.0.spilled() {
             return;
@@ -199,6 +209,7 @@ impl Op {
 /// Where the BTH and the extension header start in a frame (dta emits no IPv4 options).
 const BTH_AT: usize = HEADERS_LEN;
 const EXT_AT: usize = BTH_AT + bth::HEADER_LEN;
+const ACK_PSN_AT: usize = BTH_AT + bth::ACK_PSN_OFFSET;
 /// Shapes kept per QP; Append and Sketch flushes of every length stay well below this.
 const MAX_SHAPES: usize = 64;
 
@@ -326,13 +337,15 @@ impl FrameBuilder {
         ack_req: bool,
         buf: &mut [u8],
     ) -> Option<usize> {
-        let len = op.frame_len();
-        let frame = buf.get_mut(..len)?;
         let Some(i) = self.shape(op) else {
+            let frame = buf.get_mut(..op.frame_len())?;
             frame.fill(0);
             return self.repr(op, psn, ack_req).emit(frame).ok();
         };
         let shape = &self.shapes[i];
+        // The template is a frame of this shape: its length is the frame's.
+        let len = shape.template.len();
+        let frame = buf.get_mut(..len)?;
         frame.copy_from_slice(&shape.template);
         patch(shape, op, psn, ack_req, frame);
         Some(len)
@@ -340,31 +353,31 @@ impl FrameBuilder {
 }
 
 /// Patches the per-packet fields of `op` into `frame`, a copy of `shape`'s template, and fills in the iCRC.
+///
+/// The fields are stored at their fixed offsets as whole big-endian words (the template is a whole frame of
+/// this shape, so every one is in bounds; `template_path_equals_full_emit` checks the bytes against a full
+/// emit): through the header views' setters, the 3-byte PSN store alone was an out-of-line call.
 #[inline]
 fn patch(shape: &Shape, op: &Op, psn: u32, ack_req: bool, frame: &mut [u8]) {
-    // Patch the per-packet fields through the protocol's own views: the template is a whole frame of this
-    // shape, so every field is in bounds. Only AckReq and the PSN differ in the BTH (the rest is the
-    // template's prefix and is in its iCRC state).
-    let mut b = bth::Packet::new_unchecked(&mut frame[BTH_AT..EXT_AT]);
-    b.set_ack_req(ack_req);
-    b.set_psn(psn & PSN_MASK);
+    // Only AckReq and the PSN differ in the BTH (the rest is the template's prefix and is in its iCRC
+    // state). Their word: AckReq, 7 reserved bits (zero, as the BTH's emit writes them), the PSN.
+    let word = u32::from(ack_req) << 31 | (psn & PSN_MASK);
+    frame[ACK_PSN_AT..ACK_PSN_AT + 4].copy_from_slice(&word.to_be_bytes());
     match op {
         Op::Write { va, rkey, payload } => {
+            // RETH: VA, R_Key; the DMA length is part of the shape and already in the template.
             let at = EXT_AT + reth::HEADER_LEN;
-            let mut r = reth::Packet::new_unchecked(&mut frame[EXT_AT..at]);
-            r.set_va(*va);
-            r.set_rkey(*rkey);
-            // The DMA length is part of the shape and already in the template.
-            frame[at..at + payload.len()].copy_from_slice(payload);
+            let ext = &mut frame[EXT_AT..at + payload.len()];
+            ext[..8].copy_from_slice(&va.to_be_bytes());
+            ext[8..12].copy_from_slice(&rkey.to_be_bytes());
+            ext[reth::HEADER_LEN..].copy_from_slice(payload);
         }
         Op::FetchAdd { va, rkey, add } => {
-            let mut a = atomic_eth::Packet::new_unchecked(
-                &mut frame[EXT_AT..EXT_AT + atomic_eth::HEADER_LEN],
-            );
-            a.set_va(*va);
-            a.set_rkey(*rkey);
-            // Compare is 0 for FETCH & ADD and already in the template.
-            a.set_swap_add(*add);
+            // AtomicETH: VA, R_Key, add; compare is 0 for FETCH & ADD and already in the template.
+            let ext = &mut frame[EXT_AT..EXT_AT + atomic_eth::HEADER_LEN];
+            ext[..8].copy_from_slice(&va.to_be_bytes());
+            ext[8..12].copy_from_slice(&rkey.to_be_bytes());
+            ext[12..20].copy_from_slice(&add.to_be_bytes());
         }
     }
     shape.prefix.fill(frame);
@@ -483,6 +496,13 @@ mod tests {
         assert!(big.0.spilled());
         assert_eq!(big.len(), 100);
         assert_eq!((big[59], big[60]), (7, 8));
+        let mut buf = [0u8; INLINE_PAYLOAD];
+        buf[..5].copy_from_slice(&[1, 2, 3, 4, 5]);
+        assert_eq!(
+            Payload::from_array(buf, 5),
+            Some(Payload::from_slice(&[1, 2, 3, 4, 5]))
+        );
+        assert_eq!(Payload::from_array(buf, INLINE_PAYLOAD + 1), None);
         let at = big.as_ptr();
         drop(big);
         // The buffer comes back from the pool for the next large payload.

@@ -23,6 +23,9 @@ use crate::time::nanos;
 pub struct RttEstimator {
     /// Smoothed RTT and RTT variation, once a sample was taken.
     state: Option<(u64, u64)>,
+    /// The base timeout the state gives (ns), kept up to date by `sample` and `reset`: the requester asks
+    /// for it on every response, more often than it samples.
+    timeout: u64,
     initial: u64,
     floor: u64,
     ceiling: u64,
@@ -34,9 +37,11 @@ impl RttEstimator {
     pub fn new(initial: Duration, floor: Duration, ceiling: Duration) -> Self {
         let (initial, floor, ceiling) = (nanos(initial), nanos(floor), nanos(ceiling));
         let ceiling = ceiling.max(floor);
+        let initial = initial.clamp(floor, ceiling);
         RttEstimator {
             state: None,
-            initial: initial.clamp(floor, ceiling),
+            timeout: initial,
+            initial,
             floor,
             ceiling,
         }
@@ -53,6 +58,7 @@ impl RttEstimator {
                 (srtt, rttvar)
             }
         });
+        self.timeout = self.compute_timeout();
     }
 
     /// The smoothed RTT, once sampled.
@@ -66,19 +72,25 @@ impl RttEstimator {
     }
 
     /// The base retransmit timeout (before any backoff).
+    #[inline]
     pub fn timeout(&self) -> Duration {
-        Duration::from_nanos(match self.state {
+        Duration::from_nanos(self.timeout)
+    }
+
+    fn compute_timeout(&self) -> u64 {
+        match self.state {
             None => self.initial,
             Some((srtt, rttvar)) => srtt
                 .saturating_add(rttvar.saturating_mul(4))
                 .max(srtt.saturating_mul(2))
                 .clamp(self.floor, self.ceiling),
-        })
+        }
     }
 
     /// Forgets the samples (a new path: a re-established QP).
     pub fn reset(&mut self) {
         self.state = None;
+        self.timeout = self.initial;
     }
 }
 
@@ -88,6 +100,24 @@ mod tests {
 
     const US: Duration = Duration::from_micros(1);
     const NS: Duration = Duration::from_nanos(1);
+
+    /// The kept timeout is the one the state gives, through samples and resets.
+    #[test]
+    fn kept_timeout_follows_the_state() {
+        let mut e = RttEstimator::new(1_000 * US, 50 * US, 20_000 * US);
+        let mut x = 12_345u64;
+        for k in 0..500 {
+            x = x
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            if k % 97 == 96 {
+                e.reset();
+            } else {
+                e.sample(Duration::from_nanos(x >> 40));
+            }
+            assert_eq!(nanos(e.timeout()), e.compute_timeout());
+        }
+    }
 
     #[test]
     fn initial_timeout_until_the_first_sample() {

@@ -5,9 +5,10 @@
 //! set-up costs more than the CRC: callgrind put `crc32fast::hash` of 4 bytes at ~90 instructions
 //! (CPU feature detection, the SIMD path's dispatch, the tail loop). A slice-by-4 table does a 32-bit word
 //! in 4 lookups. The tables are built at compile time; tests check every entry point against the
-//! reference crates.
+//! reference crates and [`crate::hash`], which stays the reference. The layout functions and the
+//! translator's per-report paths use these.
 
-use crate::hash::PLACEMENT_POLYNOMIALS;
+use crate::hash::{HOP_POLYNOMIALS, PLACEMENT_POLYNOMIALS};
 
 /// Slice-by-4 tables of one reflected CRC-32 polynomial.
 pub struct Crc32Table {
@@ -116,6 +117,48 @@ pub fn placement_hash0_from_checksum(checksum: u32) -> u32 {
     !CRC32_ISO_HDLC.update_byte(!checksum, 0)
 }
 
+/// `placement_hash(key, n) & (slots - 1)`, as [`hash::placement`](crate::hash::placement).
+#[inline]
+pub fn placement(key: u32, n: u8, slots: u64) -> u64 {
+    u64::from(placement_hash(key, n)) & (slots - 1)
+}
+
+/// The tables of the eight per-hop polynomials ([`HOP_POLYNOMIALS`]), hop 1 at index 0.
+pub static HOP_TABLES: [Crc32Table; 8] = [
+    Crc32Table::new(HOP_POLYNOMIALS[0]),
+    Crc32Table::new(HOP_POLYNOMIALS[1]),
+    Crc32Table::new(HOP_POLYNOMIALS[2]),
+    Crc32Table::new(HOP_POLYNOMIALS[3]),
+    Crc32Table::new(HOP_POLYNOMIALS[4]),
+    Crc32Table::new(HOP_POLYNOMIALS[5]),
+    Crc32Table::new(HOP_POLYNOMIALS[6]),
+    Crc32Table::new(HOP_POLYNOMIALS[7]),
+];
+
+/// CRC-32C (Castagnoli), the CRC of `g(v)`.
+pub static CRC32C: Crc32Table = Crc32Table::new(0x1EDC_6F41);
+
+/// [`hash::hop_checksum`](crate::hash::hop_checksum) through the tables (the `crc` crate's bytewise
+/// tables cost ~30 instructions for the 4 key bytes, with its set-up): `None` outside hops 1..=8.
+#[inline]
+pub fn hop_checksum(hop: u8, key: u32) -> Option<u32> {
+    let t = HOP_TABLES.get(usize::from(hop).checked_sub(1)?)?;
+    Some(!t.update_u32_le(!0, key))
+}
+
+/// [`hash::postcard_g`](crate::hash::postcard_g) through the table: CRC-32C of the value's big-endian
+/// bytes, i.e. of the little-endian bytes of the byte-swapped value.
+#[inline]
+pub fn postcard_g(value: u32) -> u32 {
+    !CRC32C.update_u32_le(!0, value.swap_bytes())
+}
+
+/// [`hash::postcard_cell`](crate::hash::postcard_cell) through the tables.
+#[inline]
+pub fn postcard_cell(key: u32, hop: u8, value: u32) -> Option<u32> {
+    Some(hop_checksum(hop, key)? ^ postcard_g(value))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -145,6 +188,16 @@ mod tests {
             prop_assert_eq!(checksum, hash::key_checksum(key));
             prop_assert_eq!(placement_hash(key, n), hash::placement_hash(key, n));
             prop_assert_eq!(placement_hash0_from_checksum(checksum), hash::placement_hash(key, 0));
+            let slots = 1u64 << (n % 40);
+            prop_assert_eq!(placement(key, n, slots), hash::placement(key, n, slots));
+        }
+
+        /// Every hop (in range or not), any key and value: the postcard hashes equal the `crc` crate's.
+        #[test]
+        fn postcard_hashes_equal_the_hash_module(key in any::<u32>(), hop in 0u8..12, value in any::<u32>()) {
+            prop_assert_eq!(hop_checksum(hop, key), hash::hop_checksum(hop, key));
+            prop_assert_eq!(postcard_g(value), hash::postcard_g(value));
+            prop_assert_eq!(postcard_cell(key, hop, value), hash::postcard_cell(key, hop, value));
         }
     }
 

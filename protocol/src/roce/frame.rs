@@ -314,10 +314,23 @@ impl<'a> FrameRepr<'a> {
             return Err(Error::NotRoce("IPv4 options"));
         }
         icrc::verify(frame)?;
-        let roce = udp.payload;
+        Self::parse_roce(udp.endpoints, udp.payload)
+    }
+
+    /// The checks of [`parse`](Self::parse) after the iCRC: BTH, extension headers, pad count and lengths of
+    /// `roce`, a UDP payload whose iCRC was verified.
+    pub(crate) fn parse_roce(endpoints: UdpEndpoints, roce: &'a [u8]) -> Result<Self> {
         let bth_view = bth::Packet::new_checked(roce)?;
         let bth = BthRepr::parse(&bth_view)?;
-        let after_bth = &roce[bth::HEADER_LEN..roce.len() - ICRC_LEN];
+        // A UDP length shorter than the IPv4 packet (whose end the iCRC is read from) can leave less than a
+        // BTH and an iCRC here: refused, not sliced.
+        let after_bth = roce
+            .get(bth::HEADER_LEN..roce.len().saturating_sub(ICRC_LEN))
+            .ok_or(Error::Truncated {
+                header: "RoCEv2 packet",
+                needed: bth::HEADER_LEN + ICRC_LEN,
+                available: roce.len(),
+            })?;
         let ext = Extension::parse(bth.opcode, after_bth)?;
         let body = &after_bth[ext.len()..];
         let pad = usize::from(bth.pad_count);
@@ -347,7 +360,7 @@ impl<'a> FrameRepr<'a> {
             }
         }
         Ok(FrameRepr {
-            endpoints: udp.endpoints,
+            endpoints,
             bth,
             ext,
             payload,

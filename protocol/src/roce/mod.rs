@@ -2,7 +2,7 @@
 //!
 //! One file per header: [`bth`], [`reth`], [`atomic_eth`], [`aeth`], [`atomic_ack_eth`]; the invariant CRC in
 //! [`icrc`]; PSN arithmetic in [`psn`]; and [`frame`], which builds and parses whole
-//! Ethernet/IPv4/UDP/BTH/.../iCRC frames.
+//! Ethernet/IPv4/UDP/BTH/.../iCRC frames (responses also at fixed offsets, in `response`).
 
 pub mod aeth;
 pub mod atomic_ack_eth;
@@ -12,6 +12,8 @@ pub mod crc_table;
 pub mod frame;
 pub mod icrc;
 pub mod psn;
+mod response;
+pub mod response_icrc;
 pub mod reth;
 
 pub use aeth::{AckKind, AethRepr, NakCode};
@@ -21,6 +23,7 @@ pub use bth::{BthOpcode, BthRepr};
 pub use frame::{Extension, FrameRepr};
 pub use icrc::IcrcPrefix;
 pub use psn::Psn;
+pub use response_icrc::ResponseIcrc;
 pub use reth::RethRepr;
 
 /// UDP destination port of RoCEv2.

@@ -4,7 +4,7 @@
 
 use dta_protocol::control::Welcome;
 use dta_protocol::layout::{Geometry, Region};
-use dta_protocol::roce::{QPN_MASK, ROCEV2_UDP_PORT};
+use dta_protocol::roce::{ResponseIcrc, QPN_MASK, ROCEV2_UDP_PORT};
 use dta_protocol::udp::UdpEndpoints;
 
 use super::QpStats;
@@ -25,6 +25,8 @@ pub(super) struct Collector {
     pub(super) qp: Requester,
     pub(super) prims: Primitives,
     pub(super) can_atomic: bool,
+    /// The CRC of this collector's response headers, remembered per response shape.
+    pub(super) icrc: ResponseIcrc,
 }
 
 impl Collector {
@@ -120,6 +122,7 @@ impl Collector {
             qp: Requester::new(params, builder, now),
             prims: Primitives::new(cfg),
             can_atomic: w.max_dest_rd_atomic > 0,
+            icrc: ResponseIcrc::new(),
         })
     }
 

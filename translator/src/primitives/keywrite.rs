@@ -79,7 +79,6 @@ pub fn handle_with_checksum(
     let mut entry = [0u8; INLINE_PAYLOAD];
     entry[..KEY_WRITE_CHECKSUM_LEN].copy_from_slice(&checksum.to_le_bytes());
     entry[KEY_WRITE_CHECKSUM_LEN..len].copy_from_slice(r.data);
-    let entry = &entry[..len];
     // `g.offset(key, n)` through the table CRCs; copy 0 continues the checksum's CRC (it hashes the same
     // key bytes with the same polynomial, then n = 0). A test checks both against the layout.
     let mask = g.slots() - 1;
@@ -90,12 +89,14 @@ pub fn handle_with_checksum(
         } else {
             placement_hash(r.key, n)
         };
+        // The entry moves in as the payload's inline buffer (`len` fits: checked above).
+        let payload = Payload::from_array(entry, len).ok_or(DropReason::GeometryMismatch)?;
         super::write(
             qp,
             Opcode::KeyWrite,
             region.va + (u64::from(h) & mask) * size,
             region.rkey,
-            Payload::from_slice(entry),
+            payload,
         );
     }
     Ok(())

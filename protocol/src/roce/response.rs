@@ -1,0 +1,238 @@
+//! RoCE responses at fixed offsets: the requester's per-ACK parse.
+//!
+//! [`FrameRepr::parse`] is the general path: it parses the UDP layer again (the engine already did, to
+//! route the frame) and walks the BTH and extension headers through their checked views. A requester sees
+//! one ACKNOWLEDGE per AckReq and one ATOMIC ACKNOWLEDGE per FETCH_ADD (Key-Increment: one per report), so
+//! [`FrameRepr::parse_udp`] takes the UDP layer the caller has and reads a well-formed response's few
+//! fields straight from their offsets; anything else (requests, CNPs, any malformed field) goes the
+//! general way for its exact error. A property test checks both give the same result, errors included.
+
+use crate::roce::{
+    aeth, atomic_ack_eth, bth, icrc, AckKind, AethRepr, AtomicAckEthRepr, BthOpcode, BthRepr,
+    Extension, FrameRepr, ResponseIcrc, ICRC_LEN, ROCEV2_UDP_PORT,
+};
+use crate::udp::{UdpFrame, HEADERS_LEN};
+use crate::{Error, Result};
+
+/// Bytes after the UDP header of a well-formed ACKNOWLEDGE: BTH, AETH, iCRC.
+const ACK_LEN: usize = bth::HEADER_LEN + aeth::HEADER_LEN + ICRC_LEN;
+/// ... and of an ATOMIC ACKNOWLEDGE: BTH, AETH, AtomicAckETH, iCRC.
+const ATOMIC_ACK_LEN: usize = ACK_LEN + atomic_ack_eth::HEADER_LEN;
+
+impl<'a> FrameRepr<'a> {
+    /// [`parse`](Self::parse) with the UDP layer at fixed offsets ([`UdpFrame::parse_direct`]) and
+    /// responses read directly: the same result for every frame, errors included.
+    #[inline]
+    pub fn parse_direct(frame: &'a [u8]) -> Result<Self> {
+        match UdpFrame::parse_direct(frame) {
+            Ok(udp) => Self::parse_udp(frame, &udp),
+            // Not a plain datagram: the general parse says why.
+            Err(_) => Self::parse(frame),
+        }
+    }
+
+    /// [`parse`](Self::parse) of `frame` whose UDP layer the caller has already parsed into `udp` (with
+    /// [`UdpFrame::parse`] or [`UdpFrame::parse_direct`], which agree), so it is not parsed twice.
+    pub fn parse_udp(frame: &'a [u8], udp: &UdpFrame<'a>) -> Result<Self> {
+        Self::parse_udp_with(frame, udp, icrc::verify)
+    }
+
+    /// [`parse_udp`](Self::parse_udp) with the iCRC verified through `icrc`, which remembers the CRC of
+    /// the responder's constant headers: the same result.
+    pub fn parse_udp_cached(
+        frame: &'a [u8],
+        udp: &UdpFrame<'a>,
+        icrc: &mut ResponseIcrc,
+    ) -> Result<Self> {
+        Self::parse_udp_with(frame, udp, |f| icrc.verify(f))
+    }
+
+    #[inline]
+    fn parse_udp_with(
+        frame: &'a [u8],
+        udp: &UdpFrame<'a>,
+        verify: impl FnOnce(&[u8]) -> Result<()>,
+    ) -> Result<Self> {
+        if udp.endpoints.dst_port != ROCEV2_UDP_PORT {
+            return Err(Error::NotRoce("UDP destination port is not 4791"));
+        }
+        if udp.payload_offset != HEADERS_LEN {
+            return Err(Error::NotRoce("IPv4 options"));
+        }
+        verify(frame)?;
+        let roce = udp.payload;
+        if let Some(f) = response(udp, roce) {
+            return Ok(f);
+        }
+        Self::parse_roce(udp.endpoints, roce)
+    }
+}
+
+/// A well-formed ACKNOWLEDGE or ATOMIC ACKNOWLEDGE (exact length, transport version 0, no pad, a valid
+/// syndrome), read at fixed offsets; `None` for anything else, which the general parse then handles (and
+/// refuses with the reason, if it is malformed).
+// Always inlined: out of line, the ~90-byte `FrameRepr` went back through two more copies.
+#[inline(always)]
+fn response<'a>(udp: &UdpFrame<'a>, roce: &'a [u8]) -> Option<FrameRepr<'a>> {
+    let opcode = match (roce.first().copied()?, roce.len()) {
+        (bth::opcode::ACKNOWLEDGE, ACK_LEN) => BthOpcode::Acknowledge,
+        (bth::opcode::ATOMIC_ACKNOWLEDGE, ATOMIC_ACK_LEN) => BthOpcode::AtomicAcknowledge,
+        _ => return None,
+    };
+    // Transport version 0 and pad count 0 (a response carries no payload to pad).
+    if roce[1] & 0x3F != 0 {
+        return None;
+    }
+    // The fields at their offsets (IBA 9.2: BTH; 9.3.5: AETH; 9.5.3: AtomicAckETH), as whole big-endian
+    // words from a fixed-size array (no bounds checks): the header views' 3-byte getters were
+    // out-of-line calls here.
+    let head: &[u8; ACK_LEN] = roce.get(..ACK_LEN)?.try_into().ok()?;
+    let aeth_word = be32(head, bth::HEADER_LEN);
+    let aeth = AethRepr {
+        kind: AckKind::from_syndrome((aeth_word >> 24) as u8).ok()?,
+        msn: aeth_word & 0xFF_FFFF,
+    };
+    let ext = match opcode {
+        BthOpcode::Acknowledge => Extension::Aeth(aeth),
+        _ => {
+            let at = bth::HEADER_LEN + aeth::HEADER_LEN;
+            let orig: [u8; atomic_ack_eth::HEADER_LEN] = roce
+                .get(at..at + atomic_ack_eth::HEADER_LEN)?
+                .try_into()
+                .ok()?;
+            Extension::AtomicAck(
+                aeth,
+                AtomicAckEthRepr {
+                    orig_remote_data: u64::from_be_bytes(orig),
+                },
+            )
+        }
+    };
+    let (flags, becn_fecn) = (head[1], head[4]);
+    let ack_psn = be32(head, bth::ACK_PSN_OFFSET);
+    Some(FrameRepr {
+        endpoints: udp.endpoints,
+        bth: BthRepr {
+            opcode,
+            solicited: flags & 0x80 != 0,
+            mig_req: flags & 0x40 != 0,
+            pad_count: 0,
+            pkey: u16::from_be_bytes([head[2], head[3]]),
+            fecn: becn_fecn & 0x80 != 0,
+            becn: becn_fecn & 0x40 != 0,
+            dest_qp: be32(head, 4) & 0xFF_FFFF,
+            ack_req: ack_psn & 0x8000_0000 != 0,
+            psn: ack_psn & 0xFF_FFFF,
+        },
+        ext,
+        payload: &[],
+    })
+}
+
+/// The big-endian word at `at` of a response's fixed part.
+#[inline(always)]
+fn be32(b: &[u8; ACK_LEN], at: usize) -> u32 {
+    u32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::roce::NakCode;
+    use crate::udp::UdpEndpoints;
+    use proptest::prelude::*;
+
+    fn responses() -> Vec<Vec<u8>> {
+        let ep = UdpEndpoints::new([2; 6], [4; 6], [10, 0, 0, 2], [10, 0, 0, 1], 49152, 4791);
+        let kinds = [
+            AckKind::Ack { credits: 31 },
+            AckKind::RnrNak { timer: 3 },
+            AckKind::Nak(NakCode::PsnSequenceError),
+            AckKind::Nak(NakCode::RemoteAccessError),
+        ];
+        let mut out = Vec::new();
+        for (k, kind) in kinds.into_iter().enumerate() {
+            let aeth = AethRepr {
+                kind,
+                msn: 0xAB_CDEF - k as u32,
+            };
+            let psn = 0xFF_FFF0 + k as u32;
+            for f in [
+                FrameRepr::acknowledge(ep, 0x11, psn, aeth),
+                FrameRepr::atomic_acknowledge(ep, 0x11, psn, aeth, 0x0123_4567_89AB_CDEF),
+            ] {
+                let mut buf = vec![0u8; f.buffer_len()];
+                f.emit(&mut buf).unwrap();
+                out.push(buf);
+            }
+        }
+        for f in [
+            FrameRepr::cnp(ep, 0x11),
+            FrameRepr::write_only(ep, 0x11, 5, true, 0x1000, 7, &[1, 2, 3, 4, 5]),
+            FrameRepr::fetch_add(ep, 0x11, 6, false, 0x2000, 7, 9),
+        ] {
+            let mut buf = vec![0u8; f.buffer_len()];
+            f.emit(&mut buf).unwrap();
+            out.push(buf);
+        }
+        out
+    }
+
+    #[test]
+    fn well_formed_responses_take_the_direct_path() {
+        for f in responses() {
+            let udp = UdpFrame::parse_direct(&f).unwrap();
+            let want = FrameRepr::parse(&f).unwrap();
+            assert_eq!(FrameRepr::parse_udp(&f, &udp), Ok(want));
+            let direct = response(&udp, udp.payload);
+            if matches!(
+                want.bth.opcode,
+                BthOpcode::Acknowledge | BthOpcode::AtomicAcknowledge
+            ) {
+                assert_eq!(direct, Some(want));
+            } else {
+                assert_eq!(direct, None);
+            }
+        }
+    }
+
+    proptest! {
+        /// Any response (or request) with up to four bytes changed, cut or extended, its iCRC recomputed or
+        /// not: the direct parse gives what the general parse gives, errors included.
+        #[test]
+        fn direct_parse_equals_general_parse(
+            which in 0usize..11,
+            edits in proptest::collection::vec((any::<usize>(), any::<u8>()), 0..4),
+            cut in 0usize..6,
+            extra in 0usize..6,
+            fix_icrc: bool,
+            fix_lengths: bool,
+        ) {
+            let mut f = responses()[which].clone();
+            for (at, v) in edits {
+                let at = at % f.len();
+                f[at] = v;
+            }
+            f.truncate(f.len() - cut);
+            f.extend(std::iter::repeat_n(0x5A, extra));
+            if fix_lengths && f.len() >= 42 {
+                // Keep the IPv4 and UDP lengths in step with the frame, so the RoCE checks are reached.
+                let ip = (f.len() - 14) as u16;
+                f[16..18].copy_from_slice(&ip.to_be_bytes());
+                f[38..40].copy_from_slice(&(ip - 20).to_be_bytes());
+            }
+            if fix_icrc {
+                let _ = icrc::fill(&mut f);
+            }
+            let general = FrameRepr::parse(&f);
+            prop_assert_eq!(FrameRepr::parse_direct(&f), general);
+            if let Ok(udp) = UdpFrame::parse(&f) {
+                prop_assert_eq!(FrameRepr::parse_udp(&f, &udp), general);
+                let mut cache = ResponseIcrc::new();
+                for _ in 0..2 {
+                    prop_assert_eq!(FrameRepr::parse_udp_cached(&f, &udp, &mut cache), general);
+                }
+            }
+        }
+    }
+}

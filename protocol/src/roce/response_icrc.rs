@@ -1,0 +1,231 @@
+//! iCRC verification of responses with the constant headers' CRC remembered.
+//!
+//! A requester hears from one responder: its ACKNOWLEDGEs (and ATOMIC ACKNOWLEDGEs, CNPs) share every
+//! covered byte up to the BTH's AckReq/PSN word but the IPv4 ID, which NICs and rxe step per packet. So,
+//! as [`IcrcPrefix`](super::IcrcPrefix) does for the frames we send, [`ResponseIcrc`] keeps the CRC state
+//! over those bytes (ID taken as 0) per response shape and hashes only the PSN word and what follows. The
+//! ID is added back by linearity: for messages of one length, `crc(a) ^ crc(b)` is the zero-init,
+//! zero-xorout CRC of `a ^ b`, which for a difference in the two ID bytes alone is a lookup per byte in
+//! tables made for that length. Frames whose headers match no remembered shape (or with IPv4 options, or
+//! longer tails than responses have) are hashed in full, and their shape is remembered for the next.
+//! A property test checks the result equals [`icrc::verify`](super::icrc::verify), errors included.
+
+use crate::roce::bth;
+use crate::roce::icrc::{carried_at, compute_at, locate, Offsets, LRH_CRC};
+use crate::udp::{offset, IPV4_HEADER_LEN, UDP_HEADER_LEN};
+use crate::{Error, Result};
+
+/// The covered bytes a shape fixes, from the IPv4 header to the BTH's AckReq/PSN word.
+const KEY_LEN: usize = IPV4_HEADER_LEN + UDP_HEADER_LEN + bth::ACK_PSN_OFFSET;
+/// Longest tail (PSN word to iCRC) taken from a remembered shape: a CNP's 20 bytes, an ATOMIC
+/// ACKNOWLEDGE's 16. Longer frames are requests, not responses, and are hashed in full.
+const MAX_TAIL: usize = 24;
+/// Shapes remembered: ACK, ATOMIC ACKNOWLEDGE, CNP, and one to spare.
+const SHAPES: usize = 4;
+/// The IPv4 ID's offset in the IPv4 header.
+const ID_AT: usize = 4;
+
+/// One response shape: its fixed bytes, their CRC state and the ID's contributions.
+#[derive(Clone)]
+struct Shape {
+    /// The covered bytes up to the PSN word, variant fields set to ones and the ID to zero.
+    key: [u8; KEY_LEN],
+    /// crc32fast's state after the LRH stand-in and `key`.
+    state: crc32fast::Hasher,
+    /// The zero-init CRC of the ID's high byte (then low byte) followed by zeros to the iCRC: what a
+    /// non-zero ID adds to the CRC of a frame of this shape.
+    id_high: [u32; 256],
+    id_low: [u32; 256],
+}
+
+/// The zero-init, zero-xorout CRC-32 of byte `v` followed by `zeros` zero bytes, for every `v`.
+fn byte_table(zeros: usize) -> [u32; 256] {
+    // At most the IPv4 header after the ID, UDP, the BTH and the longest tail: no heap.
+    let mut room = [0u8; IPV4_HEADER_LEN + UDP_HEADER_LEN + bth::HEADER_LEN + MAX_TAIL];
+    let buf =
+        &mut room[..(zeros + 1).min(IPV4_HEADER_LEN + UDP_HEADER_LEN + bth::HEADER_LEN + MAX_TAIL)];
+    let base = crc32fast::hash(buf);
+    let mut bits = [0u32; 8];
+    for (b, t) in bits.iter_mut().enumerate() {
+        buf[0] = 1 << b;
+        // With init and xorout all ones, crc(x) ^ crc(0) of one length is the linear part alone.
+        *t = crc32fast::hash(buf) ^ base;
+    }
+    let mut table = [0u32; 256];
+    for v in 1..256usize {
+        let low = v.trailing_zeros() as usize;
+        table[v] = table[v & (v - 1)] ^ bits[low];
+    }
+    table
+}
+
+impl Shape {
+    fn new(key: [u8; KEY_LEN], covered_after_id: usize) -> Self {
+        let mut state = crc32fast::Hasher::new_with_initial(LRH_CRC);
+        state.update(&key);
+        Shape {
+            key,
+            state,
+            // The high byte has the low byte and the rest after it; the low byte the rest.
+            id_high: byte_table(covered_after_id + 1),
+            id_low: byte_table(covered_after_id),
+        }
+    }
+}
+
+/// Remembered response shapes of one responder (about 8 KiB, inline: remembering a shape allocates
+/// nothing, so the steady state stays allocation-free whatever the responder sends).
+#[derive(Clone, Default)]
+pub struct ResponseIcrc {
+    shapes: [Option<Shape>; SHAPES],
+    /// The slot the next new shape takes.
+    next: usize,
+}
+
+impl std::fmt::Debug for ResponseIcrc {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let n = self.shapes.iter().flatten().count();
+        f.debug_struct("ResponseIcrc").field("shapes", &n).finish()
+    }
+}
+
+impl ResponseIcrc {
+    /// No shape remembered yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// [`icrc::verify`](super::icrc::verify), the same result for every frame.
+    pub fn verify(&mut self, frame: &[u8]) -> Result<()> {
+        let o = locate(frame)?;
+        let computed = self.compute_at(frame, &o);
+        let carried = carried_at(frame, &o);
+        if computed == carried {
+            Ok(())
+        } else {
+            Err(Error::IcrcMismatch { carried, computed })
+        }
+    }
+
+    fn compute_at(&mut self, frame: &[u8], o: &Offsets) -> u32 {
+        let psn_at = o.ip + KEY_LEN;
+        if o.udp - o.ip != IPV4_HEADER_LEN || o.icrc < psn_at || o.icrc - psn_at > MAX_TAIL {
+            return compute_at(frame, o);
+        }
+        let mut key = [0u8; KEY_LEN];
+        key.copy_from_slice(&frame[o.ip..psn_at]);
+        let id = [key[ID_AT], key[ID_AT + 1]];
+        key[ID_AT] = 0;
+        key[ID_AT + 1] = 0;
+        let udp = IPV4_HEADER_LEN;
+        for at in [
+            offset::IPV4_TOS,
+            offset::IPV4_TTL,
+            offset::IPV4_CHECKSUM.start,
+            offset::IPV4_CHECKSUM.start + 1,
+            udp + offset::UDP_CHECKSUM.start,
+            udp + offset::UDP_CHECKSUM.start + 1,
+            udp + UDP_HEADER_LEN + bth::FECN_BECN_OFFSET,
+        ] {
+            key[at] = 0xFF;
+        }
+        let hit = self
+            .shapes
+            .iter()
+            .position(|s| s.as_ref().is_some_and(|s| s.key == key));
+        let shape = match hit {
+            Some(i) => self.shapes[i].as_ref(),
+            None => {
+                // A new shape (or a responder that changed its headers): remember it in the next slot.
+                let after_id = o.icrc - (o.ip + ID_AT + 2);
+                let i = self.next;
+                self.next = (i + 1) % SHAPES;
+                self.shapes[i] = Some(Shape::new(key, after_id));
+                self.shapes[i].as_ref()
+            }
+        };
+        let Some(s) = shape else {
+            return compute_at(frame, o);
+        };
+        let mut h = s.state.clone();
+        h.update(&frame[psn_at..o.icrc]);
+        h.finalize() ^ s.id_high[usize::from(id[0])] ^ s.id_low[usize::from(id[1])]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::roce::{icrc, AckKind, AethRepr, FrameRepr};
+    use crate::udp::UdpEndpoints;
+    use proptest::prelude::*;
+
+    fn frames() -> Vec<Vec<u8>> {
+        let ep = UdpEndpoints::new([2; 6], [4; 6], [10, 0, 0, 2], [10, 0, 0, 1], 49152, 4791);
+        let aeth = AethRepr {
+            kind: AckKind::Ack { credits: 31 },
+            msn: 7,
+        };
+        [
+            FrameRepr::acknowledge(ep, 0x11, 5, aeth),
+            FrameRepr::atomic_acknowledge(ep, 0x11, 6, aeth, 0xdead_beef),
+            FrameRepr::cnp(ep, 0x11),
+            FrameRepr::write_only(ep, 0x11, 5, true, 0x1000, 7, &[1, 2, 3, 4, 5]),
+            FrameRepr::fetch_add(ep, 0x11, 6, false, 0x2000, 7, 9),
+        ]
+        .iter()
+        .map(|f| {
+            let mut buf = vec![0u8; f.buffer_len()];
+            f.emit(&mut buf).unwrap();
+            buf
+        })
+        .collect()
+    }
+
+    #[test]
+    fn shapes_are_remembered_and_ids_added_back() {
+        let mut c = ResponseIcrc::new();
+        let base = frames();
+        for id in [0u16, 1, 0x100, 0xFFFF, 0x1234] {
+            for f in &base[..3] {
+                let mut f = f.clone();
+                f[14 + 4..14 + 6].copy_from_slice(&id.to_be_bytes());
+                icrc::fill(&mut f).unwrap();
+                assert_eq!(c.verify(&f), Ok(()), "id {id:#x}");
+                f[50] ^= 1;
+                assert_eq!(c.verify(&f), icrc::verify(&f));
+                assert!(c.verify(&f).is_err());
+            }
+        }
+        assert_eq!(c.shapes.iter().flatten().count(), 3);
+    }
+
+    proptest! {
+        /// A stream of responses and requests, each with a random IPv4 ID and up to three other bytes
+        /// changed, cut or not, its iCRC recomputed or not, through one cache: every verdict (and every
+        /// computed value in a mismatch) is `icrc::verify`'s.
+        #[test]
+        fn cached_verify_equals_verify(
+            stream in proptest::collection::vec(
+                (0usize..5, any::<u16>(), proptest::collection::vec((any::<usize>(), any::<u8>()), 0..3), 0usize..3, any::<bool>()),
+                1..40,
+            ),
+        ) {
+            let base = frames();
+            let mut c = ResponseIcrc::new();
+            for (which, id, edits, cut, fix) in stream {
+                let mut f = base[which].clone();
+                f[14 + 4..14 + 6].copy_from_slice(&id.to_be_bytes());
+                for (at, v) in edits {
+                    let at = at % f.len();
+                    f[at] = v;
+                }
+                f.truncate(f.len() - cut);
+                if fix {
+                    let _ = icrc::fill(&mut f);
+                }
+                prop_assert_eq!(c.verify(&f), icrc::verify(&f));
+            }
+        }
+    }
+}
