@@ -93,12 +93,7 @@ DEFAULTS = dict(seed=1, keys=1_000_000, key_base=0, dist="uniform", zipf_s=1.1, 
 
 
 def params(**overrides):
-    p = dict(DEFAULTS)
-    unknown = set(overrides) - set(p)
-    if unknown:
-        raise ValueError("unknown parameters: %s" % sorted(unknown))
-    p.update(overrides)
-    return p
+    return w.params(DEFAULTS, **overrides)
 
 
 def flow_tuple(flow):

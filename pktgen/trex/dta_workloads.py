@@ -130,8 +130,9 @@ class FatTree:
                 self.edge(pd, ed)]
 
 
-def params(**overrides):
-    p = dict(DEFAULTS)
+def params(defaults=None, **overrides):
+    """`defaults` (DEFAULTS unless given) with `overrides`, refusing names it does not have."""
+    p = dict(DEFAULTS if defaults is None else defaults)
     unknown = set(overrides) - set(p)
     if unknown:
         raise ValueError("unknown parameters: %s" % sorted(unknown))
