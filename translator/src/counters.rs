@@ -7,49 +7,54 @@ use dta_protocol::dta::Opcode;
 
 use crate::int::IntCounters;
 
-/// Declares [`DropReason`] with its [`ALL`](DropReason::ALL) list and labels from one list, so a reason
-/// cannot be added without its counter slot (`Counters::drops` is sized by `ALL`) and its metrics label.
-macro_rules! drop_reasons {
-    ($($(#[doc = $doc:expr])* $name:ident => $label:literal,)+) => {
-        /// Why a report (or part of one) was not turned into RDMA traffic.
+/// Declares a reason enum with its `ALL` list and metric labels from one list, so a reason cannot be
+/// added without its counter slot (the counters are arrays sized by `ALL`) and its label. Used for
+/// [`DropReason`] here and for the INT front end's `IntDrop`.
+macro_rules! reasons {
+    ($(#[doc = $edoc:expr])* $enum:ident { $($(#[doc = $doc:expr])* $name:ident => $label:literal,)+ }) => {
+        $(#[doc = $edoc])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-        pub enum DropReason {
+        pub enum $enum {
             $($(#[doc = $doc])* $name,)+
         }
 
-        impl DropReason {
+        impl $enum {
             /// Every reason, in counter order.
-            pub const ALL: [DropReason; [$(DropReason::$name),+].len()] = [$(DropReason::$name),+];
+            pub const ALL: [$enum; [$($enum::$name),+].len()] = [$($enum::$name),+];
 
             /// A metrics label.
             pub const fn label(self) -> &'static str {
                 match self {
-                    $(DropReason::$name => $label,)+
+                    $($enum::$name => $label,)+
                 }
             }
         }
     };
 }
+pub(crate) use reasons;
 
-drop_reasons! {
-    /// The UDP payload is not a well-formed report (length, reserved bits, unknown opcode).
-    Malformed => "malformed",
-    /// Redundancy 0 or above N_max (never clamped).
-    BadRedundancy => "bad_redundancy",
-    /// No collector holds a region for this report (Append list or sketch id unknown, kind missing).
-    NoRegion => "no_region",
-    /// The report's redundancy exceeds the region's `n_max`, or its data size the region's entry.
-    GeometryMismatch => "geometry_mismatch",
-    /// A postcard's hop beyond its path length.
-    BadHop => "bad_hop",
-    /// A sketch report whose rows, op or column do not fit the sketch region.
-    BadSketch => "bad_sketch",
-    /// The QP's queue is full and the report is not retransmittable.
-    QueueFull => "queue_full",
-    /// A retransmittable report that arrived after a gap in its reporter's sequence (it was NACKed).
-    OutOfOrder => "out_of_order",
-    /// A retransmittable report seen before (behind the expected seqnum).
-    Duplicate => "duplicate",
+reasons! {
+    /// Why a report (or part of one) was not turned into RDMA traffic.
+    DropReason {
+        /// The UDP payload is not a well-formed report (length, reserved bits, unknown opcode).
+        Malformed => "malformed",
+        /// Redundancy 0 or above N_max (never clamped).
+        BadRedundancy => "bad_redundancy",
+        /// No collector holds a region for this report (Append list or sketch id unknown, kind missing).
+        NoRegion => "no_region",
+        /// The report's redundancy exceeds the region's `n_max`, or its data size the region's entry.
+        GeometryMismatch => "geometry_mismatch",
+        /// A postcard's hop beyond its path length.
+        BadHop => "bad_hop",
+        /// A sketch report whose rows, op or column do not fit the sketch region.
+        BadSketch => "bad_sketch",
+        /// The QP's queue is full and the report is not retransmittable.
+        QueueFull => "queue_full",
+        /// A retransmittable report that arrived after a gap in its reporter's sequence (it was NACKed).
+        OutOfOrder => "out_of_order",
+        /// A retransmittable report seen before (behind the expected seqnum).
+        Duplicate => "duplicate",
+    }
 }
 
 impl DropReason {

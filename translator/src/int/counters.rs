@@ -2,43 +2,25 @@
 
 use std::ops::AddAssign;
 
-/// Declares [`IntDrop`] with its list and labels from one list (as `DropReason` is declared).
-macro_rules! int_drops {
-    ($($(#[doc = $doc:expr])* $name:ident => $label:literal,)+) => {
-        /// Why an INT report (or one individual report of a v2.0 group) was not translated.
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-        pub enum IntDrop {
-            $($(#[doc = $doc])* $name,)+
-        }
+use crate::counters::reasons;
 
-        impl IntDrop {
-            /// Every reason, in counter order.
-            pub const ALL: [IntDrop; [$(IntDrop::$name),+].len()] = [$(IntDrop::$name),+];
-
-            /// A metrics label.
-            pub const fn label(self) -> &'static str {
-                match self {
-                    $(IntDrop::$name => $label,)+
-                }
-            }
-        }
-    };
-}
-
-int_drops! {
-    /// A length that lies (report, metadata, shim), a truncated header, or reserved values.
-    Malformed => "malformed",
-    /// A version, report type, inner type or next protocol this front end does not know.
-    UnknownType => "unknown_type",
-    /// An INT-MD stack of more hops than INT allows (8) or than the Postcarding region holds.
-    TooManyHops => "too_many_hops",
-    /// A per-hop report whose hop the inner TTL cannot give (TTL above every configured initial TTL,
-    /// or a hop of 0 or beyond the path length).
-    NoHop => "no_hop",
-    /// No switch identity: a v0.5 report without a common header, an INT-MD hop without a node id.
-    NoNode => "no_node",
-    /// No flow: the inner packet is missing or has no IPv4/IPv6 header (drops are still counted).
-    NoFlow => "no_flow",
+reasons! {
+    /// Why an INT report (or one individual report of a v2.0 group) was not translated.
+    IntDrop {
+        /// A length that lies (report, metadata, shim), a truncated header, or reserved values.
+        Malformed => "malformed",
+        /// A version, report type, inner type or next protocol this front end does not know.
+        UnknownType => "unknown_type",
+        /// An INT-MD stack of more hops than INT allows (8) or than the Postcarding region holds.
+        TooManyHops => "too_many_hops",
+        /// A per-hop report whose hop the inner TTL cannot give (TTL above every configured initial TTL,
+        /// or a hop of 0 or beyond the path length).
+        NoHop => "no_hop",
+        /// No switch identity: a v0.5 report without a common header, an INT-MD hop without a node id.
+        NoNode => "no_node",
+        /// No flow: the inner packet is missing or has no IPv4/IPv6 header (drops are still counted).
+        NoFlow => "no_flow",
+    }
 }
 
 /// Every INT counter of one engine.
