@@ -131,17 +131,9 @@ impl IntGenerator {
     /// The longest frame: a v2.0 report of a 4-hop stack is 174 bytes, a v0.5 one 112.
     pub const MAX_FRAME_LEN: usize = 256;
 
-    /// Writes the next frame into `out` (cleared first).
-    pub fn next_frame(&mut self, out: &mut Vec<u8>) {
-        out.clear();
-        out.resize(Self::MAX_FRAME_LEN, 0);
-        let n = self.next_frame_into(out).unwrap_or(0);
-        out.truncate(n);
-    }
-
     /// Writes the next frame at the start of `out` and returns its length; `None`, drawing nothing, when
     /// `out` is shorter than [`MAX_FRAME_LEN`](Self::MAX_FRAME_LEN).
-    pub fn next_frame_into(&mut self, out: &mut [u8]) -> Option<usize> {
+    pub fn next_frame(&mut self, out: &mut [u8]) -> Option<usize> {
         if out.len() < Self::MAX_FRAME_LEN {
             return None;
         }

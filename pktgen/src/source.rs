@@ -26,7 +26,7 @@ impl FrameSource for FastGenerator {
 
 impl FrameSource for IntGenerator {
     fn next_frame(&mut self, out: &mut [u8]) -> Option<usize> {
-        IntGenerator::next_frame_into(self, out)
+        IntGenerator::next_frame(self, out)
     }
 
     fn index(&self) -> u64 {

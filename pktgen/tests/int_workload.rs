@@ -73,11 +73,12 @@ fn postcards(a: &Actions) -> Vec<(u32, u8, u32, bool)> {
 fn v05_hop_by_hop_paths_as_drawn() {
     let mut g = generator(IntKind::V05, 0);
     let mut f = front();
-    let (mut c, mut actions, mut frame) = (IntCounters::default(), Actions::new(), Vec::new());
+    let (mut c, mut actions) = (IntCounters::default(), Actions::new());
+    let mut buf = [0u8; IntGenerator::MAX_FRAME_LEN];
     let mut got = Vec::new();
     for _ in 0..500 {
-        g.next_frame(&mut frame);
-        let udp = UdpFrame::parse(&frame).unwrap();
+        let n = g.next_frame(&mut buf).unwrap();
+        let udp = UdpFrame::parse(&buf[..n]).unwrap();
         assert_eq!(udp.endpoints.dst_port, 32766);
         actions.clear();
         f.translate(udp.payload, &mut c, &mut actions);
@@ -105,11 +106,12 @@ fn v05_hop_by_hop_paths_as_drawn() {
 fn v05_drops_end_a_flow_and_are_counted() {
     let mut g = generator(IntKind::V05, 100);
     let mut f = front();
-    let (mut c, mut actions, mut frame) = (IntCounters::default(), Actions::new(), Vec::new());
+    let (mut c, mut actions) = (IntCounters::default(), Actions::new());
+    let mut buf = [0u8; IntGenerator::MAX_FRAME_LEN];
     let mut drop_counts = 0;
     for _ in 0..2000 {
-        g.next_frame(&mut frame);
-        let udp = UdpFrame::parse(&frame).unwrap();
+        let n = g.next_frame(&mut buf).unwrap();
+        let udp = UdpFrame::parse(&buf[..n]).unwrap();
         actions.clear();
         f.translate(udp.payload, &mut c, &mut actions);
         drop_counts += actions
@@ -128,12 +130,13 @@ fn v05_drops_end_a_flow_and_are_counted() {
 fn v2_sink_reports_carry_the_whole_path() {
     let mut g = generator(IntKind::V2, 0);
     let mut f = front();
-    let (mut c, mut actions, mut frame) = (IntCounters::default(), Actions::new(), Vec::new());
+    let (mut c, mut actions) = (IntCounters::default(), Actions::new());
+    let mut buf = [0u8; IntGenerator::MAX_FRAME_LEN];
     let mut rng = SplitMix64::new(7);
     let (dist, tree) = (KeyDist::uniform(0, 100_000), FatTree::new(8).unwrap());
     for _ in 0..200 {
-        g.next_frame(&mut frame);
-        let udp = UdpFrame::parse(&frame).unwrap();
+        let n = g.next_frame(&mut buf).unwrap();
+        let udp = UdpFrame::parse(&buf[..n]).unwrap();
         actions.clear();
         f.translate(udp.payload, &mut c, &mut actions);
         let flow = dist.sample(&mut rng);
