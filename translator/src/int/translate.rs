@@ -237,31 +237,15 @@ impl IntFrontEnd {
                     continue;
                 }
             };
-            let (hop, drop) = match &r.int {
-                Some(main) => {
-                    let hop = Hop::from_metadata(&main.metadata);
-                    (
-                        Hop {
-                            node: hop.node.or(Some(group.node_id)),
-                            ..hop
-                        },
-                        main.metadata.drop,
-                    )
-                }
-                None => (
-                    Hop {
-                        node: Some(group.node_id),
-                        ..Hop::default()
-                    },
-                    None,
-                ),
-            };
-            let drop = match (drop, r.dropped) {
-                (Some(d), _) => Some(d),
-                // D flag without drop metadata: reason unknown (0).
-                (None, true) => Some((hop.queue.map_or(0, |q| q.0), 0)),
-                (None, false) => None,
-            };
+            // This node's view from the main contents' metadata; the group header names the node when
+            // the metadata does not.
+            let md = r.int.as_ref().map(|m| &m.metadata);
+            let mut hop = md.map_or_else(Hop::default, Hop::from_metadata);
+            hop.node = hop.node.or(Some(group.node_id));
+            // Drop metadata, else the D flag alone: reason unknown (0).
+            let drop = md
+                .and_then(|m| m.drop)
+                .or_else(|| r.dropped.then(|| (hop.queue.map_or(0, |q| q.0), 0)));
             self.report(start, r.inner, hop, drop, r.congested, c, out);
         }
     }
