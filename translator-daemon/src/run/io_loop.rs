@@ -85,6 +85,11 @@ pub struct IoThread {
 pub const INPUT_BATCHES: usize = 64;
 /// Output batches per worker.
 pub const OUTPUT_BATCHES: usize = 8;
+/// Slot size of the workers' output batches: the longest frame the engine emits, an RDMA WRITE at the
+/// largest IB path MTU (4096 payload bytes, which the engine refuses to exceed) with its Ethernet, IPv4, UDP,
+/// BTH and RETH headers and the iCRC, rounded up. A 2 KiB slot held frames up to a path MTU of about
+/// 1,900 bytes only, and a frame that did not fit was taken out of the engine and lost.
+pub const OUTPUT_SLOT_SIZE: usize = 4096 + 128;
 /// Response batches per worker: responses are few (one per AckReq) and handled first.
 pub const RESPONSE_BATCHES: usize = 8;
 /// Learned MAC addresses kept at most (a flood of random source MACs must not grow memory).
@@ -98,7 +103,10 @@ impl IoThread {
         let mut rx = FrameBatch::new(self.burst, slot);
         let mut fwd = FrameBatch::new(self.burst, slot);
         let mut replies = FrameBatch::new(self.burst, slot);
-        let mut tx: Vec<FrameBatch> = (0..n).map(|_| FrameBatch::new(self.burst, slot)).collect();
+        // Per-port copies of the workers' frames: their slot size.
+        let mut tx: Vec<FrameBatch> = (0..n)
+            .map(|_| FrameBatch::new(self.burst, OUTPUT_SLOT_SIZE))
+            .collect();
         let mut pending: Vec<Option<FrameBatch>> = (0..self.workers.len()).map(|_| None).collect();
         let mut pending_resp: Vec<Option<FrameBatch>> =
             (0..self.workers.len()).map(|_| None).collect();
@@ -277,12 +285,20 @@ impl IoThread {
         learned: &HashMap<[u8; 6], usize>,
     ) -> Result<()> {
         let n = self.ports.len();
+        self.counters
+            .engine_frames_out
+            .fetch_add(batch.len() as u64, Ordering::Relaxed);
+        // The common case, every frame RoCE (DTA NACKs are rare) or a single port: the worker's batch goes
+        // out as it is, without a copy.
+        if n == 1 || batch.iter().all(is_roce) {
+            self.ports[self.collector_port].io.send_burst(batch)?;
+            return Ok(());
+        }
         for b in tx.iter_mut() {
             b.clear();
         }
         for f in batch.iter() {
-            let roce = UdpFrame::parse(f).is_ok_and(|u| u.endpoints.dst_port == ROCEV2_UDP_PORT);
-            let p = if roce || n == 1 {
+            let p = if is_roce(f) {
                 self.collector_port
             } else {
                 f.get(0..6)
@@ -294,16 +310,16 @@ impl IoThread {
                 self.ports[p].io.send_burst(&tx[p])?;
                 tx[p].clear();
             }
-            let _ = tx[p].push(f);
+            // The port batches have the workers' slot size and room (checked above): this cannot fail.
+            if let Err(e) = tx[p].push(f) {
+                log::error!("a worker's frame was not sent: {e}");
+            }
         }
         for (p, b) in tx.iter().enumerate() {
             if !b.is_empty() {
                 self.ports[p].io.send_burst(b)?;
             }
         }
-        self.counters
-            .engine_frames_out
-            .fetch_add(batch.len() as u64, Ordering::Relaxed);
         Ok(())
     }
 
@@ -315,5 +331,30 @@ impl IoThread {
                 .map(|p| (p.name.clone(), p.rx_stats(), p.tx_stats()))
                 .collect();
         }
+    }
+}
+
+/// Whether `f` is a RoCEv2 datagram (this runs for every frame a worker sends: the engine's frames take the
+/// parse's fixed-offset path).
+fn is_roce(f: &[u8]) -> bool {
+    UdpFrame::parse(f).is_ok_and(|u| u.endpoints.dst_port == ROCEV2_UDP_PORT)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::OUTPUT_SLOT_SIZE;
+    use dta_translator::frames::{Op, Payload};
+
+    /// A WRITE at the largest IB path MTU (4096 payload bytes) fits an output slot: 14 Ethernet + 20 IPv4
+    /// + 8 UDP + 12 BTH + 16 RETH + 4096 + 4 iCRC = 4170 bytes.
+    #[test]
+    fn the_largest_frame_fits_an_output_slot() {
+        let op = Op::Write {
+            va: 0,
+            rkey: 0,
+            payload: Payload::from_slice(&[0u8; 4096]),
+        };
+        assert_eq!(op.frame_len(), 4170);
+        assert!(op.frame_len() <= OUTPUT_SLOT_SIZE);
     }
 }

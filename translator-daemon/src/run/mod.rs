@@ -33,7 +33,9 @@ use dta_translator::Engine;
 
 use clock::Clock;
 use control::{ControlCounters, ControlLink};
-use io_loop::{IoCounters, IoThread, INPUT_BATCHES, OUTPUT_BATCHES, RESPONSE_BATCHES};
+use io_loop::{
+    IoCounters, IoThread, INPUT_BATCHES, OUTPUT_BATCHES, OUTPUT_SLOT_SIZE, RESPONSE_BATCHES,
+};
 use metrics::{MetricsServer, Sources};
 use settings::{IoKind, Settings};
 use steer::Steering;
@@ -97,19 +99,23 @@ fn worker_channels(
     snapshots: Arc<Mutex<Vec<Snapshot>>>,
     stop: Arc<AtomicBool>,
 ) -> WorkerIo {
-    let batches = |n: usize, tx: &mpsc::Sender<FrameBatch>| {
+    let batches = |n: usize, slot: usize, tx: &mpsc::Sender<FrameBatch>| {
         for _ in 0..n {
-            let _ = tx.send(FrameBatch::new(burst, dta_netio::DEFAULT_SLOT_SIZE));
+            let _ = tx.send(FrameBatch::new(burst, slot));
         }
     };
     let (input, rx) = mpsc::channel::<ToWorker>();
     let (recycle_tx, recycle_rx) = mpsc::channel();
-    batches(INPUT_BATCHES, &recycle_tx);
+    batches(INPUT_BATCHES, dta_netio::DEFAULT_SLOT_SIZE, &recycle_tx);
     let (resp_tx, resp_rx) = mpsc::channel();
     let (resp_recycle_tx, resp_recycle_rx) = mpsc::channel();
-    batches(RESPONSE_BATCHES, &resp_recycle_tx);
+    batches(
+        RESPONSE_BATCHES,
+        dta_netio::DEFAULT_SLOT_SIZE,
+        &resp_recycle_tx,
+    );
     let (pool_tx, pool_rx) = mpsc::channel();
-    batches(OUTPUT_BATCHES, &pool_tx);
+    batches(OUTPUT_BATCHES, OUTPUT_SLOT_SIZE, &pool_tx);
     lanes.input.push(input);
     lanes.recycled.push(recycle_rx);
     lanes.responses.push(resp_tx);
