@@ -276,13 +276,17 @@ impl Requester {
         let at = self.win;
         let slot = self.ring.slot_of(at)?;
         let front = &self.ring.at(slot)?.wr;
-        let (atomic, primitive, len) =
-            (front.op.is_atomic(), front.primitive, front.op.frame_len());
+        let (atomic, primitive) = (front.op.is_atomic(), front.primitive);
+        // The frame's length only for the rate: whether it fits `out` is learnt from the build (below),
+        // which saves computing it for every frame.
+        let limited_len = self.limited.then(|| front.op.frame_len());
         if at >= self.cwnd as usize || (atomic && self.atomics >= self.p.max_atomics) {
             return None;
         }
-        if !out.fits(len) || !self.rate_ok(now, len, c) {
-            return None;
+        if let Some(len) = limited_len {
+            if !out.fits(len) || !self.rate_ok(now, len, c) {
+                return None;
+            }
         }
         self.since_ack_req += 1;
         let psn = self.next_psn;
@@ -301,6 +305,13 @@ impl Requester {
         // `slot` holds element `at`: `at` above found it.
         let f = self.ring.at_mut(slot)?;
         let Some(n) = out.build(&mut self.builder, &f.wr.op, psn, ack_req) else {
+            if !out.fits(f.wr.op.frame_len()) {
+                // `out` is too short (the build wrote nothing): it stays queued, and nothing changed
+                // but the cadence count, put back (a rate, which the frame's length went to, checked
+                // the fit before anything changed).
+                self.since_ack_req -= 1;
+                return None;
+            }
             // A frame that cannot be emitted at all (beyond the UDP length limit, which the MTU cap rules
             // out) is dropped, as when the queue was apart from the window, so it cannot block the queue.
             self.ring.remove(at);
