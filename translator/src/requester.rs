@@ -4,7 +4,7 @@
 //! Work requests enter a bounded queue; [`Requester::poll_transmit`] (or
 //! [`poll_transmit_into`](Requester::poll_transmit_into), straight into a NIC buffer) takes them into the
 //! window as the window, the responder's atomic limit and the rate limiter allow. Queue and window are one
-//! ring ([`ring::Ring`]), the window at its head, so taking a work request in moves a boundary, not the
+//! ring (`ring::Ring`), the window at its head, so taking a work request in moves a boundary, not the
 //! request, and retiring acknowledged ones moves the head. The window keeps the work request, not
 //! the frame: a retransmission rebuilds the identical frame from the same PSN, which costs less than
 //! keeping a copy of every frame in flight.
