@@ -49,16 +49,28 @@ impl RttEstimator {
 
     /// Takes one RTT sample (RFC 6298 section 2: alpha = 1/8, beta = 1/4).
     pub fn sample(&mut self, rtt: Duration) {
-        let rtt = nanos(rtt);
-        self.state = Some(match self.state {
+        self.sample_ns(nanos(rtt));
+    }
+
+    /// [`sample`](Self::sample) of `rtt` ns (the requester's per-response path, without the round trip
+    /// through `Duration`).
+    #[inline]
+    pub fn sample_ns(&mut self, rtt: u64) {
+        let (srtt, rttvar) = match self.state {
             None => (rtt, rtt / 2),
-            Some((srtt, rttvar)) => {
-                let rttvar = rttvar - rttvar / 4 + srtt.abs_diff(rtt) / 4;
-                let srtt = srtt - srtt / 8 + rtt / 8;
-                (srtt, rttvar)
-            }
-        });
-        self.timeout = self.compute_timeout();
+            Some((srtt, rttvar)) => (
+                srtt - srtt / 8 + rtt / 8,
+                rttvar - rttvar / 4 + srtt.abs_diff(rtt) / 4,
+            ),
+        };
+        self.state = Some((srtt, rttvar));
+        // `compute_timeout` of the new state, without matching it again; `floor <= ceiling` (`new`), so
+        // max-then-min is the clamp.
+        self.timeout = srtt
+            .saturating_add(rttvar.saturating_mul(4))
+            .max(srtt.saturating_mul(2))
+            .max(self.floor)
+            .min(self.ceiling);
     }
 
     /// The smoothed RTT, once sampled.
@@ -77,6 +89,13 @@ impl RttEstimator {
         Duration::from_nanos(self.timeout)
     }
 
+    /// [`timeout`](Self::timeout) in ns.
+    #[inline]
+    pub fn timeout_ns(&self) -> u64 {
+        self.timeout
+    }
+
+    #[cfg(test)]
     fn compute_timeout(&self) -> u64 {
         match self.state {
             None => self.initial,

@@ -39,6 +39,7 @@ impl<'a> FrameRepr<'a> {
 
     /// [`parse_udp`](Self::parse_udp) with the iCRC verified through `icrc`, which remembers the CRC of
     /// the responder's constant headers: the same result.
+    #[inline]
     pub fn parse_udp_cached(
         frame: &'a [u8],
         udp: &UdpFrame<'a>,
@@ -61,19 +62,30 @@ impl<'a> FrameRepr<'a> {
         }
         verify(frame)?;
         let roce = udp.payload;
-        if let Some(f) = response(udp, roce) {
-            return Ok(f);
+        // Classified first, then built straight into the result: an `Option<FrameRepr>` turned into a
+        // `Result` was one more copy of the ~90-byte repr per response.
+        if let Some(r) = classify(roce) {
+            return Ok(response(udp, r));
         }
         Self::parse_roce(udp.endpoints, roce)
     }
 }
 
+/// What [`classify`] found in a well-formed response: everything [`response`] needs, checked.
+#[derive(Clone, Copy)]
+struct Fixed<'a> {
+    opcode: BthOpcode,
+    head: &'a [u8; ACK_LEN],
+    aeth: AethRepr,
+    /// The AtomicAckETH's original remote data (ATOMIC ACKNOWLEDGE only).
+    orig: u64,
+}
+
 /// A well-formed ACKNOWLEDGE or ATOMIC ACKNOWLEDGE (exact length, transport version 0, no pad, a valid
 /// syndrome), read at fixed offsets; `None` for anything else, which the general parse then handles (and
 /// refuses with the reason, if it is malformed).
-// Always inlined: out of line, the ~90-byte `FrameRepr` went back through two more copies.
 #[inline(always)]
-fn response<'a>(udp: &UdpFrame<'a>, roce: &'a [u8]) -> Option<FrameRepr<'a>> {
+fn classify(roce: &[u8]) -> Option<Fixed<'_>> {
     let opcode = match (roce.first().copied()?, roce.len()) {
         (bth::opcode::ACKNOWLEDGE, ACK_LEN) => BthOpcode::Acknowledge,
         (bth::opcode::ATOMIC_ACKNOWLEDGE, ATOMIC_ACK_LEN) => BthOpcode::AtomicAcknowledge,
@@ -92,28 +104,45 @@ fn response<'a>(udp: &UdpFrame<'a>, roce: &'a [u8]) -> Option<FrameRepr<'a>> {
         kind: AckKind::from_syndrome((aeth_word >> 24) as u8).ok()?,
         msn: aeth_word & 0xFF_FFFF,
     };
-    let ext = match opcode {
-        BthOpcode::Acknowledge => Extension::Aeth(aeth),
+    let orig = match opcode {
+        BthOpcode::Acknowledge => 0,
         _ => {
             let at = bth::HEADER_LEN + aeth::HEADER_LEN;
             let orig: [u8; atomic_ack_eth::HEADER_LEN] = roce
                 .get(at..at + atomic_ack_eth::HEADER_LEN)?
                 .try_into()
                 .ok()?;
-            Extension::AtomicAck(
-                aeth,
-                AtomicAckEthRepr {
-                    orig_remote_data: u64::from_be_bytes(orig),
-                },
-            )
+            u64::from_be_bytes(orig)
         }
+    };
+    Some(Fixed {
+        opcode,
+        head,
+        aeth,
+        orig,
+    })
+}
+
+/// The repr of a response [`classify`] accepted.
+// Always inlined: out of line, the ~90-byte `FrameRepr` went back through two more copies.
+#[inline(always)]
+fn response<'a>(udp: &UdpFrame<'a>, r: Fixed<'_>) -> FrameRepr<'a> {
+    let head = r.head;
+    let ext = match r.opcode {
+        BthOpcode::Acknowledge => Extension::Aeth(r.aeth),
+        _ => Extension::AtomicAck(
+            r.aeth,
+            AtomicAckEthRepr {
+                orig_remote_data: r.orig,
+            },
+        ),
     };
     let (flags, becn_fecn) = (head[1], head[4]);
     let ack_psn = be32(head, bth::ACK_PSN_OFFSET);
-    Some(FrameRepr {
+    FrameRepr {
         endpoints: udp.endpoints,
         bth: BthRepr {
-            opcode,
+            opcode: r.opcode,
             solicited: flags & 0x80 != 0,
             mig_req: flags & 0x40 != 0,
             pad_count: 0,
@@ -126,7 +155,7 @@ fn response<'a>(udp: &UdpFrame<'a>, roce: &'a [u8]) -> Option<FrameRepr<'a>> {
         },
         ext,
         payload: &[],
-    })
+    }
 }
 
 /// The big-endian word at `at` of a response's fixed part.
@@ -184,7 +213,7 @@ mod tests {
             let udp = UdpFrame::parse_direct(&f).unwrap();
             let want = FrameRepr::parse(&f).unwrap();
             assert_eq!(FrameRepr::parse_udp(&f, &udp), Ok(want));
-            let direct = response(&udp, udp.payload);
+            let direct = classify(udp.payload).map(|r| response(&udp, r));
             if matches!(
                 want.bth.opcode,
                 BthOpcode::Acknowledge | BthOpcode::AtomicAcknowledge
