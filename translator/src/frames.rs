@@ -210,6 +210,9 @@ impl Op {
 const BTH_AT: usize = HEADERS_LEN;
 const EXT_AT: usize = BTH_AT + bth::HEADER_LEN;
 const ACK_PSN_AT: usize = BTH_AT + bth::ACK_PSN_OFFSET;
+/// Where a WRITE's payload starts (after the RETH), and where a FETCH_ADD's AtomicETH ends.
+const PAYLOAD_AT: usize = EXT_AT + reth::HEADER_LEN;
+const ATOMIC_END: usize = EXT_AT + atomic_eth::HEADER_LEN;
 /// Shapes kept per QP; Append and Sketch flushes of every length stay well below this.
 const MAX_SHAPES: usize = 64;
 
@@ -342,11 +345,11 @@ impl FrameBuilder {
             frame.fill(0);
             return self.repr(op, psn, ack_req).emit(frame).ok();
         };
-        let shape = &self.shapes[i];
+        let shape = self.shapes.get(i)?;
         // The template is a frame of this shape: its length is the frame's.
         let len = shape.template.len();
         let frame = buf.get_mut(..len)?;
-        frame.copy_from_slice(&shape.template);
+        copy_bytes(frame, &shape.template);
         patch(shape, op, psn, ack_req, frame);
         Some(len)
     }
@@ -354,33 +357,76 @@ impl FrameBuilder {
 
 /// Patches the per-packet fields of `op` into `frame`, a copy of `shape`'s template, and fills in the iCRC.
 ///
-/// The fields are stored at their fixed offsets as whole big-endian words (the template is a whole frame of
-/// this shape, so every one is in bounds; `template_path_equals_full_emit` checks the bytes against a full
-/// emit): through the header views' setters, the 3-byte PSN store alone was an out-of-line call.
-#[inline]
+/// The fields are stored at their fixed offsets as whole big-endian words into the frame's headers taken
+/// as one fixed-size array (one length check for all of them: the template is a whole frame of this
+/// shape, so every field is in bounds; `template_path_equals_full_emit` checks the bytes against a full
+/// emit). Through the header views' setters, the 3-byte PSN store alone was an out-of-line call.
+#[inline(always)]
 fn patch(shape: &Shape, op: &Op, psn: u32, ack_req: bool, frame: &mut [u8]) {
     // Only AckReq and the PSN differ in the BTH (the rest is the template's prefix and is in its iCRC
     // state). Their word: AckReq, 7 reserved bits (zero, as the BTH's emit writes them), the PSN.
     let word = u32::from(ack_req) << 31 | (psn & PSN_MASK);
-    frame[ACK_PSN_AT..ACK_PSN_AT + 4].copy_from_slice(&word.to_be_bytes());
     match op {
         Op::Write { va, rkey, payload } => {
             // RETH: VA, R_Key; the DMA length is part of the shape and already in the template.
-            let at = EXT_AT + reth::HEADER_LEN;
-            let ext = &mut frame[EXT_AT..at + payload.len()];
-            ext[..8].copy_from_slice(&va.to_be_bytes());
-            ext[8..12].copy_from_slice(&rkey.to_be_bytes());
-            ext[reth::HEADER_LEN..].copy_from_slice(payload);
+            if let Some(h) = frame.first_chunk_mut::<PAYLOAD_AT>() {
+                h[ACK_PSN_AT..ACK_PSN_AT + 4].copy_from_slice(&word.to_be_bytes());
+                h[EXT_AT..EXT_AT + 8].copy_from_slice(&va.to_be_bytes());
+                h[EXT_AT + 8..EXT_AT + 12].copy_from_slice(&rkey.to_be_bytes());
+            }
+            if let Some(p) = frame.get_mut(PAYLOAD_AT..PAYLOAD_AT + payload.len()) {
+                copy_bytes(p, payload);
+            }
         }
         Op::FetchAdd { va, rkey, add } => {
             // AtomicETH: VA, R_Key, add; compare is 0 for FETCH & ADD and already in the template.
-            let ext = &mut frame[EXT_AT..EXT_AT + atomic_eth::HEADER_LEN];
-            ext[..8].copy_from_slice(&va.to_be_bytes());
-            ext[8..12].copy_from_slice(&rkey.to_be_bytes());
-            ext[12..20].copy_from_slice(&add.to_be_bytes());
+            if let Some(h) = frame.first_chunk_mut::<ATOMIC_END>() {
+                h[ACK_PSN_AT..ACK_PSN_AT + 4].copy_from_slice(&word.to_be_bytes());
+                h[EXT_AT..EXT_AT + 8].copy_from_slice(&va.to_be_bytes());
+                h[EXT_AT + 8..EXT_AT + 12].copy_from_slice(&rkey.to_be_bytes());
+                h[EXT_AT + 12..EXT_AT + 20].copy_from_slice(&add.to_be_bytes());
+            }
         }
     }
     shape.prefix.fill(frame);
+}
+
+/// Copies `src` into `dst` (of the same length, as `copy_from_slice`, which it falls back to) with two
+/// overlapping fixed-size moves for the lengths of dta's frames and payloads (up to 128 bytes): the
+/// libc call `copy_from_slice` makes of a length known only at run time cost ~48 instructions a frame.
+#[inline]
+fn copy_bytes(dst: &mut [u8], src: &[u8]) {
+    let n = src.len();
+    if dst.len() == n {
+        // Most frequent first: frames (65..=128), Key-Write entries and Postcarding chunks (9..=32).
+        if n > 64 && n <= 128 {
+            return copy_overlapping::<64>(dst, src);
+        }
+        if n > 16 && n <= 32 {
+            return copy_overlapping::<16>(dst, src);
+        }
+        if n > 8 && n <= 16 {
+            return copy_overlapping::<8>(dst, src);
+        }
+        if n > 32 && n <= 64 {
+            return copy_overlapping::<32>(dst, src);
+        }
+        if (4..=8).contains(&n) {
+            return copy_overlapping::<4>(dst, src);
+        }
+    }
+    dst.copy_from_slice(src);
+}
+
+/// `dst` = `src` for lengths from `K` to `2K`: the first `K` bytes and the last `K` (which overlap).
+#[inline]
+fn copy_overlapping<const K: usize>(dst: &mut [u8], src: &[u8]) {
+    if let (Some(d), Some(s)) = (dst.first_chunk_mut::<K>(), src.first_chunk::<K>()) {
+        *d = *s;
+    }
+    if let (Some(d), Some(s)) = (dst.last_chunk_mut::<K>(), src.last_chunk::<K>()) {
+        *d = *s;
+    }
 }
 
 /// Where the requester writes a frame: a `Vec` (resized to it) or a caller's buffer (written in place).
@@ -483,6 +529,67 @@ mod tests {
             }
         }
         assert_eq!(b.shapes.len(), 3);
+    }
+
+    /// xorshift64: deterministic random inputs without a test dependency.
+    fn next(seed: &mut u64) -> u64 {
+        *seed ^= *seed << 13;
+        *seed ^= *seed >> 7;
+        *seed ^= *seed << 17;
+        *seed
+    }
+
+    #[test]
+    fn copy_bytes_equals_copy_from_slice() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        for n in 0..300usize {
+            let src: Vec<u8> = (0..n).map(|_| next(&mut seed) as u8).collect();
+            // Into a dirty buffer, at an offset: the same bytes, nothing around them touched.
+            let mut got = vec![0xA5u8; n + 16];
+            copy_bytes(&mut got[8..8 + n], &src);
+            let mut want = vec![0xA5u8; n + 16];
+            want[8..8 + n].copy_from_slice(&src);
+            assert_eq!(got, want, "{n}");
+        }
+    }
+
+    /// Random WRITEs (payloads of 0..200 bytes, inline and pooled) and FETCH_ADDs, PSNs and AckReq,
+    /// through one builder (shapes made, found again and reused in any order, and past `MAX_SHAPES` the
+    /// general path): every frame written, into a `Vec` or a dirty buffer, equals a full emit.
+    #[test]
+    fn template_path_equals_full_emit_random() {
+        let mut b = builder();
+        let mut seed = 0x0123_4567_89ab_cdefu64;
+        let mut out = Vec::new();
+        for _ in 0..3000 {
+            let r = next(&mut seed);
+            let op = if r % 5 == 0 {
+                Op::FetchAdd {
+                    va: next(&mut seed),
+                    rkey: next(&mut seed) as u32,
+                    add: next(&mut seed),
+                }
+            } else {
+                let n = (next(&mut seed) % 200) as usize;
+                let bytes: Vec<u8> = (0..n).map(|_| next(&mut seed) as u8).collect();
+                Op::Write {
+                    va: next(&mut seed),
+                    rkey: next(&mut seed) as u32,
+                    payload: Payload::from_slice(&bytes),
+                }
+            };
+            let (psn, ack) = (next(&mut seed) as u32 & PSN_MASK, r & 2 != 0);
+            let mut want = vec![0u8; op.frame_len()];
+            b.repr(&op, psn, ack).emit(&mut want).unwrap();
+            assert!(b.build(&op, psn, ack, &mut out));
+            assert_eq!(out, want);
+            let mut room = vec![next(&mut seed) as u8; want.len() + 64];
+            let fill = room[0];
+            assert_eq!(b.build_into(&op, psn, ack, &mut room), Some(want.len()));
+            assert_eq!(&room[..want.len()], &want[..]);
+            assert!(room[want.len()..].iter().all(|&x| x == fill));
+        }
+        assert_eq!(b.shapes.len(), MAX_SHAPES);
     }
 
     #[test]

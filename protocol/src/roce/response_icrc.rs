@@ -12,6 +12,7 @@
 
 use crate::roce::bth;
 use crate::roce::icrc::{carried_at, compute_at, locate, Offsets, LRH_CRC};
+use crate::roce::short_crc::{Crc32Short, TailCrc};
 use crate::udp::{offset, IPV4_HEADER_LEN, UDP_HEADER_LEN};
 use crate::{Error, Result};
 
@@ -30,8 +31,11 @@ const ID_AT: usize = 4;
 struct Shape {
     /// The covered bytes up to the PSN word, variant fields set to ones and the ID to zero.
     key: [u8; KEY_LEN],
-    /// crc32fast's state after the LRH stand-in and `key`.
-    state: crc32fast::Hasher,
+    /// The tail from the PSN word to the iCRC (the key's IPv4 total length fixes its length).
+    tail: TailCrc,
+    /// The raw register after the LRH stand-in, `key` and `tail` zero bytes: a frame's register is this
+    /// XORed with its tail's linear part (and the ID's).
+    zeros: u32,
     /// The zero-init CRC of the ID's high byte (then low byte) followed by zeros to the iCRC: what a
     /// non-zero ID adds to the CRC of a frame of this shape.
     id_high: [u32; 256],
@@ -60,12 +64,15 @@ fn byte_table(zeros: usize) -> [u32; 256] {
 }
 
 impl Shape {
-    fn new(key: [u8; KEY_LEN], covered_after_id: usize) -> Self {
+    fn new(key: [u8; KEY_LEN], tail: usize, short: Crc32Short) -> Self {
         let mut state = crc32fast::Hasher::new_with_initial(LRH_CRC);
         state.update(&key);
+        // Covered bytes after the ID: the rest of the key, then the tail.
+        let covered_after_id = KEY_LEN - (ID_AT + 2) + tail;
         Shape {
             key,
-            state,
+            tail: TailCrc::new(short, tail),
+            zeros: Crc32Short::zeros(!state.finalize(), tail),
             // The high byte has the low byte and the rest after it; the low byte the rest.
             id_high: byte_table(covered_after_id + 1),
             id_low: byte_table(covered_after_id),
@@ -78,6 +85,7 @@ impl Shape {
 #[derive(Clone, Default)]
 pub struct ResponseIcrc {
     shapes: [Option<Shape>; SHAPES],
+    short: Crc32Short,
     /// The slot the next new shape takes.
     next: usize,
 }
@@ -137,19 +145,18 @@ impl ResponseIcrc {
             Some(i) => self.shapes[i].as_ref(),
             None => {
                 // A new shape (or a responder that changed its headers): remember it in the next slot.
-                let after_id = o.icrc - (o.ip + ID_AT + 2);
                 let i = self.next;
                 self.next = (i + 1) % SHAPES;
-                self.shapes[i] = Some(Shape::new(key, after_id));
+                self.shapes[i] = Some(Shape::new(key, o.icrc - psn_at, self.short));
                 self.shapes[i].as_ref()
             }
         };
-        let Some(s) = shape else {
+        let Some(s) = shape.filter(|s| s.tail.len() == o.icrc - psn_at) else {
             return compute_at(frame, o);
         };
-        let mut h = s.state.clone();
-        h.update(&frame[psn_at..o.icrc]);
-        h.finalize() ^ s.id_high[usize::from(id[0])] ^ s.id_low[usize::from(id[1])]
+        // The bytes before the tail that `linear` may read are masked out there.
+        let tail = s.tail.linear(&frame[..o.icrc]);
+        !(s.zeros ^ tail) ^ s.id_high[usize::from(id[0])] ^ s.id_low[usize::from(id[1])]
     }
 }
 
