@@ -340,19 +340,76 @@ impl FrameBuilder {
         ack_req: bool,
         buf: &mut [u8],
     ) -> Option<usize> {
+        // Most QPs send one shape after another: the last one is tried here, with nothing else in the
+        // function (so the hot path saves few registers); the rest is out of line.
+        if let Some(shape) = self.shapes.get(self.last) {
+            if shape.fits(op) {
+                return write_frame(shape, op, psn, ack_req, buf);
+            }
+        }
+        self.build_into_other(op, psn, ack_req, buf)
+    }
+
+    /// [`build_into`](Self::build_into) for an op of another shape than the last one's.
+    #[inline(never)]
+    fn build_into_other(
+        &mut self,
+        op: &Op,
+        psn: u32,
+        ack_req: bool,
+        buf: &mut [u8],
+    ) -> Option<usize> {
         let Some(i) = self.shape(op) else {
             let frame = buf.get_mut(..op.frame_len())?;
             frame.fill(0);
             return self.repr(op, psn, ack_req).emit(frame).ok();
         };
-        let shape = self.shapes.get(i)?;
-        // The template is a frame of this shape: its length is the frame's.
-        let len = shape.template.len();
-        let frame = buf.get_mut(..len)?;
-        copy_bytes(frame, &shape.template);
-        patch(shape, op, psn, ack_req, frame);
-        Some(len)
+        write_frame(self.shapes.get(i)?, op, psn, ack_req, buf)
     }
+}
+
+impl Shape {
+    /// Whether `op`'s frames have this shape.
+    #[inline(always)]
+    fn fits(&self, op: &Op) -> bool {
+        match op {
+            Op::Write { payload, .. } => {
+                self.opcode == BthOpcode::RdmaWriteOnly && self.payload_len == payload.len()
+            }
+            Op::FetchAdd { .. } => self.opcode == BthOpcode::FetchAdd,
+        }
+    }
+}
+
+/// Writes the frame of `op` (of `shape`) at the start of `buf`: the template, patched. Its length, or
+/// `None` if `buf` is too short (then `buf` is left as it was).
+#[inline(always)]
+fn write_frame(shape: &Shape, op: &Op, psn: u32, ack_req: bool, buf: &mut [u8]) -> Option<usize> {
+    // The template is a frame of this shape: its length is the frame's.
+    let len = shape.template.len();
+    let frame = buf.get_mut(..len)?;
+    // Frames up to 128 bytes (every Key-Write, Key-Increment and Postcarding one) inline, without a
+    // libc call; a template that short leaves at most 58 bytes of payload, which `copy_short` takes too.
+    if copy_short(frame, &shape.template) && patch_short(op, psn, ack_req, frame) {
+        shape.prefix.fill(frame);
+        return Some(len);
+    }
+    write_frame_long(shape, op, psn, ack_req, frame)
+}
+
+/// [`write_frame`] of a longer frame (or payload), with `copy_from_slice`: out of line, so the short
+/// frames' path holds nothing across a libc call (and saves fewer registers).
+#[inline(never)]
+fn write_frame_long(
+    shape: &Shape,
+    op: &Op,
+    psn: u32,
+    ack_req: bool,
+    frame: &mut [u8],
+) -> Option<usize> {
+    frame.copy_from_slice(&shape.template);
+    patch(shape, op, psn, ack_req, frame);
+    Some(frame.len())
 }
 
 /// Patches the per-packet fields of `op` into `frame`, a copy of `shape`'s template, and fills in the iCRC.
@@ -368,54 +425,91 @@ fn patch(shape: &Shape, op: &Op, psn: u32, ack_req: bool, frame: &mut [u8]) {
     let word = u32::from(ack_req) << 31 | (psn & PSN_MASK);
     match op {
         Op::Write { va, rkey, payload } => {
-            // RETH: VA, R_Key; the DMA length is part of the shape and already in the template.
-            if let Some(h) = frame.first_chunk_mut::<PAYLOAD_AT>() {
-                h[ACK_PSN_AT..ACK_PSN_AT + 4].copy_from_slice(&word.to_be_bytes());
-                h[EXT_AT..EXT_AT + 8].copy_from_slice(&va.to_be_bytes());
-                h[EXT_AT + 8..EXT_AT + 12].copy_from_slice(&rkey.to_be_bytes());
-            }
+            patch_reth(frame, word, *va, *rkey);
             if let Some(p) = frame.get_mut(PAYLOAD_AT..PAYLOAD_AT + payload.len()) {
                 copy_bytes(p, payload);
             }
         }
-        Op::FetchAdd { va, rkey, add } => {
-            // AtomicETH: VA, R_Key, add; compare is 0 for FETCH & ADD and already in the template.
-            if let Some(h) = frame.first_chunk_mut::<ATOMIC_END>() {
-                h[ACK_PSN_AT..ACK_PSN_AT + 4].copy_from_slice(&word.to_be_bytes());
-                h[EXT_AT..EXT_AT + 8].copy_from_slice(&va.to_be_bytes());
-                h[EXT_AT + 8..EXT_AT + 12].copy_from_slice(&rkey.to_be_bytes());
-                h[EXT_AT + 12..EXT_AT + 20].copy_from_slice(&add.to_be_bytes());
-            }
-        }
+        Op::FetchAdd { va, rkey, add } => patch_atomic_eth(frame, word, *va, *rkey, *add),
     }
     shape.prefix.fill(frame);
 }
 
-/// Copies `src` into `dst` (of the same length, as `copy_from_slice`, which it falls back to) with two
-/// overlapping fixed-size moves for the lengths of dta's frames and payloads (up to 128 bytes): the
-/// libc call `copy_from_slice` makes of a length known only at run time cost ~48 instructions a frame.
-#[inline]
-fn copy_bytes(dst: &mut [u8], src: &[u8]) {
-    let n = src.len();
-    if dst.len() == n {
-        // Most frequent first: frames (65..=128), Key-Write entries and Postcarding chunks (9..=32).
-        if n > 64 && n <= 128 {
-            return copy_overlapping::<64>(dst, src);
+/// The BTH's AckReq/PSN `word` and the RETH's VA and R_Key; the DMA length is part of the shape and
+/// already in the template.
+#[inline(always)]
+fn patch_reth(frame: &mut [u8], word: u32, va: u64, rkey: u32) {
+    if let Some(h) = frame.first_chunk_mut::<PAYLOAD_AT>() {
+        h[ACK_PSN_AT..ACK_PSN_AT + 4].copy_from_slice(&word.to_be_bytes());
+        h[EXT_AT..EXT_AT + 8].copy_from_slice(&va.to_be_bytes());
+        h[EXT_AT + 8..EXT_AT + 12].copy_from_slice(&rkey.to_be_bytes());
+    }
+}
+
+/// The BTH's AckReq/PSN `word` and the AtomicETH's VA, R_Key and addend; compare is 0 for FETCH & ADD
+/// and already in the template.
+#[inline(always)]
+fn patch_atomic_eth(frame: &mut [u8], word: u32, va: u64, rkey: u32, add: u64) {
+    if let Some(h) = frame.first_chunk_mut::<ATOMIC_END>() {
+        h[ACK_PSN_AT..ACK_PSN_AT + 4].copy_from_slice(&word.to_be_bytes());
+        h[EXT_AT..EXT_AT + 8].copy_from_slice(&va.to_be_bytes());
+        h[EXT_AT + 8..EXT_AT + 12].copy_from_slice(&rkey.to_be_bytes());
+        h[EXT_AT + 12..EXT_AT + 20].copy_from_slice(&add.to_be_bytes());
+    }
+}
+
+/// [`patch`] with the payload copied by [`copy_short`], and without the iCRC; false (the payload not
+/// copied) if the payload's length is not one `copy_short` takes.
+#[inline(always)]
+fn patch_short(op: &Op, psn: u32, ack_req: bool, frame: &mut [u8]) -> bool {
+    let word = u32::from(ack_req) << 31 | (psn & PSN_MASK);
+    match op {
+        Op::Write { va, rkey, payload } => {
+            patch_reth(frame, word, *va, *rkey);
+            frame
+                .get_mut(PAYLOAD_AT..PAYLOAD_AT + payload.len())
+                .is_some_and(|p| copy_short(p, payload))
         }
-        if n > 16 && n <= 32 {
-            return copy_overlapping::<16>(dst, src);
-        }
-        if n > 8 && n <= 16 {
-            return copy_overlapping::<8>(dst, src);
-        }
-        if n > 32 && n <= 64 {
-            return copy_overlapping::<32>(dst, src);
-        }
-        if (4..=8).contains(&n) {
-            return copy_overlapping::<4>(dst, src);
+        Op::FetchAdd { va, rkey, add } => {
+            patch_atomic_eth(frame, word, *va, *rkey, *add);
+            true
         }
     }
-    dst.copy_from_slice(src);
+}
+
+/// Copies `src` into `dst` (of the same length, as `copy_from_slice`, which it falls back to).
+#[inline]
+fn copy_bytes(dst: &mut [u8], src: &[u8]) {
+    if !copy_short(dst, src) {
+        dst.copy_from_slice(src);
+    }
+}
+
+/// Copies `src` into `dst` if both have the same length, from 4 to 128 bytes (the lengths of dta's
+/// frames and payloads) or none, with two overlapping fixed-size moves: the libc call `copy_from_slice`
+/// makes of a length known only at run time cost ~48 instructions a frame. False (nothing copied) for
+/// other lengths.
+#[inline(always)]
+fn copy_short(dst: &mut [u8], src: &[u8]) -> bool {
+    let n = src.len();
+    if dst.len() != n {
+        return false;
+    }
+    // Most frequent first: frames (65..=128), Key-Write entries and Postcarding chunks (9..=32).
+    if n > 64 && n <= 128 {
+        copy_overlapping::<64>(dst, src);
+    } else if n > 16 && n <= 32 {
+        copy_overlapping::<16>(dst, src);
+    } else if n > 8 && n <= 16 {
+        copy_overlapping::<8>(dst, src);
+    } else if n > 32 && n <= 64 {
+        copy_overlapping::<32>(dst, src);
+    } else if (4..=8).contains(&n) {
+        copy_overlapping::<4>(dst, src);
+    } else {
+        return n == 0;
+    }
+    true
 }
 
 /// `dst` = `src` for lengths from `K` to `2K`: the first `K` bytes and the last `K` (which overlap).

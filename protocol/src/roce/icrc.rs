@@ -225,9 +225,11 @@ pub struct IcrcPrefix {
     state: crc32fast::Hasher,
     /// Offset of the AckReq/PSN word in the frame.
     resume_at: usize,
+    /// Offset of the iCRC in the template (where its tail ends).
+    icrc_at: usize,
     /// The tail from the PSN word to the iCRC in the template (every frame of its shape has as long a
-    /// one), if short enough for [`TailCrc`].
-    tail: Option<TailCrc>,
+    /// one): for the carry-less path, which is off (`finish_long` then) for tails over `SHORT_TAIL_MAX`.
+    tail: TailCrc,
     /// The raw register the prefix state reaches over the tail's length in zero bytes: a frame's register
     /// is this XORed with its tail's own (linear) part.
     zeros: u32,
@@ -246,11 +248,16 @@ impl IcrcPrefix {
         let resume_at = o.bth + bth::ACK_PSN_OFFSET;
         let tail_len = o.icrc - resume_at;
         let zeros = Crc32Short::zeros(!state.clone().finalize(), tail_len);
-        let tail =
-            (tail_len <= SHORT_TAIL_MAX).then(|| TailCrc::new(Crc32Short::detect(), tail_len));
+        let short = if tail_len <= SHORT_TAIL_MAX {
+            Crc32Short::detect()
+        } else {
+            Crc32Short::table_only()
+        };
+        let tail = TailCrc::new(short, tail_len);
         Ok(IcrcPrefix {
             state,
             resume_at,
+            icrc_at: o.icrc,
             tail,
             zeros,
         })
@@ -269,17 +276,20 @@ impl IcrcPrefix {
     /// The iCRC of a frame whose covered bytes (up to its iCRC slot) are `covered`.
     #[inline]
     fn finish_covered(&self, covered: &[u8]) -> u32 {
-        if let Some(tail) = &self.tail {
-            if covered.len().wrapping_sub(self.resume_at) == tail.len() {
-                // The template's tail length: the prefix's zeros and the tail's linear part (the bytes
-                // before the tail that `linear` may read are masked out there).
-                return !(self.zeros ^ tail.linear(covered));
+        if covered.len() == self.icrc_at {
+            // The template's tail length: the prefix's zeros and the tail's linear part (the bytes
+            // before the tail that `clmul_linear` may read are masked out there).
+            if let Some(r) = self.tail.clmul_linear(covered) {
+                return !(self.zeros ^ r);
             }
         }
         self.finish_long(covered, covered.len())
     }
 
-    /// [`finish`](Self::finish) through crc32fast: long tails, and frames of another length.
+    /// [`finish`](Self::finish) through crc32fast: tails too long for [`TailCrc`], CPUs without the
+    /// carry-less multiply, and frames of another length (out of line, so the common path saves few
+    /// registers).
+    #[inline(never)]
     fn finish_long(&self, frame: &[u8], icrc_at: usize) -> u32 {
         let mut h = self.state.clone();
         h.update(&frame[self.resume_at..icrc_at]);

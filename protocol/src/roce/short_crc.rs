@@ -211,15 +211,30 @@ impl TailCrc {
 
     /// [`Crc32Short::linear_tail`] of `covered`'s last `len` bytes.
     #[inline]
-    #[allow(unsafe_code)]
     pub fn linear(&self, covered: &[u8]) -> u32 {
-        if self.clmul {
-            if let Some(start) = covered.len().checked_sub(self.window) {
-                // SAFETY: `clmul` is true only when `clmul_available` found PCLMULQDQ (and SSE2, which
-                // x86_64 always has) on this CPU; the slice is whole blocks, at least one.
-                return unsafe { clmul::linear(&covered[start..], self.window - self.len) };
-            }
+        match self.clmul_linear(covered) {
+            Some(r) => r,
+            None => self.table_linear(covered),
         }
+    }
+
+    /// [`linear`](Self::linear) through the carry-less multiply: `None` without it, or when `covered`
+    /// has fewer bytes than the tail's whole blocks.
+    #[inline]
+    #[allow(unsafe_code)]
+    pub fn clmul_linear(&self, covered: &[u8]) -> Option<u32> {
+        if !self.clmul {
+            return None;
+        }
+        let start = covered.len().checked_sub(self.window)?;
+        // SAFETY: `clmul` is true only when `clmul_available` found PCLMULQDQ (and SSE2, which x86_64
+        // always has) on this CPU; the slice is whole blocks, at least one (`clmul` needs `len > 0`).
+        Some(unsafe { clmul::linear(&covered[start..], self.window - self.len) })
+    }
+
+    /// [`linear`](Self::linear) through the table (out of line: the carry-less path is the common one).
+    #[inline(never)]
+    fn table_linear(&self, covered: &[u8]) -> u32 {
         let n = self.len.min(covered.len());
         CRC32_ISO_HDLC.update(0, &covered[covered.len() - n..])
     }
