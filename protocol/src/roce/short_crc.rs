@@ -86,6 +86,17 @@ const REDUCE_64: u64 = reflect64_of32(x_pow_mod(63));
 const BARRETT_MU: u64 = reflect33(mu());
 const BARRETT_P: u64 = reflect33((1u64 << 32) | POLY as u64);
 
+/// The constants as 128-bit pairs (low half first), 16-byte aligned so each is one aligned load: fold,
+/// reduce, Barrett, and the mask of a 128-bit value's low 32 bits.
+#[repr(C, align(16))]
+struct Pairs([[u64; 2]; 4]);
+static PAIRS: Pairs = Pairs([
+    [FOLD_LO, FOLD_HI],
+    [REDUCE_96, REDUCE_64],
+    [BARRETT_MU, BARRETT_P],
+    [0xFFFF_FFFF, 0],
+]);
+
 /// Sixteen zero bytes, then sixteen `0xFF`: the 16 bytes from offset `16 - k` keep all but the first `k`
 /// bytes of a block.
 static KEEP_MASKS: [u8; 32] = {
@@ -180,22 +191,27 @@ impl Crc32Short {
 
 /// [`Crc32Short::linear_tail`] for one tail length, its block window worked out once (a frame shape's
 /// tail, from its PSN word to its iCRC, has one length).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug)]
 pub struct TailCrc {
     len: usize,
     /// `len` rounded up to whole 16-byte blocks.
     window: usize,
-    /// Whether the carry-less path is in use (never for an empty tail).
-    clmul: bool,
+    /// The bytes of the window before the tail: `window - len`.
+    skip: usize,
+    /// The carry-less fold for a window of this many blocks (unrolled up to 4), or `None` for the table
+    /// (no carry-less multiply on this CPU, or an empty tail).
+    clmul: Option<clmul::Linear>,
 }
 
 impl TailCrc {
     /// For tails of `len` bytes.
     pub fn new(short: Crc32Short, len: usize) -> Self {
+        let window = len.next_multiple_of(16);
         TailCrc {
             len,
-            window: len.next_multiple_of(16),
-            clmul: short.clmul && len > 0,
+            window,
+            skip: window - len,
+            clmul: (short.clmul && len > 0).then(|| clmul::for_blocks(window / 16)),
         }
     }
 
@@ -223,13 +239,12 @@ impl TailCrc {
     #[inline]
     #[allow(unsafe_code)]
     pub fn clmul_linear(&self, covered: &[u8]) -> Option<u32> {
-        if !self.clmul {
-            return None;
-        }
+        let f = self.clmul?;
         let start = covered.len().checked_sub(self.window)?;
-        // SAFETY: `clmul` is true only when `clmul_available` found PCLMULQDQ (and SSE2, which x86_64
-        // always has) on this CPU; the slice is whole blocks, at least one (`clmul` needs `len > 0`).
-        Some(unsafe { clmul::linear(&covered[start..], self.window - self.len) })
+        // SAFETY: `clmul` is set only when `clmul_available` found PCLMULQDQ (and SSE2, which x86_64
+        // always has) on this CPU, to the fold for `window / 16` blocks: the slice is exactly those
+        // blocks (at least one: `clmul` needs `len > 0`), and `skip` is below 16.
+        Some(unsafe { f(&covered[start..], self.skip) })
     }
 
     /// [`linear`](Self::linear) through the table (out of line: the carry-less path is the common one).
@@ -267,20 +282,41 @@ mod clmul {
         // SAFETY: `KEEP_MASKS[16 - skip..]` has 16 + skip >= 16 bytes (`skip` is below 16, as the
         // caller's window is the tail rounded up to whole blocks); `blocks` has at least one block.
         let keep = _mm_loadu_si128(KEEP_MASKS.as_ptr().add(16 - (skip & 15)) as *const __m128i);
-        let p = blocks.as_ptr() as *const __m128i;
-        let x = _mm_and_si128(_mm_loadu_si128(p), keep);
-        // The lengths of dta's frame tails (a Key-Write entry's 36 bytes, an ATOMIC ACKNOWLEDGE's 16)
-        // unrolled, longer ones in the loop.
-        // SAFETY: each arm loads only blocks below `blocks.len() / 16`.
-        match blocks.len() / 16 {
-            1 => reduce(x),
-            2 => reduce(fold(x, _mm_loadu_si128(p.add(1)))),
-            3 => reduce(fold(
-                fold(x, _mm_loadu_si128(p.add(1))),
-                _mm_loadu_si128(p.add(2)),
-            )),
-            _ => fold_reduce(x, blocks),
+        let first = _mm_loadu_si128(blocks.as_ptr() as *const __m128i);
+        fold_reduce(_mm_and_si128(first, keep), blocks)
+    }
+
+    /// A fold of whole blocks with leading bytes skipped, as [`linear`] (for one block count).
+    pub(crate) type Linear = unsafe fn(&[u8], usize) -> u32;
+
+    /// The fold for windows of `blocks` blocks: unrolled for up to 4 (every frame tail up to 64 bytes,
+    /// without a dispatch on the length per message), [`linear`] beyond.
+    pub(super) fn for_blocks(blocks: usize) -> Linear {
+        match blocks {
+            1 => linear_n::<1>,
+            2 => linear_n::<2>,
+            3 => linear_n::<3>,
+            4 => linear_n::<4>,
+            _ => linear,
         }
+    }
+
+    /// [`linear`] of exactly `N` blocks.
+    ///
+    /// # Safety
+    /// The CPU must have PCLMULQDQ; `blocks` must have at least `N` (at least one) whole blocks and
+    /// `skip` be below 16.
+    #[target_feature(enable = "pclmulqdq,sse2")]
+    unsafe fn linear_n<const N: usize>(blocks: &[u8], skip: usize) -> u32 {
+        debug_assert!(N >= 1 && blocks.len() >= 16 * N && skip < 16);
+        // SAFETY: as in `linear`; the loads are of blocks below `N`.
+        let keep = _mm_loadu_si128(KEEP_MASKS.as_ptr().add(16 - (skip & 15)) as *const __m128i);
+        let p = blocks.as_ptr() as *const __m128i;
+        let mut x = _mm_and_si128(_mm_loadu_si128(p), keep);
+        for i in 1..N {
+            x = fold(x, _mm_loadu_si128(p.add(i)));
+        }
+        reduce(x)
     }
 
     /// The register after `state` and `blocks` (a non-empty multiple of 16 bytes).
@@ -314,17 +350,25 @@ mod clmul {
     #[target_feature(enable = "pclmulqdq,sse2")]
     #[inline]
     unsafe fn fold(x: __m128i, b: __m128i) -> __m128i {
-        let k = _mm_set_epi64x(FOLD_HI as i64, FOLD_LO as i64);
+        let k = pair(0);
         let lo = _mm_clmulepi64_si128(x, k, 0x00);
         let hi = _mm_clmulepi64_si128(x, k, 0x11);
         _mm_xor_si128(_mm_xor_si128(lo, hi), b)
+    }
+
+    /// Constant pair `i` of [`PAIRS`].
+    #[target_feature(enable = "sse2")]
+    #[inline]
+    unsafe fn pair(i: usize) -> __m128i {
+        // SAFETY: `PAIRS` is 16-byte aligned and every pair is 16 bytes; the callers' `i` are below 4.
+        _mm_load_si128(PAIRS.0[i].as_ptr() as *const __m128i)
     }
 
     /// The register of a 128-bit remainder: `X·x^32 mod P`, reflected.
     #[target_feature(enable = "pclmulqdq,sse2")]
     #[inline]
     unsafe fn reduce(x: __m128i) -> u32 {
-        let k = _mm_set_epi64x(REDUCE_64 as i64, REDUCE_96 as i64);
+        let k = pair(1);
         // H·x^96 folded with x^95 mod P, plus L·x^32 (the high half moved down 64 bits and up 32).
         let y = _mm_xor_si128(
             _mm_clmulepi64_si128(x, k, 0x00),
@@ -334,11 +378,8 @@ mod clmul {
         let z = _mm_srli_si128(_mm_xor_si128(_mm_clmulepi64_si128(y, k, 0x10), y), 8);
         // Barrett: q = (top 32 bits of z)·µ div x^32, the low 32 bits of their product (which only z's
         // low 32 bits reach, so z goes in unmasked); then z + q·P has the remainder in bits 32..63.
-        let b = _mm_set_epi64x(BARRETT_P as i64, BARRETT_MU as i64);
-        let q = _mm_and_si128(
-            _mm_clmulepi64_si128(z, b, 0x00),
-            _mm_set_epi64x(0, 0xFFFF_FFFF),
-        );
+        let b = pair(2);
+        let q = _mm_and_si128(_mm_clmulepi64_si128(z, b, 0x00), pair(3));
         let r = _mm_xor_si128(_mm_clmulepi64_si128(q, b, 0x10), z);
         (_mm_cvtsi128_si64(r) as u64 >> 32) as u32
     }
@@ -347,6 +388,14 @@ mod clmul {
 #[cfg(not(target_arch = "x86_64"))]
 #[allow(unsafe_code)]
 mod clmul {
+    /// As on x86_64.
+    pub(crate) type Linear = unsafe fn(&[u8], usize) -> u32;
+
+    /// Never called: `clmul` is false off x86_64.
+    pub(super) fn for_blocks(_: usize) -> Linear {
+        linear
+    }
+
     /// Never called: `clmul` is false off x86_64.
     pub(super) unsafe fn linear(blocks: &[u8], skip: usize) -> u32 {
         super::CRC32_ISO_HDLC.update(0, &blocks[skip..])
