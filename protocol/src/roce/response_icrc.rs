@@ -13,7 +13,10 @@
 use crate::roce::bth;
 use crate::roce::icrc::{carried_at, compute_at, locate, Offsets, LRH_CRC};
 use crate::roce::short_crc::{Crc32Short, TailCrc};
-use crate::udp::{offset, IPV4_HEADER_LEN, UDP_HEADER_LEN};
+use crate::roce::ICRC_LEN;
+use crate::udp::{
+    offset, ETHERTYPE_IPV4, ETH_HEADER_LEN as ETH_LEN, IPV4_HEADER_LEN, UDP_HEADER_LEN,
+};
 use crate::{Error, Result};
 
 /// The covered bytes a shape fixes, from the IPv4 header to the BTH's AckReq/PSN word.
@@ -99,6 +102,8 @@ struct Shape {
     key: [u64; KEY_WORDS],
     /// The tail from the PSN word to the iCRC (the key's IPv4 total length fixes its length).
     tail: TailCrc,
+    /// Where the frames of this shape end (after the iCRC), from the Ethernet header.
+    end: usize,
     /// The raw register after the LRH stand-in, `key` and `tail` zero bytes: a frame's register is this
     /// XORed with its tail's linear part (and the ID's).
     zeros: u32,
@@ -106,6 +111,18 @@ struct Shape {
     /// non-zero ID adds to the CRC of a frame of this shape.
     id_high: [u32; 256],
     id_low: [u32; 256],
+}
+
+impl Shape {
+    /// The iCRC of a frame of this shape whose covered bytes (up to the iCRC) are `covered` and whose
+    /// bytes from the IPv4 header to the PSN word are `bytes` (for its ID).
+    #[inline]
+    fn crc(&self, covered: &[u8], bytes: &[u8; KEY_LEN]) -> u32 {
+        // The bytes before the tail that `linear` may read are masked out there.
+        let tail = self.tail.linear(covered);
+        let (id_high, id_low) = (bytes[ID_AT], bytes[ID_AT + 1]);
+        !(self.zeros ^ tail) ^ self.id_high[usize::from(id_high)] ^ self.id_low[usize::from(id_low)]
+    }
 }
 
 /// The zero-init, zero-xorout CRC-32 of byte `v` followed by `zeros` zero bytes, for every `v`.
@@ -132,7 +149,7 @@ fn byte_table(zeros: usize) -> [u32; 256] {
 impl Shape {
     /// The shape of frames whose covered bytes from the IPv4 header to the PSN word are `bytes`, and
     /// whose tail (PSN word to iCRC) has `tail` bytes.
-    fn new(bytes: &[u8; KEY_LEN], tail: usize, short: Crc32Short) -> Self {
+    fn new(bytes: &[u8; KEY_LEN], tail: usize, end: usize, short: Crc32Short) -> Self {
         // The masked pseudo-header: variant fields all ones, the ID zero (added back per frame).
         let mut masked = *bytes;
         masked[ID_AT] = 0;
@@ -147,6 +164,7 @@ impl Shape {
         Shape {
             key: key_words(bytes),
             tail: TailCrc::new(short, tail),
+            end,
             zeros: Crc32Short::zeros(!state.finalize(), tail),
             // The high byte has the low byte and the rest after it; the low byte the rest.
             id_high: byte_table(covered_after_id + 1),
@@ -180,6 +198,9 @@ impl ResponseIcrc {
 
     /// [`icrc::verify`](super::icrc::verify), the same result for every frame.
     pub fn verify(&mut self, frame: &[u8]) -> Result<()> {
+        if let Some(r) = self.verify_known(frame) {
+            return r;
+        }
         let o = locate(frame)?;
         let computed = self.compute_at(frame, &o);
         let carried = carried_at(frame, &o);
@@ -188,6 +209,34 @@ impl ResponseIcrc {
         } else {
             Err(Error::IcrcMismatch { carried, computed })
         }
+    }
+
+    /// [`verify`](Self::verify) of a frame of a remembered shape, without locating its parts: its key
+    /// fixes the IPv4 version, IHL and total length (as they were in the frame the shape was made of,
+    /// which `locate` accepted), so with an IPv4 EtherType and the whole packet present, `locate` would
+    /// find the shape's offsets. `None` for anything else (the general path then answers).
+    #[inline]
+    fn verify_known(&self, frame: &[u8]) -> Option<Result<()>> {
+        let head = frame.first_chunk::<{ ETH_LEN + KEY_LEN }>()?;
+        let (eth, bytes) = head.split_first_chunk::<ETH_LEN>()?;
+        if eth[offset::ETH_TYPE] != ETHERTYPE_IPV4.to_be_bytes() {
+            return None;
+        }
+        let bytes = bytes.first_chunk::<KEY_LEN>()?;
+        let key = key_words(bytes);
+        let s = self
+            .shapes
+            .iter()
+            .flatten()
+            .find(|s| same_key(&s.key, &key))?;
+        let (covered, icrc) = frame.get(..s.end)?.split_last_chunk::<ICRC_LEN>()?;
+        let computed = s.crc(covered, bytes);
+        let carried = u32::from_le_bytes(*icrc);
+        Some(if computed == carried {
+            Ok(())
+        } else {
+            Err(Error::IcrcMismatch { carried, computed })
+        })
     }
 
     fn compute_at(&mut self, frame: &[u8], o: &Offsets) -> u32 {
@@ -209,23 +258,20 @@ impl ResponseIcrc {
         });
         let i = match hit {
             Some(i) => i,
-            None => self.remember(bytes, tail_len),
+            None => self.remember(bytes, tail_len, o.icrc + ICRC_LEN),
         };
         let Some(s) = self.shapes[i].as_ref() else {
             return compute_at(frame, o);
         };
-        // The bytes before the tail that `linear` may read are masked out there.
-        let tail = s.tail.linear(&frame[..o.icrc]);
-        let (id_high, id_low) = (bytes[ID_AT], bytes[ID_AT + 1]);
-        !(s.zeros ^ tail) ^ s.id_high[usize::from(id_high)] ^ s.id_low[usize::from(id_low)]
+        s.crc(&frame[..o.icrc], bytes)
     }
 
     /// Remembers a new shape (or a responder's changed headers) in the next slot; its index.
     #[inline(never)]
-    fn remember(&mut self, bytes: &[u8; KEY_LEN], tail_len: usize) -> usize {
+    fn remember(&mut self, bytes: &[u8; KEY_LEN], tail_len: usize, end: usize) -> usize {
         let i = self.next;
         self.next = (i + 1) % SHAPES;
-        self.shapes[i] = Some(Shape::new(bytes, tail_len, self.short));
+        self.shapes[i] = Some(Shape::new(bytes, tail_len, end, self.short));
         i
     }
 }
