@@ -468,7 +468,7 @@ fn patch_short(op: &Op, psn: u32, ack_req: bool, frame: &mut [u8]) -> bool {
             patch_reth(frame, word, *va, *rkey);
             frame
                 .get_mut(PAYLOAD_AT..PAYLOAD_AT + payload.len())
-                .is_some_and(|p| copy_short(p, payload))
+                .is_some_and(|p| copy_payload(p, payload))
         }
         Op::FetchAdd { va, rkey, add } => {
             patch_atomic_eth(frame, word, *va, *rkey, *add);
@@ -488,24 +488,42 @@ fn copy_bytes(dst: &mut [u8], src: &[u8]) {
 /// Copies `src` into `dst` if both have the same length, from 4 to 128 bytes (the lengths of dta's
 /// frames and payloads) or none, with two overlapping fixed-size moves: the libc call `copy_from_slice`
 /// makes of a length known only at run time cost ~48 instructions a frame. False (nothing copied) for
-/// other lengths.
+/// other lengths. Frames' lengths (65..=128) are tried first.
 #[inline(always)]
 fn copy_short(dst: &mut [u8], src: &[u8]) -> bool {
     let n = src.len();
     if dst.len() != n {
         return false;
     }
-    // Most frequent first: frames (65..=128), Key-Write entries and Postcarding chunks (9..=32).
     if n > 64 && n <= 128 {
         copy_overlapping::<64>(dst, src);
-    } else if n > 16 && n <= 32 {
-        copy_overlapping::<16>(dst, src);
+        return true;
+    }
+    copy_small(dst, src)
+}
+
+/// [`copy_short`] with payloads' lengths tried first: a Key-Write entry (4..=8 bytes for 4-byte
+/// values, up to 32), a Postcarding chunk (32).
+#[inline(always)]
+fn copy_payload(dst: &mut [u8], src: &[u8]) -> bool {
+    if dst.len() != src.len() {
+        return false;
+    }
+    copy_small(dst, src) || copy_short(dst, src)
+}
+
+/// The lengths up to 64 of [`copy_short`] (`dst` and `src` of one length), shortest first.
+#[inline(always)]
+fn copy_small(dst: &mut [u8], src: &[u8]) -> bool {
+    let n = src.len();
+    if (4..=8).contains(&n) {
+        copy_overlapping::<4>(dst, src);
     } else if n > 8 && n <= 16 {
         copy_overlapping::<8>(dst, src);
+    } else if n > 16 && n <= 32 {
+        copy_overlapping::<16>(dst, src);
     } else if n > 32 && n <= 64 {
         copy_overlapping::<32>(dst, src);
-    } else if (4..=8).contains(&n) {
-        copy_overlapping::<4>(dst, src);
     } else {
         return n == 0;
     }
@@ -644,6 +662,17 @@ mod tests {
             let mut want = vec![0xA5u8; n + 16];
             want[8..8 + n].copy_from_slice(&src);
             assert_eq!(got, want, "{n}");
+            // The inline copies: the same bytes for the lengths they take, nothing written otherwise.
+            let takes = n == 0 || (4..=128).contains(&n);
+            for copy in [copy_short, copy_payload] {
+                let mut got = vec![0xA5u8; n + 16];
+                assert_eq!(copy(&mut got[8..8 + n], &src), takes, "{n}");
+                if takes {
+                    assert_eq!(got, want, "{n}");
+                } else {
+                    assert!(got.iter().all(|&b| b == 0xA5), "{n}");
+                }
+            }
         }
     }
 
