@@ -11,7 +11,9 @@
 //! `new_checked` constructor validates the length once, so its accessors cannot go out of bounds, and a
 //! `Repr` with `parse`, `emit` and `buffer_len` for the high-level form. Nothing here does I/O, reads a
 //! clock or allocates on the hot path.
-#![forbid(unsafe_code)]
+// Deny, not forbid: `roce::short_crc`'s PCLMULQDQ path (detected at run time, with a table fallback) is
+// the one module allowed `unsafe`, for the per-frame iCRC.
+#![deny(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod contract;

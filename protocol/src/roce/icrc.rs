@@ -12,9 +12,8 @@
 //! one frame shape (opcode and length) those bytes never change, so a packet then costs only the CRC of its
 //! last bytes: 4 bytes of AckReq and PSN, the extension header and the payload.
 
-use std::sync::LazyLock;
-
 use crate::roce::crc_table::CRC32_ISO_HDLC;
+use crate::roce::short_crc::{Crc32Short, TailCrc};
 use crate::roce::{bth, ICRC_LEN};
 use crate::udp::{
     offset, ETHERTYPE_IPV4, ETH_HEADER_LEN as ETH_LEN, IPV4_HEADER_LEN, UDP_HEADER_LEN as UDP_LEN,
@@ -144,13 +143,9 @@ pub fn compute(frame: &[u8]) -> Result<u32> {
     Ok(compute_at(frame, &o))
 }
 
-/// crc32fast's state after the LRH stand-in (8 bytes of `0xFF`), so a frame's CRC starts from it instead
-/// of hashing those 8 bytes every time (a test checks the value).
+/// The CRC (crc32fast's value) after the LRH stand-in (8 bytes of `0xFF`), so a frame's CRC starts from
+/// it instead of hashing those 8 bytes every time (a test checks the value).
 pub(super) const LRH_CRC: u32 = 0x2144_df1c;
-/// A hasher in the state after the LRH: cloned, not made, per frame, as making one detects the CPU's
-/// features each time (~40 instructions under callgrind, on every response).
-static AFTER_LRH: LazyLock<crc32fast::Hasher> =
-    LazyLock::new(|| crc32fast::Hasher::new_with_initial(LRH_CRC));
 /// The masked headers of a frame without IPv4 options: IPv4, UDP and BTH.
 const PLAIN_HEADERS_LEN: usize = IPV4_HEADER_LEN + UDP_LEN + bth::HEADER_LEN;
 /// Covered bytes after the BTH that the plain path hashes in one piece with the headers: every response
@@ -173,7 +168,7 @@ pub(super) fn compute_at(frame: &[u8], o: &Offsets) -> u32 {
     if o.udp - o.ip == IPV4_HEADER_LEN && rest.len() <= SHORT_TAIL {
         // Every RoCE response: a fixed-size masked copy of headers and tail, hashed in one call from the
         // state after the LRH (the general path zeroes a buffer for the longest IPv4 header and hashes the
-        // tail apart).
+        // tail apart), through the short-message CRC (crc32fast takes inputs below 64 bytes bytewise).
         let mut buf = [0u8; PLAIN_HEADERS_LEN + SHORT_TAIL];
         buf[..PLAIN_HEADERS_LEN].copy_from_slice(&frame[o.ip..o.bth + bth::HEADER_LEN]);
         let n = PLAIN_HEADERS_LEN + rest.len();
@@ -181,7 +176,7 @@ pub(super) fn compute_at(frame: &[u8], o: &Offsets) -> u32 {
         for at in PLAIN_MASKED {
             buf[at] = 0xFF;
         }
-        return finish(AFTER_LRH.clone(), &buf[..n]);
+        return !Crc32Short::detect().update(!LRH_CRC, &buf[..n]);
     }
     let mut h = crc32fast::Hasher::new();
     hash_masked_headers(&mut h, frame, o, bth::HEADER_LEN);
@@ -230,7 +225,19 @@ pub struct IcrcPrefix {
     state: crc32fast::Hasher,
     /// Offset of the AckReq/PSN word in the frame.
     resume_at: usize,
+    /// Offset of the iCRC in the template (where its tail ends).
+    icrc_at: usize,
+    /// The tail from the PSN word to the iCRC in the template (every frame of its shape has as long a
+    /// one): for the carry-less path, which is off (`finish_long` then) for tails over `SHORT_TAIL_MAX`.
+    tail: TailCrc,
+    /// The raw register the prefix state reaches over the tail's length in zero bytes: a frame's register
+    /// is this XORed with its tail's own (linear) part.
+    zeros: u32,
 }
+
+/// Longest tail [`IcrcPrefix::finish`] folds through [`Crc32Short`]: one 16-byte block a step is fewer
+/// instructions than crc32fast's set-up below this, and crc32fast's four lanes are quicker on more.
+const SHORT_TAIL_MAX: usize = 128;
 
 impl IcrcPrefix {
     /// Hashes the invariant part of `template`.
@@ -238,9 +245,21 @@ impl IcrcPrefix {
         let o = locate(template)?;
         let mut state = crc32fast::Hasher::new();
         hash_masked_headers(&mut state, template, &o, bth::ACK_PSN_OFFSET);
+        let resume_at = o.bth + bth::ACK_PSN_OFFSET;
+        let tail_len = o.icrc - resume_at;
+        let zeros = Crc32Short::zeros(!state.clone().finalize(), tail_len);
+        let short = if tail_len <= SHORT_TAIL_MAX {
+            Crc32Short::detect()
+        } else {
+            Crc32Short::table_only()
+        };
+        let tail = TailCrc::new(short, tail_len);
         Ok(IcrcPrefix {
             state,
-            resume_at: o.bth + bth::ACK_PSN_OFFSET,
+            resume_at,
+            icrc_at: o.icrc,
+            tail,
+            zeros,
         })
     }
 
@@ -248,8 +267,30 @@ impl IcrcPrefix {
     /// is the offset of its iCRC slot (the frame length for frames without Ethernet padding, minus 4).
     #[inline]
     pub fn finish(&self, frame: &[u8], icrc_at: usize) -> u32 {
-        // crc32fast alone: for the ~30 bytes of a Key-Write frame, `finish`'s table tail measured ~30
-        // instructions a frame more under callgrind (and the table for all of it, ~35 more).
+        match frame.get(..icrc_at) {
+            Some(covered) => self.finish_covered(covered),
+            None => self.finish_long(frame, icrc_at),
+        }
+    }
+
+    /// The iCRC of a frame whose covered bytes (up to its iCRC slot) are `covered`.
+    #[inline]
+    fn finish_covered(&self, covered: &[u8]) -> u32 {
+        if covered.len() == self.icrc_at {
+            // The template's tail length: the prefix's zeros and the tail's linear part (the bytes
+            // before the tail that `clmul_linear` may read are masked out there).
+            if let Some(r) = self.tail.clmul_linear(covered) {
+                return !(self.zeros ^ r);
+            }
+        }
+        self.finish_long(covered, covered.len())
+    }
+
+    /// [`finish`](Self::finish) through crc32fast: tails too long for [`TailCrc`], CPUs without the
+    /// carry-less multiply, and frames of another length (out of line, so the common path saves few
+    /// registers).
+    #[inline(never)]
+    fn finish_long(&self, frame: &[u8], icrc_at: usize) -> u32 {
         let mut h = self.state.clone();
         h.update(&frame[self.resume_at..icrc_at]);
         h.finalize()
@@ -259,8 +300,9 @@ impl IcrcPrefix {
     #[inline]
     pub fn fill(&self, frame: &mut [u8]) -> u32 {
         let at = frame.len() - ICRC_LEN;
-        let crc = self.finish(frame, at);
-        frame[at..].copy_from_slice(&crc.to_le_bytes());
+        let (covered, slot) = frame.split_at_mut(at);
+        let crc = self.finish_covered(covered);
+        slot.copy_from_slice(&crc.to_le_bytes());
         crc
     }
 }

@@ -15,6 +15,7 @@ pub mod psn;
 mod response;
 pub mod response_icrc;
 pub mod reth;
+pub mod short_crc;
 
 pub use aeth::{AckKind, AethRepr, NakCode};
 pub use atomic_ack_eth::AtomicAckEthRepr;

@@ -12,7 +12,11 @@
 
 use crate::roce::bth;
 use crate::roce::icrc::{carried_at, compute_at, locate, Offsets, LRH_CRC};
-use crate::udp::{offset, IPV4_HEADER_LEN, UDP_HEADER_LEN};
+use crate::roce::short_crc::{Crc32Short, TailCrc};
+use crate::roce::ICRC_LEN;
+use crate::udp::{
+    offset, ETHERTYPE_IPV4, ETH_HEADER_LEN as ETH_LEN, IPV4_HEADER_LEN, UDP_HEADER_LEN,
+};
 use crate::{Error, Result};
 
 /// The covered bytes a shape fixes, from the IPv4 header to the BTH's AckReq/PSN word.
@@ -25,17 +29,100 @@ const SHAPES: usize = 4;
 /// The IPv4 ID's offset in the IPv4 header.
 const ID_AT: usize = 4;
 
+/// The key's bytes as little-endian words (four `u64`s, then the last 4 bytes in a fifth), compared
+/// word by word instead of through a masked copy and `memcmp`.
+const KEY_WORDS: usize = KEY_LEN.div_ceil(8);
+/// Where the variant fields sit in the key (offsets from the IPv4 header): IPv4 TOS, TTL and header
+/// checksum, UDP checksum, BTH byte 4 (FECN, BECN).
+const VARIANT: [usize; 7] = [
+    offset::IPV4_TOS,
+    offset::IPV4_TTL,
+    offset::IPV4_CHECKSUM.start,
+    offset::IPV4_CHECKSUM.start + 1,
+    IPV4_HEADER_LEN + offset::UDP_CHECKSUM.start,
+    IPV4_HEADER_LEN + offset::UDP_CHECKSUM.start + 1,
+    IPV4_HEADER_LEN + UDP_HEADER_LEN + bth::FECN_BECN_OFFSET,
+];
+/// Per key word, ones over the bytes a shape fixes: zeros over the variant fields, the ID and past the
+/// key's end.
+const KEY_MASK: [u64; KEY_WORDS] = {
+    let mut bytes = [0u8; KEY_WORDS * 8];
+    let mut i = 0;
+    while i < KEY_LEN {
+        bytes[i] = 0xFF;
+        i += 1;
+    }
+    let mut v = 0;
+    while v < VARIANT.len() {
+        bytes[VARIANT[v]] = 0;
+        v += 1;
+    }
+    bytes[ID_AT] = 0;
+    bytes[ID_AT + 1] = 0;
+    let mut words = [0u64; KEY_WORDS];
+    let mut w = 0;
+    while w < KEY_WORDS {
+        let mut b = 0;
+        while b < 8 {
+            words[w] |= (bytes[w * 8 + b] as u64) << (8 * b);
+            b += 1;
+        }
+        w += 1;
+    }
+    words
+};
+
+/// The key of the covered bytes `key` (from the IPv4 header): its words under [`KEY_MASK`]. Two frames
+/// have the same key exactly when their bytes up to the PSN word agree but for the ID and the variant
+/// fields.
+#[inline]
+fn key_words(key: &[u8; KEY_LEN]) -> [u64; KEY_WORDS] {
+    let mut words = [0u64; KEY_WORDS];
+    for (w, c) in words.iter_mut().zip(key.chunks(8)) {
+        let mut b = [0u8; 8];
+        b[..c.len()].copy_from_slice(c);
+        *w = u64::from_le_bytes(b);
+    }
+    for (w, m) in words.iter_mut().zip(KEY_MASK) {
+        *w &= m;
+    }
+    words
+}
+
+/// Whether two keys are equal, by XOR and OR of their words (`==` on the arrays is a `bcmp` call).
+#[inline]
+fn same_key(a: &[u64; KEY_WORDS], b: &[u64; KEY_WORDS]) -> bool {
+    a.iter().zip(b).fold(0, |d, (x, y)| d | (x ^ y)) == 0
+}
+
 /// One response shape: its fixed bytes, their CRC state and the ID's contributions.
 #[derive(Clone)]
 struct Shape {
-    /// The covered bytes up to the PSN word, variant fields set to ones and the ID to zero.
-    key: [u8; KEY_LEN],
-    /// crc32fast's state after the LRH stand-in and `key`.
-    state: crc32fast::Hasher,
+    /// The covered bytes up to the PSN word, as [`key_words`].
+    key: [u64; KEY_WORDS],
+    /// The tail from the PSN word to the iCRC (the key's IPv4 total length fixes its length).
+    tail: TailCrc,
+    /// Where the frames of this shape end (after the iCRC), from the Ethernet header.
+    end: usize,
+    /// The raw register after the LRH stand-in, `key` and `tail` zero bytes: a frame's register is this
+    /// XORed with its tail's linear part (and the ID's).
+    zeros: u32,
     /// The zero-init CRC of the ID's high byte (then low byte) followed by zeros to the iCRC: what a
     /// non-zero ID adds to the CRC of a frame of this shape.
     id_high: [u32; 256],
     id_low: [u32; 256],
+}
+
+impl Shape {
+    /// The iCRC of a frame of this shape whose covered bytes (up to the iCRC) are `covered` and whose
+    /// bytes from the IPv4 header to the PSN word are `bytes` (for its ID).
+    #[inline]
+    fn crc(&self, covered: &[u8], bytes: &[u8; KEY_LEN]) -> u32 {
+        // The bytes before the tail that `linear` may read are masked out there.
+        let tail = self.tail.linear(covered);
+        let (id_high, id_low) = (bytes[ID_AT], bytes[ID_AT + 1]);
+        !(self.zeros ^ tail) ^ self.id_high[usize::from(id_high)] ^ self.id_low[usize::from(id_low)]
+    }
 }
 
 /// The zero-init, zero-xorout CRC-32 of byte `v` followed by `zeros` zero bytes, for every `v`.
@@ -60,12 +147,25 @@ fn byte_table(zeros: usize) -> [u32; 256] {
 }
 
 impl Shape {
-    fn new(key: [u8; KEY_LEN], covered_after_id: usize) -> Self {
+    /// The shape of frames whose covered bytes from the IPv4 header to the PSN word are `bytes`, and
+    /// whose tail (PSN word to iCRC) has `tail` bytes.
+    fn new(bytes: &[u8; KEY_LEN], tail: usize, end: usize, short: Crc32Short) -> Self {
+        // The masked pseudo-header: variant fields all ones, the ID zero (added back per frame).
+        let mut masked = *bytes;
+        masked[ID_AT] = 0;
+        masked[ID_AT + 1] = 0;
+        for at in VARIANT {
+            masked[at] = 0xFF;
+        }
         let mut state = crc32fast::Hasher::new_with_initial(LRH_CRC);
-        state.update(&key);
+        state.update(&masked);
+        // Covered bytes after the ID: the rest of the key, then the tail.
+        let covered_after_id = KEY_LEN - (ID_AT + 2) + tail;
         Shape {
-            key,
-            state,
+            key: key_words(bytes),
+            tail: TailCrc::new(short, tail),
+            end,
+            zeros: Crc32Short::zeros(!state.finalize(), tail),
             // The high byte has the low byte and the rest after it; the low byte the rest.
             id_high: byte_table(covered_after_id + 1),
             id_low: byte_table(covered_after_id),
@@ -78,6 +178,7 @@ impl Shape {
 #[derive(Clone, Default)]
 pub struct ResponseIcrc {
     shapes: [Option<Shape>; SHAPES],
+    short: Crc32Short,
     /// The slot the next new shape takes.
     next: usize,
 }
@@ -97,6 +198,9 @@ impl ResponseIcrc {
 
     /// [`icrc::verify`](super::icrc::verify), the same result for every frame.
     pub fn verify(&mut self, frame: &[u8]) -> Result<()> {
+        if let Some(r) = self.verify_known(frame) {
+            return r;
+        }
         let o = locate(frame)?;
         let computed = self.compute_at(frame, &o);
         let carried = carried_at(frame, &o);
@@ -107,49 +211,68 @@ impl ResponseIcrc {
         }
     }
 
+    /// [`verify`](Self::verify) of a frame of a remembered shape, without locating its parts: its key
+    /// fixes the IPv4 version, IHL and total length (as they were in the frame the shape was made of,
+    /// which `locate` accepted), so with an IPv4 EtherType and the whole packet present, `locate` would
+    /// find the shape's offsets. `None` for anything else (the general path then answers).
+    #[inline]
+    fn verify_known(&self, frame: &[u8]) -> Option<Result<()>> {
+        let head = frame.first_chunk::<{ ETH_LEN + KEY_LEN }>()?;
+        let (eth, bytes) = head.split_first_chunk::<ETH_LEN>()?;
+        if eth[offset::ETH_TYPE] != ETHERTYPE_IPV4.to_be_bytes() {
+            return None;
+        }
+        let bytes = bytes.first_chunk::<KEY_LEN>()?;
+        let key = key_words(bytes);
+        let s = self
+            .shapes
+            .iter()
+            .flatten()
+            .find(|s| same_key(&s.key, &key))?;
+        let (covered, icrc) = frame.get(..s.end)?.split_last_chunk::<ICRC_LEN>()?;
+        let computed = s.crc(covered, bytes);
+        let carried = u32::from_le_bytes(*icrc);
+        Some(if computed == carried {
+            Ok(())
+        } else {
+            Err(Error::IcrcMismatch { carried, computed })
+        })
+    }
+
     fn compute_at(&mut self, frame: &[u8], o: &Offsets) -> u32 {
         let psn_at = o.ip + KEY_LEN;
         if o.udp - o.ip != IPV4_HEADER_LEN || o.icrc < psn_at || o.icrc - psn_at > MAX_TAIL {
             return compute_at(frame, o);
         }
-        let mut key = [0u8; KEY_LEN];
-        key.copy_from_slice(&frame[o.ip..psn_at]);
-        let id = [key[ID_AT], key[ID_AT + 1]];
-        key[ID_AT] = 0;
-        key[ID_AT + 1] = 0;
-        let udp = IPV4_HEADER_LEN;
-        for at in [
-            offset::IPV4_TOS,
-            offset::IPV4_TTL,
-            offset::IPV4_CHECKSUM.start,
-            offset::IPV4_CHECKSUM.start + 1,
-            udp + offset::UDP_CHECKSUM.start,
-            udp + offset::UDP_CHECKSUM.start + 1,
-            udp + UDP_HEADER_LEN + bth::FECN_BECN_OFFSET,
-        ] {
-            key[at] = 0xFF;
-        }
-        let hit = self
-            .shapes
-            .iter()
-            .position(|s| s.as_ref().is_some_and(|s| s.key == key));
-        let shape = match hit {
-            Some(i) => self.shapes[i].as_ref(),
-            None => {
-                // A new shape (or a responder that changed its headers): remember it in the next slot.
-                let after_id = o.icrc - (o.ip + ID_AT + 2);
-                let i = self.next;
-                self.next = (i + 1) % SHAPES;
-                self.shapes[i] = Some(Shape::new(key, after_id));
-                self.shapes[i].as_ref()
-            }
-        };
-        let Some(s) = shape else {
+        let Some(bytes) = frame
+            .get(o.ip..psn_at)
+            .and_then(|b| b.first_chunk::<KEY_LEN>())
+        else {
             return compute_at(frame, o);
         };
-        let mut h = s.state.clone();
-        h.update(&frame[psn_at..o.icrc]);
-        h.finalize() ^ s.id_high[usize::from(id[0])] ^ s.id_low[usize::from(id[1])]
+        let key = key_words(bytes);
+        let tail_len = o.icrc - psn_at;
+        let hit = self.shapes.iter().position(|s| {
+            s.as_ref()
+                .is_some_and(|s| same_key(&s.key, &key) && s.tail.len() == tail_len)
+        });
+        let i = match hit {
+            Some(i) => i,
+            None => self.remember(bytes, tail_len, o.icrc + ICRC_LEN),
+        };
+        let Some(s) = self.shapes[i].as_ref() else {
+            return compute_at(frame, o);
+        };
+        s.crc(&frame[..o.icrc], bytes)
+    }
+
+    /// Remembers a new shape (or a responder's changed headers) in the next slot; its index.
+    #[inline(never)]
+    fn remember(&mut self, bytes: &[u8; KEY_LEN], tail_len: usize, end: usize) -> usize {
+        let i = self.next;
+        self.next = (i + 1) % SHAPES;
+        self.shapes[i] = Some(Shape::new(bytes, tail_len, end, self.short));
+        i
     }
 }
 

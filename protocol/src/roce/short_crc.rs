@@ -1,0 +1,479 @@
+//! zlib's CRC-32 (CRC-32/ISO-HDLC, reflected) of short messages, by carry-less multiplication.
+//!
+//! The per-frame iCRC hashes a few dozen bytes (a Key-Write frame's 36 after its PSN word, an ATOMIC
+//! ACKNOWLEDGE's 16). crc32fast folds only inputs of 64 bytes or more with PCLMULQDQ and takes shorter
+//! ones a byte at a time through its tables (~83 instructions for 36 bytes, under callgrind), and the
+//! slice-by-4 table of [`crc_table`](super::crc_table) needs 4 lookups a word. This module folds 16 bytes
+//! per step with PCLMULQDQ (Intel's "Fast CRC Computation for Generic Polynomials Using PCLMULQDQ"
+//! method, derived here from the polynomial arithmetic below) and ends with a Barrett reduction.
+//!
+//! Short inputs are made whole blocks without a copy: the CRC is linear, so a message's register is the
+//! register its state alone would reach over as many zero bytes ([`Crc32Short::zeros`], constant per
+//! frame shape) XORed with the zero-init register of its bytes ([`Crc32Short::linear_tail`]); and leading
+//! zero bytes leave a zero-init register at zero. So the bytes are read as the last whole 16-byte blocks
+//! ending where they end, with the bytes before them masked to zero.
+//!
+//! Registers here are raw (no init, no xorout): a CRC continued from crc32fast's value `c` starts from
+//! `!c` and ends with `!`. Tests check every path against crc32fast over random states, lengths and bytes.
+//!
+//! # The arithmetic
+//! Bits go on the wire low bit of byte 0 first, so a 16-byte block loaded as a little-endian `u128` has
+//! bit `i` holding the coefficient of `x^(127 - i)` of the block's polynomial (the "reflected" form; a
+//! 32-bit register likewise holds `x^(31 - j)` in bit `j`). A carry-less product of two reflected 64-bit
+//! values is the reflected 128-bit form of the product times `x`, which the constants below absorb by
+//! being one power of `x` lower. With `P` the CRC polynomial:
+//! - fold: a 128-bit remainder `X = H·x^64 + L` before a block `B` becomes `H·(x^191 mod P)·x +
+//!   L·(x^127 mod P)·x + B`, congruent to `X·x^128 + B` and again below 128 bits;
+//! - reduce: the register is `X·x^32 mod P`; `X·x^32 = H·x^96 + L·x^32` folds to below 96 bits with
+//!   `x^95 mod P`, its top 32 bits fold into the low 64 with `x^63 mod P`, and a Barrett step with
+//!   `µ = x^64 div P` takes the 64 bits to 32.
+
+use crate::roce::crc_table::CRC32_ISO_HDLC;
+
+/// zlib's polynomial, normal form without the `x^32` term.
+const POLY: u32 = 0x04c1_1db7;
+
+/// `x^n mod P`, normal form (bit `j` is the coefficient of `x^j`).
+const fn x_pow_mod(n: u32) -> u32 {
+    let mut r: u32 = 1;
+    let mut i = 0;
+    while i < n {
+        let top = r & 0x8000_0000 != 0;
+        r <<= 1;
+        if top {
+            r ^= POLY;
+        }
+        i += 1;
+    }
+    r
+}
+
+/// `x^64 div P` (33 bits), normal form.
+const fn mu() -> u64 {
+    // Long division of x^64 by P (with its x^32 term), one quotient bit per step from the top.
+    let p: u128 = (1u128 << 32) | POLY as u128;
+    let mut rem: u128 = 1u128 << 64;
+    let mut q: u64 = 0;
+    let mut bit = 64;
+    while bit >= 32 {
+        if rem & (1u128 << bit) != 0 {
+            rem ^= p << (bit - 32);
+            q |= 1u64 << (bit - 32);
+        }
+        bit -= 1;
+    }
+    q
+}
+
+/// A polynomial of degree below 32 in the reflected 64-bit form (`x^j` in bit `63 - j`).
+const fn reflect64_of32(c: u32) -> u64 {
+    (c.reverse_bits() as u64) << 32
+}
+
+/// A polynomial of degree at most 32 times `x^31`, reflected 64-bit (`x^j` of the polynomial in bit
+/// `32 - j`): the Barrett constants' form.
+const fn reflect33(c: u64) -> u64 {
+    ((c as u32).reverse_bits() as u64) << 1 | ((c >> 32) & 1)
+}
+
+/// Fold constants: for the low (`x^127..x^64`) and the high (`x^63..x^0`) half of a 128-bit remainder.
+const FOLD_LO: u64 = reflect64_of32(x_pow_mod(191));
+const FOLD_HI: u64 = reflect64_of32(x_pow_mod(127));
+/// Reduction constants: 128 to 96 bits, then 96 to 64.
+const REDUCE_96: u64 = reflect64_of32(x_pow_mod(95));
+const REDUCE_64: u64 = reflect64_of32(x_pow_mod(63));
+/// Barrett: `µ` and `P`, each times `x^31`.
+const BARRETT_MU: u64 = reflect33(mu());
+const BARRETT_P: u64 = reflect33((1u64 << 32) | POLY as u64);
+
+/// The constants as 128-bit pairs (low half first), 16-byte aligned so each is one aligned load: fold,
+/// reduce, Barrett, and the mask of a 128-bit value's low 32 bits.
+#[repr(C, align(16))]
+struct Pairs([[u64; 2]; 4]);
+static PAIRS: Pairs = Pairs([
+    [FOLD_LO, FOLD_HI],
+    [REDUCE_96, REDUCE_64],
+    [BARRETT_MU, BARRETT_P],
+    [0xFFFF_FFFF, 0],
+]);
+
+/// Sixteen zero bytes, then sixteen `0xFF`: the 16 bytes from offset `16 - k` keep all but the first `k`
+/// bytes of a block.
+static KEEP_MASKS: [u8; 32] = {
+    let mut m = [0u8; 32];
+    let mut i = 16;
+    while i < 32 {
+        m[i] = 0xFF;
+        i += 1;
+    }
+    m
+};
+
+/// The short-message CRC, with the CPU's carry-less multiply detected once (store one per user: the
+/// check then is a field, not a feature query per message).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Crc32Short {
+    clmul: bool,
+}
+
+impl Default for Crc32Short {
+    fn default() -> Self {
+        Self::detect()
+    }
+}
+
+impl Crc32Short {
+    /// Uses PCLMULQDQ when this CPU has it, the table otherwise.
+    pub fn detect() -> Self {
+        Crc32Short {
+            clmul: clmul_available(),
+        }
+    }
+
+    /// Always the table (for tests of the fallback, and for comparison).
+    pub const fn table_only() -> Self {
+        Crc32Short { clmul: false }
+    }
+
+    /// Whether the carry-less multiply path is in use.
+    pub const fn uses_clmul(self) -> bool {
+        self.clmul
+    }
+
+    /// The zero-init, zero-xorout register over the last `n` bytes of `buf` (all of `buf` if `n` is
+    /// larger). Reads up to 15 bytes before them, which do not count, when `buf` has them.
+    #[inline]
+    #[allow(unsafe_code)]
+    pub fn linear_tail(self, buf: &[u8], n: usize) -> u32 {
+        let n = n.min(buf.len());
+        let window = n.next_multiple_of(16);
+        if self.clmul && n > 0 && window <= buf.len() {
+            let start = buf.len() - window;
+            // SAFETY: `clmul` is true only when `clmul_available` found PCLMULQDQ (and SSE2, which
+            // x86_64 always has) on this CPU; the slice is whole blocks by construction.
+            return unsafe { clmul::linear(&buf[start..], window - n) };
+        }
+        CRC32_ISO_HDLC.update(0, &buf[buf.len() - n..])
+    }
+
+    /// The raw register after `state` and `bytes` (start from `!0` or `!c` for crc32fast's value `c`;
+    /// the CRC is `!` the result).
+    #[inline]
+    #[allow(unsafe_code)]
+    pub fn update(self, state: u32, bytes: &[u8]) -> u32 {
+        if self.clmul && bytes.len() >= 16 {
+            // The state's contribution: the state XORed into the first 4 message bytes, as a register
+            // is (a reflected register eats its low byte first); the rest is linear in the bytes. The
+            // first `head` bytes (to a multiple of 16) go through the table, from the state.
+            let head = bytes.len() % 16;
+            let state = CRC32_ISO_HDLC.update(state, &bytes[..head]);
+            // SAFETY: as in `linear_tail`; `bytes[head..]` is whole blocks, at least one.
+            return unsafe { clmul::from_state(state, &bytes[head..]) };
+        }
+        CRC32_ISO_HDLC.update(state, bytes)
+    }
+
+    /// The raw register `state` reaches over `n` zero bytes: what a message's state contributes to its
+    /// register, for [`linear_tail`](Self::linear_tail) to add the bytes' own part to.
+    pub fn zeros(state: u32, n: usize) -> u32 {
+        // Rare (once per frame shape): whole 64-byte zero chunks through crc32fast.
+        const Z: [u8; 64] = [0; 64];
+        let mut h = crc32fast::Hasher::new_with_initial(!state);
+        let mut left = n;
+        while left > 0 {
+            let k = left.min(Z.len());
+            h.update(&Z[..k]);
+            left -= k;
+        }
+        !h.finalize()
+    }
+}
+
+/// [`Crc32Short::linear_tail`] for one tail length, its block window worked out once (a frame shape's
+/// tail, from its PSN word to its iCRC, has one length).
+#[derive(Clone, Copy, Debug)]
+pub struct TailCrc {
+    len: usize,
+    /// `len` rounded up to whole 16-byte blocks.
+    window: usize,
+    /// The bytes of the window before the tail: `window - len`.
+    skip: usize,
+    /// The carry-less fold for a window of this many blocks (unrolled up to 4), or `None` for the table
+    /// (no carry-less multiply on this CPU, or an empty tail).
+    clmul: Option<clmul::Linear>,
+}
+
+impl TailCrc {
+    /// For tails of `len` bytes.
+    pub fn new(short: Crc32Short, len: usize) -> Self {
+        let window = len.next_multiple_of(16);
+        TailCrc {
+            len,
+            window,
+            skip: window - len,
+            clmul: (short.clmul && len > 0).then(|| clmul::for_blocks(window / 16)),
+        }
+    }
+
+    /// The tail length.
+    pub const fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the tail is empty.
+    pub const fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// [`Crc32Short::linear_tail`] of `covered`'s last `len` bytes.
+    #[inline]
+    pub fn linear(&self, covered: &[u8]) -> u32 {
+        match self.clmul_linear(covered) {
+            Some(r) => r,
+            None => self.table_linear(covered),
+        }
+    }
+
+    /// [`linear`](Self::linear) through the carry-less multiply: `None` without it, or when `covered`
+    /// has fewer bytes than the tail's whole blocks.
+    #[inline]
+    #[allow(unsafe_code)]
+    pub fn clmul_linear(&self, covered: &[u8]) -> Option<u32> {
+        let f = self.clmul?;
+        let start = covered.len().checked_sub(self.window)?;
+        // SAFETY: `clmul` is set only when `clmul_available` found PCLMULQDQ (and SSE2, which x86_64
+        // always has) on this CPU, to the fold for `window / 16` blocks: the slice is exactly those
+        // blocks (at least one: `clmul` needs `len > 0`), and `skip` is below 16.
+        Some(unsafe { f(&covered[start..], self.skip) })
+    }
+
+    /// [`linear`](Self::linear) through the table (out of line: the carry-less path is the common one).
+    #[inline(never)]
+    fn table_linear(&self, covered: &[u8]) -> u32 {
+        let n = self.len.min(covered.len());
+        CRC32_ISO_HDLC.update(0, &covered[covered.len() - n..])
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+fn clmul_available() -> bool {
+    std::arch::is_x86_feature_detected!("pclmulqdq")
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn clmul_available() -> bool {
+    false
+}
+
+#[cfg(target_arch = "x86_64")]
+#[allow(unsafe_code)]
+mod clmul {
+    use super::*;
+    use std::arch::x86_64::*;
+
+    /// The zero-init register of `blocks` (a non-empty multiple of 16 bytes) with its first `skip`
+    /// bytes (below 16) taken as zero.
+    ///
+    /// # Safety
+    /// The CPU must have PCLMULQDQ.
+    #[target_feature(enable = "pclmulqdq,sse2")]
+    pub(super) unsafe fn linear(blocks: &[u8], skip: usize) -> u32 {
+        debug_assert!(blocks.len() % 16 == 0 && !blocks.is_empty() && skip < 16);
+        // SAFETY: `KEEP_MASKS[16 - skip..]` has 16 + skip >= 16 bytes (`skip` is below 16, as the
+        // caller's window is the tail rounded up to whole blocks); `blocks` has at least one block.
+        let keep = _mm_loadu_si128(KEEP_MASKS.as_ptr().add(16 - (skip & 15)) as *const __m128i);
+        let first = _mm_loadu_si128(blocks.as_ptr() as *const __m128i);
+        fold_reduce(_mm_and_si128(first, keep), blocks)
+    }
+
+    /// A fold of whole blocks with leading bytes skipped, as [`linear`] (for one block count).
+    pub(crate) type Linear = unsafe fn(&[u8], usize) -> u32;
+
+    /// The fold for windows of `blocks` blocks: unrolled for up to 4 (every frame tail up to 64 bytes,
+    /// without a dispatch on the length per message), [`linear`] beyond.
+    pub(super) fn for_blocks(blocks: usize) -> Linear {
+        match blocks {
+            1 => linear_n::<1>,
+            2 => linear_n::<2>,
+            3 => linear_n::<3>,
+            4 => linear_n::<4>,
+            _ => linear,
+        }
+    }
+
+    /// [`linear`] of exactly `N` blocks.
+    ///
+    /// # Safety
+    /// The CPU must have PCLMULQDQ; `blocks` must have at least `N` (at least one) whole blocks and
+    /// `skip` be below 16.
+    #[target_feature(enable = "pclmulqdq,sse2")]
+    unsafe fn linear_n<const N: usize>(blocks: &[u8], skip: usize) -> u32 {
+        debug_assert!(N >= 1 && blocks.len() >= 16 * N && skip < 16);
+        // SAFETY: as in `linear`; the loads are of blocks below `N`.
+        let keep = _mm_loadu_si128(KEEP_MASKS.as_ptr().add(16 - (skip & 15)) as *const __m128i);
+        let p = blocks.as_ptr() as *const __m128i;
+        let mut x = _mm_and_si128(_mm_loadu_si128(p), keep);
+        for i in 1..N {
+            x = fold(x, _mm_loadu_si128(p.add(i)));
+        }
+        reduce(x)
+    }
+
+    /// The register after `state` and `blocks` (a non-empty multiple of 16 bytes).
+    ///
+    /// # Safety
+    /// The CPU must have PCLMULQDQ.
+    #[target_feature(enable = "pclmulqdq,sse2")]
+    pub(super) unsafe fn from_state(state: u32, blocks: &[u8]) -> u32 {
+        debug_assert!(blocks.len() % 16 == 0 && !blocks.is_empty());
+        // SAFETY: `blocks` has at least one block.
+        let first = _mm_loadu_si128(blocks.as_ptr() as *const __m128i);
+        let first = _mm_xor_si128(first, _mm_cvtsi32_si128(state as i32));
+        fold_reduce(first, blocks)
+    }
+
+    /// Folds the blocks of `blocks` after its first into `x` (the first block's remainder) and reduces
+    /// the result to the register.
+    #[target_feature(enable = "pclmulqdq,sse2")]
+    #[inline]
+    unsafe fn fold_reduce(mut x: __m128i, blocks: &[u8]) -> u32 {
+        let n = blocks.len() / 16;
+        let p = blocks.as_ptr() as *const __m128i;
+        for i in 1..n {
+            // SAFETY: block `i` is below `n`, inside `blocks` (raw loads: no bounds checks per block).
+            x = fold(x, _mm_loadu_si128(p.add(i)));
+        }
+        reduce(x)
+    }
+
+    /// The remainder `x` of the blocks so far, and then block `b`.
+    #[target_feature(enable = "pclmulqdq,sse2")]
+    #[inline]
+    unsafe fn fold(x: __m128i, b: __m128i) -> __m128i {
+        let k = pair(0);
+        let lo = _mm_clmulepi64_si128(x, k, 0x00);
+        let hi = _mm_clmulepi64_si128(x, k, 0x11);
+        _mm_xor_si128(_mm_xor_si128(lo, hi), b)
+    }
+
+    /// Constant pair `i` of [`PAIRS`].
+    #[target_feature(enable = "sse2")]
+    #[inline]
+    unsafe fn pair(i: usize) -> __m128i {
+        // SAFETY: `PAIRS` is 16-byte aligned and every pair is 16 bytes; the callers' `i` are below 4.
+        _mm_load_si128(PAIRS.0[i].as_ptr() as *const __m128i)
+    }
+
+    /// The register of a 128-bit remainder: `X·x^32 mod P`, reflected.
+    #[target_feature(enable = "pclmulqdq,sse2")]
+    #[inline]
+    unsafe fn reduce(x: __m128i) -> u32 {
+        let k = pair(1);
+        // H·x^96 folded with x^95 mod P, plus L·x^32 (the high half moved down 64 bits and up 32).
+        let y = _mm_xor_si128(
+            _mm_clmulepi64_si128(x, k, 0x00),
+            _mm_slli_si128(_mm_srli_si128(x, 8), 4),
+        );
+        // The top 32 bits (y's low half) folded with x^63 mod P into the low 64 (y's high half).
+        let z = _mm_srli_si128(_mm_xor_si128(_mm_clmulepi64_si128(y, k, 0x10), y), 8);
+        // Barrett: q = (top 32 bits of z)·µ div x^32, the low 32 bits of their product (which only z's
+        // low 32 bits reach, so z goes in unmasked); then z + q·P has the remainder in bits 32..63.
+        let b = pair(2);
+        let q = _mm_and_si128(_mm_clmulepi64_si128(z, b, 0x00), pair(3));
+        let r = _mm_xor_si128(_mm_clmulepi64_si128(q, b, 0x10), z);
+        (_mm_cvtsi128_si64(r) as u64 >> 32) as u32
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+#[allow(unsafe_code)]
+mod clmul {
+    /// As on x86_64.
+    pub(crate) type Linear = unsafe fn(&[u8], usize) -> u32;
+
+    /// Never called: `clmul` is false off x86_64.
+    pub(super) fn for_blocks(_: usize) -> Linear {
+        linear
+    }
+
+    /// Never called: `clmul` is false off x86_64.
+    pub(super) unsafe fn linear(blocks: &[u8], skip: usize) -> u32 {
+        super::CRC32_ISO_HDLC.update(0, &blocks[skip..])
+    }
+
+    /// Never called: `clmul` is false off x86_64.
+    pub(super) unsafe fn from_state(state: u32, blocks: &[u8]) -> u32 {
+        super::CRC32_ISO_HDLC.update(state, blocks)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn reference(state: u32, bytes: &[u8]) -> u32 {
+        let mut h = crc32fast::Hasher::new_with_initial(!state);
+        h.update(bytes);
+        !h.finalize()
+    }
+
+    #[test]
+    fn constants() {
+        // The Barrett constants as published for this polynomial (reflected, 33 bits).
+        assert_eq!(BARRETT_P, 0x1_db71_0641);
+        assert_eq!(BARRETT_MU, 0x1_f701_1641);
+        assert_eq!(x_pow_mod(32), POLY);
+    }
+
+    #[test]
+    fn check_value_and_lengths() {
+        let c = Crc32Short::detect();
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("pclmulqdq") {
+            assert!(c.uses_clmul());
+        }
+        let s = b"123456789abcdef0123456789abcdef0123456789";
+        assert_eq!(!c.update(!0, &s[..9]), 0xcbf4_3926);
+        for n in 0..=s.len() {
+            assert_eq!(!c.update(!0, &s[..n]), crc32fast::hash(&s[..n]), "{n}");
+            let want = reference(0, &s[s.len() - n..]);
+            assert_eq!(c.linear_tail(s, n), want, "{n}");
+            assert_eq!(Crc32Short::table_only().linear_tail(s, n), want, "{n}");
+        }
+    }
+
+    proptest! {
+        /// Both paths equal crc32fast for random states, lengths 0..300 and bytes.
+        #[test]
+        fn update_equals_crc32fast(
+            state in any::<u32>(),
+            bytes in proptest::collection::vec(any::<u8>(), 0..300),
+        ) {
+            let want = reference(state, &bytes);
+            prop_assert_eq!(Crc32Short::detect().update(state, &bytes), want);
+            prop_assert_eq!(Crc32Short::table_only().update(state, &bytes), want);
+        }
+
+        /// The state's zeros plus the bytes' linear part equal the CRC from that state, whatever sits
+        /// before the bytes (masked out) and however many bytes are asked for (clamped).
+        #[test]
+        fn zeros_plus_linear_tail_equals_crc32fast(
+            state in any::<u32>(),
+            buf in proptest::collection::vec(any::<u8>(), 0..300),
+            n in 0usize..320,
+        ) {
+            let k = n.min(buf.len());
+            let tail = &buf[buf.len() - k..];
+            let want = reference(state, tail);
+            for c in [Crc32Short::detect(), Crc32Short::table_only()] {
+                prop_assert_eq!(Crc32Short::zeros(state, k) ^ c.linear_tail(&buf, n), want);
+                // A fixed tail length over a buffer with fewer bytes before the tail than a window
+                // needs, or with the tail cut: the same as `linear_tail` over the same bytes.
+                let t = TailCrc::new(c, n);
+                prop_assert_eq!(t.linear(&buf), c.linear_tail(&buf, n));
+                prop_assert_eq!((t.len(), t.is_empty()), (n, n == 0));
+            }
+        }
+    }
+}
