@@ -17,20 +17,28 @@ use dta_protocol::dta::{Body, Opcode, ReportFormat, ReportRepr};
 use dta_protocol::layout::Region;
 use dta_protocol::roce::crc_table::key_checksum;
 use dta_protocol::roce::{FrameRepr, ROCEV2_UDP_PORT};
-use dta_protocol::udp::{UdpEndpoints, UdpFrame};
+use dta_protocol::udp::{UdpFrame, UdpView};
 use dta_protocol::Error as WireError;
 
 use crate::config::{Config, KeyRouting};
 use crate::counters::{opcode_index, Counters, DropReason};
 use crate::error::ConfigError;
 use crate::int::IntFrontEnd;
-use crate::primitives::keywrite::KeyWriteReport;
 use crate::primitives::postcard::Postcard;
 use crate::primitives::{FlushMode, Outcome, Sink};
 use crate::requester::{QpError, Response};
 use crate::sequence::{nack_frame, SequenceTracker, Stream, Verdict};
 use crate::time::{earliest, Instant};
 use link::Collector;
+
+/// The sequence stream of a report.
+fn stream(udp: &UdpView, opcode: Opcode) -> Stream {
+    Stream {
+        reporter: udp.src_ip,
+        collector: udp.dst_ip,
+        opcode,
+    }
+}
 
 /// What the engine did with a frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -143,27 +151,28 @@ impl Engine {
     /// Handles one received frame.
     pub fn handle_frame(&mut self, now: Instant, frame: &[u8]) -> Handled {
         self.counters.frames_in += 1;
-        // Fixed offsets, etherparse's checks (dta-protocol tests that both agree): once per report.
-        let Ok(udp) = UdpFrame::parse_direct(frame) else {
+        // Fixed offsets, etherparse's checks (dta-protocol tests that both agree), and only the fields a
+        // report needs: once per report.
+        let Some(udp) = UdpView::parse(frame) else {
             self.counters.not_for_us += 1;
             return Handled::NotForUs;
         };
-        if udp.endpoints.dst_port == self.cfg.report.udp_port {
-            self.handle_report(now, &udp);
+        if udp.dst_port == self.cfg.report.udp_port {
+            self.handle_report(now, frame, &udp);
             return Handled::Consumed;
         }
-        if self.int.as_ref().map(IntFrontEnd::udp_port) == Some(udp.endpoints.dst_port) {
-            self.handle_int(now, udp.endpoints.dst_ip, udp.payload);
+        if self.int.as_ref().map(IntFrontEnd::udp_port) == Some(udp.dst_port) {
+            self.handle_int(now, udp.dst_ip, udp.payload);
             return Handled::Consumed;
         }
-        if udp.endpoints.dst_port == ROCEV2_UDP_PORT {
-            if let Some(i) = self
-                .collectors
-                .iter()
-                .position(|c| c.ip == udp.endpoints.src_ip)
-            {
-                self.handle_roce(now, i, frame, &udp);
-                return Handled::Consumed;
+        if udp.dst_port == ROCEV2_UDP_PORT {
+            if let Some(i) = self.collectors.iter().position(|c| c.ip == udp.src_ip) {
+                // The whole envelope, which the response parse reads (`frame` is the view's own frame,
+                // so this is always there).
+                if let Some(full) = udp.frame(frame) {
+                    self.handle_roce(now, i, frame, &full);
+                    return Handled::Consumed;
+                }
             }
         }
         self.counters.not_for_us += 1;
@@ -231,74 +240,118 @@ impl Engine {
         })
     }
 
-    fn handle_report(&mut self, now: Instant, udp: &UdpFrame) {
-        let r = match ReportRepr::parse(udp.payload, &self.fmt) {
-            Ok(r) => r,
-            Err(WireError::BadRedundancy { .. }) => {
-                self.counters.drop(DropReason::BadRedundancy);
-                return;
+    /// The first collector with Append list (`append`) or sketch `id`, and where the region is in that
+    /// collector's list of its kind: what [`route_region`](Self::route_region) finds, with where.
+    #[inline]
+    fn route_index(&self, id: u32, append: bool) -> Option<(usize, usize)> {
+        self.collectors.iter().enumerate().find_map(|(i, c)| {
+            if append {
+                c.regions.append_index(id)
+            } else {
+                c.regions.sketch_index(id)
             }
-            Err(_) => {
-                self.counters.drop(DropReason::Malformed);
-                return;
-            }
+            .map(|k| (i, k))
+        })
+    }
+
+    #[inline]
+    fn handle_report(&mut self, now: Instant, frame: &[u8], udp: &UdpView) {
+        // Fixed offsets for the configured format; a report that does not pass goes through the layered
+        // parse for its error (dta-protocol tests that both agree, errors included).
+        let Some(r) = ReportRepr::parse_quick(udp.payload, &self.fmt) else {
+            self.malformed(udp.payload);
+            return;
         };
         let op = r.base.opcode;
         self.counters.reports_in[opcode_index(op)] += 1;
-        let stream = Stream {
-            reporter: udp.endpoints.src_ip,
-            collector: udp.endpoints.dst_ip,
-            opcode: op,
-        };
         // Sequence tracking applies to retransmittable reports in the seq form (the compact form has no
         // seqnum to track).
-        let tracked = match (
-            r.base.seqnum,
-            r.base.retransmit && self.cfg.sequence.enabled,
-        ) {
-            (Some(seq), true) => match self.seq.check(now, stream, seq) {
-                Some(Verdict::Accept) | None => Some(seq),
-                Some(Verdict::Gap { nack }) => {
-                    if let Some(s) = nack {
-                        self.send_nack(&udp.endpoints, op, s);
-                    }
-                    self.counters.drop(DropReason::OutOfOrder);
-                    return;
+        let tracked = match r.base.seqnum {
+            Some(seq) if r.base.retransmit && self.cfg.sequence.enabled => {
+                match self.track(now, frame, udp, op, seq) {
+                    Some(seq) => Some(seq),
+                    None => return,
                 }
-                Some(Verdict::Duplicate) => {
-                    self.counters.drop(DropReason::Duplicate);
-                    return;
-                }
-            },
+            }
             _ => None,
         };
-        if let Err(reason) = self.dispatch(now, &r, udp) {
+        if let Err(reason) = self.dispatch(now, &r, frame, udp) {
             if reason == DropReason::QueueFull {
                 if let Some(seq) = tracked {
-                    let last = self.seq.rollback(stream, seq);
-                    self.send_nack(&udp.endpoints, op, last);
+                    let last = self.seq.rollback(stream(udp, op), seq);
+                    self.send_nack(frame, op, last);
                 }
             }
             self.counters.drop(reason);
         }
     }
 
-    fn send_nack(&mut self, report: &UdpEndpoints, op: Opcode, seqnum: u8) {
-        if let Some(f) = nack_frame(report, self.fmt.form, op, seqnum) {
+    /// Counts the drop of a report that does not parse, by [`ReportRepr::parse`]'s reason.
+    #[cold]
+    fn malformed(&mut self, payload: &[u8]) {
+        let reason = match ReportRepr::parse(payload, &self.fmt) {
+            Err(WireError::BadRedundancy { .. }) => DropReason::BadRedundancy,
+            // `parse_quick` refused it, so `parse` does too (dta-protocol tests that they agree).
+            _ => DropReason::Malformed,
+        };
+        self.counters.drop(reason);
+    }
+
+    /// Checks a tracked report's seqnum: `Some(seq)` to go on, `None` when it was dropped (and NACKed
+    /// after a gap).
+    #[cold]
+    fn track(
+        &mut self,
+        now: Instant,
+        frame: &[u8],
+        udp: &UdpView,
+        op: Opcode,
+        seq: u8,
+    ) -> Option<u8> {
+        match self.seq.check(now, stream(udp, op), seq) {
+            Some(Verdict::Accept) | None => Some(seq),
+            Some(Verdict::Gap { nack }) => {
+                if let Some(s) = nack {
+                    self.send_nack(frame, op, s);
+                }
+                self.counters.drop(DropReason::OutOfOrder);
+                None
+            }
+            Some(Verdict::Duplicate) => {
+                self.counters.drop(DropReason::Duplicate);
+                None
+            }
+        }
+    }
+
+    /// Queues a DTA NACK to the reporter of `frame` (a report frame that [`UdpView::parse`] took).
+    #[cold]
+    fn send_nack(&mut self, frame: &[u8], op: Opcode, seqnum: u8) {
+        let Ok(report) = UdpFrame::parse_direct(frame) else {
+            return;
+        };
+        if let Some(f) = nack_frame(&report.endpoints, self.fmt.form, op, seqnum) {
             self.counters.dta_nacks_sent += 1;
             self.nacks.push_back(f);
         }
     }
 
-    fn dispatch(&mut self, now: Instant, r: &ReportRepr, udp: &UdpFrame) -> Result<(), DropReason> {
-        let dst = udp.endpoints.dst_ip;
+    // Inlined into its one caller: the report is then read from registers, not spilled for a call.
+    #[inline(always)]
+    fn dispatch(
+        &mut self,
+        now: Instant,
+        r: &ReportRepr,
+        frame: &[u8],
+        udp: &UdpView,
+    ) -> Result<(), DropReason> {
+        let dst = udp.dst_ip;
         let outcome = match r.body {
             Body::KeyWrite(kw) => {
                 // Once per report: the entries store it and key-hash routing uses it.
                 let checksum = key_checksum(kw.key);
                 let i = self.route(|| checksum, dst).ok_or(DropReason::NoRegion)?;
-                let kw = KeyWriteReport { repr: kw, checksum };
-                self.collectors[i].offer(now, |p| &mut p.key_write, &kw, &mut self.counters)?
+                self.collectors[i].key_write(&kw, checksum)?
             }
             Body::KeyIncrement(ki) => {
                 let i = self.route_key(ki.key, dst).ok_or(DropReason::NoRegion)?;
@@ -309,10 +362,10 @@ impl Engine {
                 col.offer(now, |p| &mut p.key_increment, &ki, &mut self.counters)?
             }
             Body::Append(a) => {
-                let i = self
-                    .route_region(a.list_id, true)
+                let (i, k) = self
+                    .route_index(a.list_id, true)
                     .ok_or(DropReason::NoRegion)?;
-                self.collectors[i].offer(now, |p| &mut p.append, &a, &mut self.counters)?
+                self.collectors[i].append(now, k, &a, &mut self.counters)?
             }
             Body::Postcard(p) => {
                 let p = Postcard {
@@ -340,17 +393,17 @@ impl Engine {
                 self.collectors[i].offer(now, |p| &mut p.postcard, &p, &mut self.counters)?
             }
             Body::SketchMerge(s) => {
-                let i = self
-                    .route_region(u32::from(s.sketch_id), false)
+                let (i, k) = self
+                    .route_index(u32::from(s.sketch_id), false)
                     .ok_or(DropReason::NoRegion)?;
-                self.collectors[i].offer(now, |p| &mut p.sketch, &s, &mut self.counters)?
+                self.collectors[i].sketch(now, k, &s, &mut self.counters)?
             }
         };
         match outcome {
             Outcome::Accepted => Ok(()),
             Outcome::Duplicate => Err(DropReason::Duplicate),
             Outcome::Gap { last_in_order } => {
-                self.send_nack(&udp.endpoints, r.base.opcode, last_in_order);
+                self.send_nack(frame, r.base.opcode, last_in_order);
                 Err(DropReason::OutOfOrder)
             }
         }

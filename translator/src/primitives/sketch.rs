@@ -30,12 +30,21 @@ struct Merge {
     next_write: u32,
     /// When the oldest complete-but-unwritten column completed.
     complete_since: Option<Instant>,
+    /// Columns from `next_write` on known complete (the last scan's), so a scan resumes there instead of
+    /// recounting them: a column stays complete until it is written, which moves `next_write` past it.
+    run: u32,
 }
 
 /// Every sketch of one collector.
 #[derive(Debug, Default)]
 pub struct SketchMerger {
-    sketches: IdMap<Merge>,
+    /// Sketch id to its place in `slab`. Timers visit the sketches in this map's order, as when the map
+    /// held the merges themselves, so flushes go out in the same order.
+    sketches: IdMap<usize>,
+    slab: Vec<Merge>,
+    /// The collector's sketch region at index k (in `Regions::sketch`) to 1 + its place in `slab`, 0
+    /// before its first report: the per-report lookup for a caller that found the region by index.
+    by_region: Vec<usize>,
     reporters: u16,
     batch: u32,
     idle: Duration,
@@ -46,6 +55,8 @@ impl SketchMerger {
     pub fn new(reporters: u16, batch: u32, idle: Duration) -> Self {
         SketchMerger {
             sketches: IdMap::default(),
+            slab: Vec::new(),
+            by_region: Vec::new(),
             reporters,
             batch,
             idle,
@@ -55,28 +66,30 @@ impl SketchMerger {
     /// Work requests a report may add at most: one batch, or two when a column's completion also lets
     /// the batch behind a wrap go.
     pub const MAX_WRS: usize = 2;
-}
 
-impl Primitive for SketchMerger {
-    type Report<'r> = SketchRepr<'r>;
-
-    fn region<'g>(&self, regions: &'g Regions, r: &SketchRepr<'_>) -> Option<&'g Region> {
-        regions.sketch(u32::from(r.sketch_id))
-    }
-
-    fn max_wrs(&self, _: &SketchRepr<'_>) -> usize {
-        Self::MAX_WRS
-    }
-
-    /// Merges one column report: a column ahead of the reporter's next is a [`Outcome::Gap`] (NACKed
-    /// with the low byte of its last in-order column), one behind it a [`Outcome::Duplicate`].
-    fn handle(
+    /// [`Primitive::handle`] of a report whose region is `region`, the collector's sketch region at index
+    /// `k` of `Regions::sketch`: the same checks and the same merge (found by its id either way), without
+    /// hashing the id per report. A test compares both paths.
+    #[inline]
+    pub fn handle_at(
         &mut self,
         now: Instant,
+        k: usize,
         r: &SketchRepr<'_>,
         region: &Region,
         out: &mut Sink<'_>,
     ) -> Result<Outcome, DropReason> {
+        let g = self.check(r, region)?;
+        let slot = match self.by_region.get(k) {
+            Some(&s) if s > 0 => s - 1,
+            _ => self.place(k, r, region, g),
+        };
+        self.merge(slot, g, now, r, out)
+    }
+
+    /// The sketch geometry of `region`, if the report fits it.
+    #[inline]
+    fn check(&self, r: &SketchRepr<'_>, region: &Region) -> Result<SketchGeometry, DropReason> {
         let Geometry::Sketch(g) = region.geometry else {
             return Err(DropReason::NoRegion);
         };
@@ -86,20 +99,56 @@ impl Primitive for SketchMerger {
         {
             return Err(DropReason::BadSketch);
         }
-        let reporters = self.reporters;
-        let m = self
+        Ok(g)
+    }
+
+    /// The slab place of the report's sketch (region index `k`), made on its first report.
+    #[cold]
+    fn place(&mut self, k: usize, r: &SketchRepr<'_>, region: &Region, g: SketchGeometry) -> usize {
+        let slot = self.slot(r, region, g);
+        if self.by_region.len() <= k {
+            self.by_region.resize(k + 1, 0);
+        }
+        self.by_region[k] = slot + 1;
+        slot
+    }
+
+    /// The slab place of the report's sketch, made (with the report's op) on its first report.
+    fn slot(&mut self, r: &SketchRepr<'_>, region: &Region, g: SketchGeometry) -> usize {
+        let (slab, reporters) = (&mut self.slab, self.reporters);
+        *self
             .sketches
             .entry(u32::from(r.sketch_id))
-            .or_insert_with(|| Merge {
-                region: *region,
-                g,
-                op: r.op,
-                acc: vec![0; (g.rows() * g.columns()) as usize],
-                contrib: vec![0; g.columns() as usize],
-                expected: vec![0; usize::from(reporters)],
-                next_write: 0,
-                complete_since: None,
-            });
+            .or_insert_with(|| {
+                slab.push(Merge {
+                    region: *region,
+                    g,
+                    op: r.op,
+                    acc: vec![0; (g.rows() * g.columns()) as usize],
+                    contrib: vec![0; g.columns() as usize],
+                    expected: vec![0; usize::from(reporters)],
+                    next_write: 0,
+                    complete_since: None,
+                    run: 0,
+                });
+                slab.len() - 1
+            })
+    }
+
+    /// Merges a report checked against geometry `g` into the sketch at `slot`.
+    #[inline]
+    fn merge(
+        &mut self,
+        slot: usize,
+        g: SketchGeometry,
+        now: Instant,
+        r: &SketchRepr<'_>,
+        out: &mut Sink<'_>,
+    ) -> Result<Outcome, DropReason> {
+        let reporters = self.reporters;
+        let Some(m) = self.slab.get_mut(slot) else {
+            return Err(DropReason::NoRegion);
+        };
         if r.op != m.op {
             return Err(DropReason::BadSketch);
         }
@@ -130,10 +179,36 @@ impl Primitive for SketchMerger {
             }
             // Only a column that just completed can lengthen the complete run from `next_write`; while it
             // is incomplete, write_complete would find what the last call found (nothing to write) and
-            // leave its state as it is, so it is not called (it scans up to a batch of columns).
+            // leave its state as it is, so it is not called (it scans from the known-complete run on).
             write_complete(m, reporters, self.batch, out.mtu, false, out.qp);
         }
         Ok(Outcome::Accepted)
+    }
+}
+
+impl Primitive for SketchMerger {
+    type Report<'r> = SketchRepr<'r>;
+
+    fn region<'g>(&self, regions: &'g Regions, r: &SketchRepr<'_>) -> Option<&'g Region> {
+        regions.sketch(u32::from(r.sketch_id))
+    }
+
+    fn max_wrs(&self, _: &SketchRepr<'_>) -> usize {
+        Self::MAX_WRS
+    }
+
+    /// Merges one column report: a column ahead of the reporter's next is a [`Outcome::Gap`] (NACKed
+    /// with the low byte of its last in-order column), one behind it a [`Outcome::Duplicate`].
+    fn handle(
+        &mut self,
+        now: Instant,
+        r: &SketchRepr<'_>,
+        region: &Region,
+        out: &mut Sink<'_>,
+    ) -> Result<Outcome, DropReason> {
+        let g = self.check(r, region)?;
+        let slot = self.slot(r, region, g);
+        self.merge(slot, g, now, r, out)
     }
 }
 
@@ -141,7 +216,10 @@ impl Timed for SketchMerger {
     /// Writes complete columns that waited `idle` for a full batch (all complete ones with
     /// [`FlushMode::All`]).
     fn flush(&mut self, now: Instant, mode: FlushMode, _: &Regions, out: &mut Sink<'_>) {
-        for m in self.sketches.values_mut() {
+        for &slot in self.sketches.values() {
+            let Some(m) = self.slab.get_mut(slot) else {
+                continue;
+            };
             if m.complete_since
                 .is_some_and(|t| mode == FlushMode::All || t + self.idle <= now)
             {
@@ -154,6 +232,7 @@ impl Timed for SketchMerger {
     fn poll_timeout(&self) -> Option<Instant> {
         self.sketches
             .values()
+            .filter_map(|&slot| self.slab.get(slot))
             .filter_map(|m| m.complete_since)
             .map(|t| t + self.idle)
             .min()
@@ -162,6 +241,10 @@ impl Timed for SketchMerger {
 
 /// Writes runs of complete columns from `next_write`: full batches, a run that ends the sketch, and with
 /// `partial` whatever complete run there is.
+///
+/// The common case, a column completed with nothing to write yet, is decided here inline: it is the
+/// first pass of [`write_runs`]'s loop when that pass breaks, and leaves the same state as it.
+#[inline]
 fn write_complete(
     m: &mut Merge,
     reporters: u16,
@@ -170,18 +253,64 @@ fn write_complete(
     partial: bool,
     qp: &mut Requester,
 ) {
+    let cap = batch_cap(m, batch, mtu);
+    let start = m.next_write;
+    let columns = m.g.columns();
+    let mut k = m.run.min(cap);
+    while k < cap && start + k < columns && m.contrib[(start + k) as usize] >= reporters {
+        k += 1;
+    }
+    if k == 0 || !(k == cap || start + k == columns || partial) {
+        m.run = k;
+        settle(m, reporters);
+        return;
+    }
+    write_runs(m, reporters, batch, mtu, partial, qp);
+}
+
+/// Columns a WRITE may carry: the batch, within the path MTU.
+#[inline]
+fn batch_cap(m: &Merge, batch: u32, mtu: usize) -> u32 {
     let col_len = m.g.column_len() as usize;
-    let cap = batch.min((mtu / col_len).max(1) as u32);
+    batch.min((mtu / col_len).max(1) as u32)
+}
+
+/// Clears `complete_since` unless the column at `next_write` is complete.
+#[inline]
+fn settle(m: &mut Merge, reporters: u16) {
+    let pending = m
+        .contrib
+        .get(m.next_write as usize)
+        .is_some_and(|&n| n >= reporters);
+    if !pending {
+        m.complete_since = None;
+    }
+}
+
+/// [`write_complete`]'s loop: writes while a pass finds a run to write.
+fn write_runs(
+    m: &mut Merge,
+    reporters: u16,
+    batch: u32,
+    mtu: usize,
+    partial: bool,
+    qp: &mut Requester,
+) {
+    let cap = batch_cap(m, batch, mtu);
     loop {
         let start = m.next_write;
-        let mut k = 0;
+        // Resume after the columns the last scan found complete (within the sketch: a scan stops at its
+        // end; and at most `cap` of them, which the scan would stop at too).
+        let mut k = m.run.min(cap);
         while k < cap && start + k < m.g.columns() && m.contrib[(start + k) as usize] >= reporters {
             k += 1;
         }
         let ends_sketch = start + k == m.g.columns();
         if k == 0 || !(k == cap || ends_sketch || partial) {
+            m.run = k;
             break;
         }
+        m.run = 0;
         let rows = m.g.rows() as usize;
         let cells = &mut m.acc[start as usize * rows..(start + k) as usize * rows];
         let payload = Payload::filled(cells.len() * 4, |bytes| {
@@ -195,11 +324,5 @@ fn write_complete(
         super::write(qp, Opcode::SketchMerge, va, m.region.rkey, payload);
         m.next_write = (start + k) % m.g.columns();
     }
-    let pending = m
-        .contrib
-        .get(m.next_write as usize)
-        .is_some_and(|&n| n >= reporters);
-    if !pending {
-        m.complete_since = None;
-    }
+    settle(m, reporters);
 }
