@@ -31,15 +31,6 @@ use crate::sequence::{nack_frame, SequenceTracker, Stream, Verdict};
 use crate::time::{earliest, Instant};
 use link::Collector;
 
-/// The sequence stream of a report.
-fn stream(udp: &UdpView, opcode: Opcode) -> Stream {
-    Stream {
-        reporter: udp.src_ip,
-        collector: udp.dst_ip,
-        opcode,
-    }
-}
-
 /// What the engine did with a frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Handled {
@@ -158,7 +149,8 @@ impl Engine {
             return Handled::NotForUs;
         };
         if udp.dst_port == self.cfg.report.udp_port {
-            self.handle_report(now, frame, &udp);
+            // Fields by value, so that they stay in registers on the way.
+            self.handle_report(now, frame, udp.payload, udp.src_ip, udp.dst_ip);
             return Handled::Consumed;
         }
         if self.int.as_ref().map(IntFrontEnd::udp_port) == Some(udp.dst_port) {
@@ -255,30 +247,42 @@ impl Engine {
     }
 
     #[inline]
-    fn handle_report(&mut self, now: Instant, frame: &[u8], udp: &UdpView) {
+    fn handle_report(
+        &mut self,
+        now: Instant,
+        frame: &[u8],
+        payload: &[u8],
+        src_ip: [u8; 4],
+        dst_ip: [u8; 4],
+    ) {
         // Fixed offsets for the configured format; a report that does not pass goes through the layered
         // parse for its error (dta-protocol tests that both agree, errors included).
-        let Some(r) = ReportRepr::parse_quick(udp.payload, &self.fmt) else {
-            self.malformed(udp.payload);
+        let Some(r) = ReportRepr::parse_quick(payload, &self.fmt) else {
+            self.malformed(payload);
             return;
         };
         let op = r.base.opcode;
         self.counters.reports_in[opcode_index(op)] += 1;
+        let stream = Stream {
+            reporter: src_ip,
+            collector: dst_ip,
+            opcode: op,
+        };
         // Sequence tracking applies to retransmittable reports in the seq form (the compact form has no
         // seqnum to track).
         let tracked = match r.base.seqnum {
             Some(seq) if r.base.retransmit && self.cfg.sequence.enabled => {
-                match self.track(now, frame, udp, op, seq) {
+                match self.track(now, frame, stream, seq) {
                     Some(seq) => Some(seq),
                     None => return,
                 }
             }
             _ => None,
         };
-        if let Err(reason) = self.dispatch(now, &r, frame, udp) {
+        if let Err(reason) = self.dispatch(now, &r, frame, dst_ip) {
             if reason == DropReason::QueueFull {
                 if let Some(seq) = tracked {
-                    let last = self.seq.rollback(stream(udp, op), seq);
+                    let last = self.seq.rollback(stream, seq);
                     self.send_nack(frame, op, last);
                 }
             }
@@ -300,19 +304,12 @@ impl Engine {
     /// Checks a tracked report's seqnum: `Some(seq)` to go on, `None` when it was dropped (and NACKed
     /// after a gap).
     #[cold]
-    fn track(
-        &mut self,
-        now: Instant,
-        frame: &[u8],
-        udp: &UdpView,
-        op: Opcode,
-        seq: u8,
-    ) -> Option<u8> {
-        match self.seq.check(now, stream(udp, op), seq) {
+    fn track(&mut self, now: Instant, frame: &[u8], stream: Stream, seq: u8) -> Option<u8> {
+        match self.seq.check(now, stream, seq) {
             Some(Verdict::Accept) | None => Some(seq),
             Some(Verdict::Gap { nack }) => {
                 if let Some(s) = nack {
-                    self.send_nack(frame, op, s);
+                    self.send_nack(frame, stream.opcode, s);
                 }
                 self.counters.drop(DropReason::OutOfOrder);
                 None
@@ -343,9 +340,8 @@ impl Engine {
         now: Instant,
         r: &ReportRepr,
         frame: &[u8],
-        udp: &UdpView,
+        dst: [u8; 4],
     ) -> Result<(), DropReason> {
-        let dst = udp.dst_ip;
         let outcome = match r.body {
             Body::KeyWrite(kw) => {
                 // Once per report: the entries store it and key-hash routing uses it.

@@ -153,9 +153,18 @@ impl SketchMerger {
             return Err(DropReason::BadSketch);
         }
         let col = u32::from(r.column);
-        let exp = m.expected[usize::from(r.reporter_id)];
-        if col != exp {
-            return Ok(if col < exp {
+        // Each slot looked up once (`check` bounded the reporter and the column, and the rows).
+        let rows = g.rows() as usize;
+        let at = col as usize * rows;
+        let (Some(exp), Some(cells), Some(n)) = (
+            m.expected.get_mut(usize::from(r.reporter_id)),
+            m.acc.get_mut(at..at + rows),
+            m.contrib.get_mut(col as usize),
+        ) else {
+            return Err(DropReason::BadSketch);
+        };
+        if col != *exp {
+            return Ok(if col < *exp {
                 Outcome::Duplicate
             } else {
                 Outcome::Gap {
@@ -163,17 +172,28 @@ impl SketchMerger {
                 }
             });
         }
-        let rows = g.rows() as usize;
-        let at = col as usize * rows;
-        for (cell, v) in m.acc[at..at + rows].iter_mut().zip(r.iter_counters()) {
-            *cell = match m.op {
-                SketchOp::Sum => cell.saturating_add(v),
-                SketchOp::Max => (*cell).max(v),
-            };
+        // `r.iter_counters()`, read here so that it inlines (the counters are `rows` big-endian u32s).
+        let counters = r
+            .counters
+            .chunks_exact(4)
+            .map(|c| u32::from_be_bytes([c[0], c[1], c[2], c[3]]));
+        match m.op {
+            SketchOp::Sum => {
+                for (cell, v) in cells.iter_mut().zip(counters) {
+                    *cell = cell.saturating_add(v);
+                }
+            }
+            SketchOp::Max => {
+                for (cell, v) in cells.iter_mut().zip(counters) {
+                    *cell = (*cell).max(v);
+                }
+            }
         }
-        m.contrib[col as usize] += 1;
-        m.expected[usize::from(r.reporter_id)] = (col + 1) % g.columns();
-        if m.contrib[col as usize] >= reporters {
+        *n += 1;
+        // `(col + 1) % columns` without the division (`col < columns`, checked).
+        *exp = if col + 1 == g.columns() { 0 } else { col + 1 };
+        let complete = *n >= reporters;
+        if complete {
             if m.complete_since.is_none() {
                 m.complete_since = Some(now);
             }
@@ -244,7 +264,7 @@ impl Timed for SketchMerger {
 ///
 /// The common case, a column completed with nothing to write yet, is decided here inline: it is the
 /// first pass of [`write_runs`]'s loop when that pass breaks, and leaves the same state as it.
-#[inline]
+#[inline(always)]
 fn write_complete(
     m: &mut Merge,
     reporters: u16,
