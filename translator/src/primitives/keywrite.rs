@@ -128,7 +128,7 @@ impl Placement {
         // agree). `len` fits the buffer (`fits`) and is the checksum and the data (`data_len`).
         let mut entry = [0u8; INLINE_PAYLOAD];
         entry[..KEY_WRITE_CHECKSUM_LEN].copy_from_slice(&checksum.to_le_bytes());
-        entry[KEY_WRITE_CHECKSUM_LEN..len].copy_from_slice(r.data);
+        put_data(&mut entry[KEY_WRITE_CHECKSUM_LEN..len], r.data);
         // `g.offset(key, n)` through the table CRCs; copy 0 continues the checksum's CRC (it hashes the
         // same key bytes with the same polynomial, then n = 0). A test checks both against the layout.
         for n in 0..r.redundancy {
@@ -148,6 +148,26 @@ impl Placement {
             );
         }
         Ok(())
+    }
+}
+
+/// `to.copy_from_slice(data)` (same lengths), with the Key-Write data sizes (4, 12, 28 bytes) copied as
+/// fixed-size arrays: a copy of a known length is a few moves inline, one of a run-time length a call to
+/// `memcpy`.
+#[inline]
+fn put_data(to: &mut [u8], data: &[u8]) {
+    if let (Ok(t), Ok(d)) = (
+        <&mut [u8; 4]>::try_from(&mut *to),
+        <&[u8; 4]>::try_from(data),
+    ) {
+        *t = *d;
+    } else if let (Ok(t), Ok(d)) = (
+        <&mut [u8; 12]>::try_from(&mut *to),
+        <&[u8; 12]>::try_from(data),
+    ) {
+        *t = *d;
+    } else {
+        to.copy_from_slice(data);
     }
 }
 

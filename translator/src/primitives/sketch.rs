@@ -282,7 +282,11 @@ fn write_complete(
     }
     if k == 0 || !(k == cap || start + k == columns || partial) {
         m.run = k;
-        settle(m, reporters);
+        // With k > 0 the column at `next_write` is complete (the scan saw it, or an earlier scan did and
+        // it is not written yet), so `settle` would leave `complete_since` as it is.
+        if k == 0 {
+            settle(m, reporters);
+        }
         return;
     }
     write_runs(m, reporters, batch, mtu, partial, qp);
