@@ -141,6 +141,30 @@ impl Engine {
 
     /// Handles one received frame.
     pub fn handle_frame(&mut self, now: Instant, frame: &[u8]) -> Handled {
+        self.frame(now, frame)
+    }
+
+    /// Handles a burst of received frames in order, as [`handle_frame`](Self::handle_frame) on each
+    /// (the same state, counters and output), and hands each frame that is not for the translator to
+    /// `not_for_us` for the I/O layer to forward. One call per receive burst instead of one per frame: the
+    /// per-frame path is inlined into this loop.
+    pub fn handle_frames<'f>(
+        &mut self,
+        now: Instant,
+        frames: impl IntoIterator<Item = &'f [u8]>,
+        mut not_for_us: impl FnMut(&'f [u8]),
+    ) {
+        for f in frames {
+            if self.frame(now, f) == Handled::NotForUs {
+                not_for_us(f);
+            }
+        }
+    }
+
+    /// [`handle_frame`](Self::handle_frame)'s body, inlined into it and into
+    /// [`handle_frames`](Self::handle_frames)' loop.
+    #[inline(always)]
+    fn frame(&mut self, now: Instant, frame: &[u8]) -> Handled {
         self.counters.frames_in += 1;
         // Fixed offsets, etherparse's checks (dta-protocol tests that both agree), and only the fields a
         // report needs: once per report.
