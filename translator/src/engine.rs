@@ -84,6 +84,9 @@ pub struct Engine {
     next_qp: usize,
     /// The INT front end, when `[int] enabled`.
     int: Option<IntFrontEnd>,
+    /// [`route_index`](Self::route_index) of every sketch id a report can name (a byte), worked out when
+    /// the collectors are (re)configured instead of per report.
+    sketch_routes: Vec<Option<(usize, usize)>>,
 }
 
 impl Engine {
@@ -104,7 +107,7 @@ impl Engine {
             .int
             .enabled
             .then(|| IntFrontEnd::new(&cfg.int, cfg.postcard.hops));
-        Ok(Engine {
+        let mut e = Engine {
             fmt: cfg.report.format(),
             seq: SequenceTracker::new(cfg.sequence.max_reporters, cfg.sequence.nack_holdoff()),
             cfg,
@@ -114,7 +117,17 @@ impl Engine {
             counters: Counters::default(),
             next_qp: 0,
             int,
-        })
+            sketch_routes: Vec::new(),
+        };
+        e.route_sketches();
+        Ok(e)
+    }
+
+    /// Works out [`sketch_routes`](Self::sketch_routes) for the collectors as they are.
+    fn route_sketches(&mut self) {
+        self.sketch_routes = (0..=u8::MAX)
+            .map(|id| self.route_index(u32::from(id), false))
+            .collect();
     }
 
     /// The translator QPNs the engine uses, one per collector (for the control channel's hello).
@@ -414,7 +427,10 @@ impl Engine {
             }
             Body::SketchMerge(s) => {
                 let (i, k) = self
-                    .route_index(u32::from(s.sketch_id), false)
+                    .sketch_routes
+                    .get(usize::from(s.sketch_id))
+                    .copied()
+                    .flatten()
                     .ok_or(DropReason::NoRegion)?;
                 self.collectors[i].sketch(now, k, &s, &mut self.counters)?
             }
@@ -576,6 +592,8 @@ impl Engine {
             .qp
             .reestablish(Collector::builder(&self.cfg, i, welcome)?, start_psn, now);
         let old = std::mem::replace(&mut self.collectors[i], fresh);
+        // The new memory may hold other sketches.
+        self.route_sketches();
         self.events
             .retain(|e| !matches!(e, Event::QpError { collector, .. } if *collector == i));
         Ok((old.qp.window_occupancy() + old.qp.queue_depth()) as u64)
@@ -592,5 +610,67 @@ impl Engine {
     /// The regions of collector `i` as configured (for tests and tools).
     pub fn regions(&self, i: usize) -> Option<Vec<Region>> {
         self.collectors.get(i).map(Collector::region_list)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dta_protocol::control::{ResponderQp, CONTROL_VERSION};
+    use dta_protocol::layout::{Geometry, SketchGeometry};
+
+    /// A collector whose regions are sketches with `ids`.
+    fn welcome(last: u8, ids: &[u32]) -> Welcome {
+        Welcome {
+            version: CONTROL_VERSION,
+            mac: [2, 0, 0, 0, 0, last],
+            ip: [198, 18, 0, last],
+            qps: vec![ResponderQp {
+                qpn: 0x11,
+                peer_qpn: 0x100,
+            }],
+            max_dest_rd_atomic: 16,
+            path_mtu: 1024,
+            regions: ids
+                .iter()
+                .enumerate()
+                .map(|(k, &id)| Region {
+                    id,
+                    va: 0x10_0000 * (k as u64 + 1),
+                    rkey: 1,
+                    geometry: Geometry::Sketch(SketchGeometry::new(2, 8).unwrap()),
+                })
+                .collect(),
+        }
+    }
+
+    /// The sketch routes worked out at setup are what `route_index` finds, after a collector is replaced
+    /// too (the first collector holding an id wins).
+    #[test]
+    fn sketch_routes_follow_the_collectors() {
+        let check = |e: &Engine| {
+            for id in 0..=u8::MAX {
+                assert_eq!(
+                    e.sketch_routes[usize::from(id)],
+                    e.route_index(u32::from(id), false),
+                    "sketch {id}"
+                );
+            }
+        };
+        let mut e = Engine::new(
+            Config::default(),
+            &[welcome(2, &[1, 7, 300]), welcome(3, &[7, 9, 255])],
+            Instant(0),
+        )
+        .unwrap();
+        check(&e);
+        assert_eq!(e.sketch_routes[7], Some((0, 1)));
+        assert_eq!(e.sketch_routes[255], Some((1, 2)));
+        e.replace_collector(0, &welcome(2, &[2, 9]), 0, Instant(0))
+            .unwrap();
+        check(&e);
+        assert_eq!(e.sketch_routes[7], Some((1, 0)));
+        assert_eq!(e.sketch_routes[9], Some((0, 1)));
+        assert_eq!(e.sketch_routes[1], None);
     }
 }
