@@ -314,6 +314,11 @@ impl<'a> UdpFrame<'a> {
     }
 }
 
+/// A frame [`UdpView::parse_common`] leaves to [`UdpView::parse`] (IPv4 options, short frames, other
+/// EtherTypes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Uncommon;
+
 /// The fields of a received Ethernet/IPv4/UDP frame that the translator's per-report path reads: the
 /// addresses, the ports and the UDP payload. [`parse`](Self::parse) accepts exactly the frames that
 /// [`UdpFrame::parse_direct`] accepts (a property test), and [`frame`](Self::frame) gives the same
@@ -341,14 +346,32 @@ impl<'a> UdpView<'a> {
     /// so the accepted set is the same by construction there.
     #[inline]
     pub fn parse(frame: &'a [u8]) -> Option<Self> {
+        match Self::parse_common(frame) {
+            Ok(v) => v,
+            Err(Uncommon) => Self::general(frame),
+        }
+    }
+
+    /// [`parse`](Self::parse) of the common frame (IPv4 without options, at least the headers long): the
+    /// result, or `Err(Uncommon)` for a frame that only [`UdpFrame::parse_direct`] can tell about (call
+    /// `parse` then). For callers that keep the common case apart from the rest.
+    #[inline(always)]
+    pub fn parse_common(frame: &'a [u8]) -> core::result::Result<Option<Self>, Uncommon> {
         let Some(h) = frame.first_chunk::<HEADERS_LEN>() else {
-            return Self::general(frame);
+            return Err(Uncommon);
         };
         let be32 = |at: usize| u32::from_be_bytes([h[at], h[at + 1], h[at + 2], h[at + 3]]);
         // EtherType IPv4, then version 4 with IHL 5 (TOS, the fourth byte, is free).
         if be32(12) & 0xFFFF_FF00 != 0x0800_4500 {
-            return Self::general(frame);
+            return Err(Uncommon);
         }
+        Ok(Self::common(frame, h))
+    }
+
+    /// The rest of [`parse_common`](Self::parse_common) once the EtherType, version and IHL passed.
+    #[inline(always)]
+    fn common(frame: &'a [u8], h: &[u8; HEADERS_LEN]) -> Option<Self> {
+        let be32 = |at: usize| u32::from_be_bytes([h[at], h[at + 1], h[at + 2], h[at + 3]]);
         // Flags and fragment offset (no fragment: only DF may be set), TTL (free), protocol UDP.
         if be32(20) & 0x3FFF_00FF != 0x0000_0011 {
             return None;
@@ -514,6 +537,9 @@ mod tests {
         let direct = UdpFrame::parse_direct(f).ok();
         let view = UdpView::parse(f);
         prop_assert_eq!(view, direct.as_ref().map(UdpView::of));
+        if let Ok(common) = UdpView::parse_common(f) {
+            prop_assert_eq!(common, view);
+        }
         prop_assert_eq!(view.and_then(|v| v.frame(f)), direct);
         Ok(())
     }

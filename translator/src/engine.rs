@@ -17,7 +17,7 @@ use dta_protocol::dta::{Body, Opcode, ReportFormat, ReportRepr};
 use dta_protocol::layout::Region;
 use dta_protocol::roce::crc_table::key_checksum;
 use dta_protocol::roce::{FrameRepr, ROCEV2_UDP_PORT};
-use dta_protocol::udp::{UdpFrame, UdpView};
+use dta_protocol::udp::{UdpFrame, UdpView, Uncommon};
 use dta_protocol::Error as WireError;
 
 use crate::config::{Config, KeyRouting};
@@ -180,11 +180,34 @@ impl Engine {
     fn frame(&mut self, now: Instant, frame: &[u8]) -> Handled {
         self.counters.frames_in += 1;
         // Fixed offsets, etherparse's checks (dta-protocol tests that both agree), and only the fields a
-        // report needs: once per report.
-        let Some(udp) = UdpView::parse(frame) else {
-            self.counters.not_for_us += 1;
-            return Handled::NotForUs;
-        };
+        // report needs: once per report. Other frames take the general parse apart, so that the common
+        // frame's fields stay in registers.
+        match UdpView::parse_common(frame) {
+            Ok(Some(udp)) => self.udp(now, frame, udp),
+            Ok(None) => self.not_for_us(),
+            Err(Uncommon) => self.uncommon(now, frame),
+        }
+    }
+
+    /// A frame that [`UdpView::parse_common`] leaves to the general parse.
+    #[cold]
+    #[inline(never)]
+    fn uncommon(&mut self, now: Instant, frame: &[u8]) -> Handled {
+        match UdpView::parse(frame) {
+            Some(udp) => self.udp(now, frame, udp),
+            None => self.not_for_us(),
+        }
+    }
+
+    /// Counts a frame to forward.
+    fn not_for_us(&mut self) -> Handled {
+        self.counters.not_for_us += 1;
+        Handled::NotForUs
+    }
+
+    /// Handles a UDP datagram, `frame` seen through `udp`.
+    #[inline]
+    fn udp(&mut self, now: Instant, frame: &[u8], udp: UdpView) -> Handled {
         if udp.dst_port == self.cfg.report.udp_port {
             // Fields by value, so that they stay in registers on the way.
             self.handle_report(now, frame, udp.payload, udp.src_ip, udp.dst_ip);
@@ -204,8 +227,7 @@ impl Engine {
                 }
             }
         }
-        self.counters.not_for_us += 1;
-        Handled::NotForUs
+        self.not_for_us()
     }
 
     fn handle_roce(&mut self, now: Instant, i: usize, frame: &[u8], udp: &UdpFrame) {
