@@ -87,6 +87,9 @@ pub struct Engine {
     /// [`route_index`](Self::route_index) of every sketch id a report can name (a byte), worked out when
     /// the collectors are (re)configured instead of per report.
     sketch_routes: Vec<Option<(usize, usize)>>,
+    /// [`route_index`](Self::route_index) of every Append list any collector holds, as (id, collector,
+    /// index), sorted by id: one search per report instead of one per collector.
+    append_routes: Vec<(u32, usize, usize)>,
 }
 
 impl Engine {
@@ -118,16 +121,37 @@ impl Engine {
             next_qp: 0,
             int,
             sketch_routes: Vec::new(),
+            append_routes: Vec::new(),
         };
-        e.route_sketches();
+        e.work_out_routes();
         Ok(e)
     }
 
-    /// Works out [`sketch_routes`](Self::sketch_routes) for the collectors as they are.
-    fn route_sketches(&mut self) {
+    /// Works out [`sketch_routes`](Self::sketch_routes) and [`append_routes`](Self::append_routes) for
+    /// the collectors as they are.
+    fn work_out_routes(&mut self) {
         self.sketch_routes = (0..=u8::MAX)
             .map(|id| self.route_index(u32::from(id), false))
             .collect();
+        let mut ids: Vec<u32> = self
+            .collectors
+            .iter()
+            .flat_map(|c| c.regions.append.iter().map(|r| r.id))
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        self.append_routes = ids
+            .into_iter()
+            .filter_map(|id| self.route_index(id, true).map(|(i, k)| (id, i, k)))
+            .collect();
+    }
+
+    /// Where Append list `id` is: what `route_index(id, true)` finds, from the table.
+    #[inline]
+    fn route_list(&self, id: u32) -> Option<(usize, usize)> {
+        let routes = &self.append_routes;
+        let at = routes.binary_search_by_key(&id, |r| r.0).ok()?;
+        routes.get(at).map(|&(_, i, k)| (i, k))
     }
 
     /// The translator QPNs the engine uses, one per collector (for the control channel's hello).
@@ -417,9 +441,7 @@ impl Engine {
                 col.offer(now, |p| &mut p.key_increment, &ki, &mut self.counters)?
             }
             Body::Append(a) => {
-                let (i, k) = self
-                    .route_index(a.list_id, true)
-                    .ok_or(DropReason::NoRegion)?;
+                let (i, k) = self.route_list(a.list_id).ok_or(DropReason::NoRegion)?;
                 self.collectors[i].append(now, k, &a, &mut self.counters)?
             }
             Body::Postcard(p) => {
@@ -615,7 +637,7 @@ impl Engine {
             .reestablish(Collector::builder(&self.cfg, i, welcome)?, start_psn, now);
         let old = std::mem::replace(&mut self.collectors[i], fresh);
         // The new memory may hold other sketches.
-        self.route_sketches();
+        self.work_out_routes();
         self.events
             .retain(|e| !matches!(e, Event::QpError { collector, .. } if *collector == i));
         Ok((old.qp.window_occupancy() + old.qp.queue_depth()) as u64)
@@ -639,10 +661,13 @@ impl Engine {
 mod tests {
     use super::*;
     use dta_protocol::control::{ResponderQp, CONTROL_VERSION};
-    use dta_protocol::layout::{Geometry, SketchGeometry};
+    use dta_protocol::layout::{AppendGeometry, Geometry, SketchGeometry};
 
-    /// A collector whose regions are sketches with `ids`.
-    fn welcome(last: u8, ids: &[u32]) -> Welcome {
+    /// A collector whose regions are sketches with ids `sketches` and Append lists with ids `lists`.
+    fn welcome(last: u8, sketches: &[u32], lists: &[u32]) -> Welcome {
+        let sketch = Geometry::Sketch(SketchGeometry::new(2, 8).unwrap());
+        let list = Geometry::Append(AppendGeometry::new(64, 4, 16).unwrap());
+        let kinds = sketches.iter().map(|&id| (id, sketch));
         Welcome {
             version: CONTROL_VERSION,
             mac: [2, 0, 0, 0, 0, last],
@@ -653,23 +678,23 @@ mod tests {
             }],
             max_dest_rd_atomic: 16,
             path_mtu: 1024,
-            regions: ids
-                .iter()
+            regions: kinds
+                .chain(lists.iter().map(|&id| (id, list)))
                 .enumerate()
-                .map(|(k, &id)| Region {
+                .map(|(k, (id, geometry))| Region {
                     id,
                     va: 0x10_0000 * (k as u64 + 1),
                     rkey: 1,
-                    geometry: Geometry::Sketch(SketchGeometry::new(2, 8).unwrap()),
+                    geometry,
                 })
                 .collect(),
         }
     }
 
-    /// The sketch routes worked out at setup are what `route_index` finds, after a collector is replaced
-    /// too (the first collector holding an id wins).
+    /// The routes worked out at setup are what `route_index` finds, after a collector is replaced too
+    /// (the first collector holding an id wins).
     #[test]
-    fn sketch_routes_follow_the_collectors() {
+    fn routes_follow_the_collectors() {
         let check = |e: &Engine| {
             for id in 0..=u8::MAX {
                 assert_eq!(
@@ -678,21 +703,32 @@ mod tests {
                     "sketch {id}"
                 );
             }
+            for id in [0, 1, 2, 3, 5, 7, 9, 300, 70_000, u32::MAX] {
+                assert_eq!(e.route_list(id), e.route_index(id, true), "list {id}");
+            }
         };
         let mut e = Engine::new(
             Config::default(),
-            &[welcome(2, &[1, 7, 300]), welcome(3, &[7, 9, 255])],
+            &[
+                welcome(2, &[1, 7, 300], &[5, 70_000]),
+                welcome(3, &[7, 9, 255], &[3, 5, u32::MAX]),
+            ],
             Instant(0),
         )
         .unwrap();
         check(&e);
         assert_eq!(e.sketch_routes[7], Some((0, 1)));
         assert_eq!(e.sketch_routes[255], Some((1, 2)));
-        e.replace_collector(0, &welcome(2, &[2, 9]), 0, Instant(0))
+        assert_eq!(e.route_list(5), Some((0, 0)));
+        assert_eq!(e.route_list(u32::MAX), Some((1, 2)));
+        e.replace_collector(0, &welcome(2, &[2, 9], &[3]), 0, Instant(0))
             .unwrap();
         check(&e);
         assert_eq!(e.sketch_routes[7], Some((1, 0)));
         assert_eq!(e.sketch_routes[9], Some((0, 1)));
         assert_eq!(e.sketch_routes[1], None);
+        assert_eq!(e.route_list(5), Some((1, 1)));
+        assert_eq!(e.route_list(3), Some((0, 0)));
+        assert_eq!(e.route_list(70_000), None);
     }
 }
