@@ -636,7 +636,7 @@ impl Engine {
             .qp
             .reestablish(Collector::builder(&self.cfg, i, welcome)?, start_psn, now);
         let old = std::mem::replace(&mut self.collectors[i], fresh);
-        // The new memory may hold other sketches.
+        // The new memory may hold other sketches and Append lists.
         self.work_out_routes();
         self.events
             .retain(|e| !matches!(e, Event::QpError { collector, .. } if *collector == i));

@@ -150,9 +150,11 @@ impl AppendLists {
             Some(&s) if s > 0 => s - 1,
             _ => self.place(now, k, r.list_id, region, g),
         };
-        if let Some(l) = self.slab.get_mut(slot) {
-            l.add(now, r.data, self.head_every, out);
-        }
+        // `slot` names a list of the slab (made there when it was placed).
+        let Some(l) = self.slab.get_mut(slot) else {
+            return Err(DropReason::NoRegion);
+        };
+        l.add(now, r.data, self.head_every, out);
         Ok(Outcome::Accepted)
     }
 
@@ -210,9 +212,11 @@ impl Primitive for AppendLists {
             return Err(DropReason::GeometryMismatch);
         }
         let slot = self.slot(now, r.list_id, region, g);
-        if let Some(l) = self.slab.get_mut(slot) {
-            l.add(now, r.data, self.head_every, out);
-        }
+        // `slot` names a list of the slab (made there when it was placed).
+        let Some(l) = self.slab.get_mut(slot) else {
+            return Err(DropReason::NoRegion);
+        };
+        l.add(now, r.data, self.head_every, out);
         Ok(Outcome::Accepted)
     }
 }
