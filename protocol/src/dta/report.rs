@@ -3,7 +3,7 @@
 //! The data sizes of Key-Write and Append are not on the wire, so parsing needs the [`ReportFormat`] the
 //! translator is configured with; the base header form is configuration for the same reason.
 //!
-//! (Over 500 lines: 327 of them are the tests beside the code.)
+//! (Over 500 lines: 413 of them are the tests beside the code.)
 
 use super::append::{self, AppendRepr};
 use super::base::{self, BaseRepr, HeaderForm};

@@ -4,6 +4,8 @@
 //!
 //! Sums saturate at `u32::MAX` instead of wrapping: a count-min estimate may then overestimate but never
 //! underestimates, which is the guarantee its queries rely on.
+//!
+//! (Over 500 lines: 156 of them are the tests beside the code.)
 
 use std::time::Duration;
 
