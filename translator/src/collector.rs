@@ -203,6 +203,18 @@ impl Regions {
         find(&self.append, id)
     }
 
+    /// Where the Append list with `id` is in [`append`](Self::append).
+    #[inline]
+    pub fn append_index(&self, id: u32) -> Option<usize> {
+        self.append.binary_search_by_key(&id, |r| r.id).ok()
+    }
+
+    /// Where the sketch with `id` is in [`sketch`](Self::sketch).
+    #[inline]
+    pub fn sketch_index(&self, id: u32) -> Option<usize> {
+        self.sketch.binary_search_by_key(&id, |r| r.id).ok()
+    }
+
     /// The sketch with `id`.
     pub fn sketch(&self, id: u32) -> Option<&Region> {
         find(&self.sketch, id)

@@ -2,10 +2,14 @@
 //!
 //! * [`Engine::handle_frame`] takes any received Ethernet frame: DTA reports become work requests on the
 //!   collector's QP, RoCE responses drive the requester, everything else comes back as
-//!   [`Handled::NotForUs`] for the I/O layer to forward.
+//!   [`Handled::NotForUs`] for the I/O layer to forward. [`Engine::handle_frames`] does the same for a
+//!   whole receive burst in one call.
 //! * [`Engine::poll_transmit`] hands out the next frame to send (DTA NACKs first, then RoCE frames).
 //! * [`Engine::poll_timeout`] / [`Engine::handle_timeout`] drive retransmissions, idle flushes and the
 //!   rate limiter; [`Engine::poll_event`] reports QP errors.
+//!
+//! (Over 500 lines: 75 of them are tests; the rest are the engine's entry points, which share its state,
+//! and the report path from frame to primitive, kept in one place to be read as one.)
 
 mod int;
 mod link;
@@ -17,14 +21,13 @@ use dta_protocol::dta::{Body, Opcode, ReportFormat, ReportRepr};
 use dta_protocol::layout::Region;
 use dta_protocol::roce::crc_table::key_checksum;
 use dta_protocol::roce::{FrameRepr, ROCEV2_UDP_PORT};
-use dta_protocol::udp::{UdpEndpoints, UdpFrame};
+use dta_protocol::udp::{UdpFrame, UdpView, Uncommon};
 use dta_protocol::Error as WireError;
 
 use crate::config::{Config, KeyRouting};
 use crate::counters::{opcode_index, Counters, DropReason};
 use crate::error::ConfigError;
 use crate::int::IntFrontEnd;
-use crate::primitives::keywrite::KeyWriteReport;
 use crate::primitives::postcard::Postcard;
 use crate::primitives::{FlushMode, Outcome, Sink};
 use crate::requester::{QpError, Response};
@@ -85,6 +88,12 @@ pub struct Engine {
     next_qp: usize,
     /// The INT front end, when `[int] enabled`.
     int: Option<IntFrontEnd>,
+    /// [`route_index`](Self::route_index) of every sketch id a report can name (a byte), worked out when
+    /// the collectors are (re)configured instead of per report.
+    sketch_routes: Vec<Option<(usize, usize)>>,
+    /// [`route_index`](Self::route_index) of every Append list any collector holds, as (id, collector,
+    /// index), sorted by id: one search per report instead of one per collector.
+    append_routes: Vec<(u32, usize, usize)>,
 }
 
 impl Engine {
@@ -105,7 +114,7 @@ impl Engine {
             .int
             .enabled
             .then(|| IntFrontEnd::new(&cfg.int, cfg.postcard.hops));
-        Ok(Engine {
+        let mut e = Engine {
             fmt: cfg.report.format(),
             seq: SequenceTracker::new(cfg.sequence.max_reporters, cfg.sequence.nack_holdoff()),
             cfg,
@@ -115,7 +124,38 @@ impl Engine {
             counters: Counters::default(),
             next_qp: 0,
             int,
-        })
+            sketch_routes: Vec::new(),
+            append_routes: Vec::new(),
+        };
+        e.work_out_routes();
+        Ok(e)
+    }
+
+    /// Works out [`sketch_routes`](Self::sketch_routes) and [`append_routes`](Self::append_routes) for
+    /// the collectors as they are.
+    fn work_out_routes(&mut self) {
+        self.sketch_routes = (0..=u8::MAX)
+            .map(|id| self.route_index(u32::from(id), false))
+            .collect();
+        let mut ids: Vec<u32> = self
+            .collectors
+            .iter()
+            .flat_map(|c| c.regions.append.iter().map(|r| r.id))
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        self.append_routes = ids
+            .into_iter()
+            .filter_map(|id| self.route_index(id, true).map(|(i, k)| (id, i, k)))
+            .collect();
+    }
+
+    /// Where Append list `id` is: what `route_index(id, true)` finds, from the table.
+    #[inline]
+    fn route_list(&self, id: u32) -> Option<(usize, usize)> {
+        let routes = &self.append_routes;
+        let at = routes.binary_search_by_key(&id, |r| r.0).ok()?;
+        routes.get(at).map(|&(_, i, k)| (i, k))
     }
 
     /// The translator QPNs the engine uses, one per collector (for the control channel's hello).
@@ -142,32 +182,80 @@ impl Engine {
 
     /// Handles one received frame.
     pub fn handle_frame(&mut self, now: Instant, frame: &[u8]) -> Handled {
-        self.counters.frames_in += 1;
-        // Fixed offsets, etherparse's checks (dta-protocol tests that both agree): once per report.
-        let Ok(udp) = UdpFrame::parse_direct(frame) else {
-            self.counters.not_for_us += 1;
-            return Handled::NotForUs;
-        };
-        if udp.endpoints.dst_port == self.cfg.report.udp_port {
-            self.handle_report(now, &udp);
-            return Handled::Consumed;
-        }
-        if self.int.as_ref().map(IntFrontEnd::udp_port) == Some(udp.endpoints.dst_port) {
-            self.handle_int(now, udp.endpoints.dst_ip, udp.payload);
-            return Handled::Consumed;
-        }
-        if udp.endpoints.dst_port == ROCEV2_UDP_PORT {
-            if let Some(i) = self
-                .collectors
-                .iter()
-                .position(|c| c.ip == udp.endpoints.src_ip)
-            {
-                self.handle_roce(now, i, frame, &udp);
-                return Handled::Consumed;
+        self.frame(now, frame)
+    }
+
+    /// Handles a burst of received frames in order, as [`handle_frame`](Self::handle_frame) on each
+    /// (the same state, counters and output), and hands each frame that is not for the translator to
+    /// `not_for_us` for the I/O layer to forward. One call per receive burst instead of one per frame: the
+    /// per-frame path is inlined into this loop.
+    pub fn handle_frames<'f>(
+        &mut self,
+        now: Instant,
+        frames: impl IntoIterator<Item = &'f [u8]>,
+        mut not_for_us: impl FnMut(&'f [u8]),
+    ) {
+        for f in frames {
+            if self.frame(now, f) == Handled::NotForUs {
+                not_for_us(f);
             }
         }
+    }
+
+    /// [`handle_frame`](Self::handle_frame)'s body, inlined into it and into
+    /// [`handle_frames`](Self::handle_frames)' loop.
+    #[inline(always)]
+    fn frame(&mut self, now: Instant, frame: &[u8]) -> Handled {
+        self.counters.frames_in += 1;
+        // Fixed offsets, etherparse's checks (dta-protocol tests that both agree), and only the fields a
+        // report needs: once per report. Other frames take the general parse apart, so that the common
+        // frame's fields stay in registers.
+        match UdpView::parse_common(frame) {
+            Ok(Some(udp)) => self.udp(now, frame, udp),
+            Ok(None) => self.not_for_us(),
+            Err(Uncommon) => self.uncommon(now, frame),
+        }
+    }
+
+    /// A frame that [`UdpView::parse_common`] leaves to the general parse.
+    #[cold]
+    #[inline(never)]
+    fn uncommon(&mut self, now: Instant, frame: &[u8]) -> Handled {
+        match UdpView::parse(frame) {
+            Some(udp) => self.udp(now, frame, udp),
+            None => self.not_for_us(),
+        }
+    }
+
+    /// Counts a frame to forward.
+    fn not_for_us(&mut self) -> Handled {
         self.counters.not_for_us += 1;
         Handled::NotForUs
+    }
+
+    /// Handles a UDP datagram, `frame` seen through `udp`.
+    #[inline]
+    fn udp(&mut self, now: Instant, frame: &[u8], udp: UdpView) -> Handled {
+        if udp.dst_port == self.cfg.report.udp_port {
+            // Fields by value, so that they stay in registers on the way.
+            self.handle_report(now, frame, udp.payload, udp.src_ip, udp.dst_ip);
+            return Handled::Consumed;
+        }
+        if self.int.as_ref().map(IntFrontEnd::udp_port) == Some(udp.dst_port) {
+            self.handle_int(now, udp.dst_ip, udp.payload);
+            return Handled::Consumed;
+        }
+        if udp.dst_port == ROCEV2_UDP_PORT {
+            if let Some(i) = self.collectors.iter().position(|c| c.ip == udp.src_ip) {
+                // The whole envelope, which the response parse reads (`frame` is the view's own frame,
+                // so this is always there).
+                if let Some(full) = udp.frame(frame) {
+                    self.handle_roce(now, i, frame, &full);
+                    return Handled::Consumed;
+                }
+            }
+        }
+        self.not_for_us()
     }
 
     fn handle_roce(&mut self, now: Instant, i: usize, frame: &[u8], udp: &UdpFrame) {
@@ -231,74 +319,122 @@ impl Engine {
         })
     }
 
-    fn handle_report(&mut self, now: Instant, udp: &UdpFrame) {
-        let r = match ReportRepr::parse(udp.payload, &self.fmt) {
-            Ok(r) => r,
-            Err(WireError::BadRedundancy { .. }) => {
-                self.counters.drop(DropReason::BadRedundancy);
-                return;
+    /// The first collector with Append list (`append`) or sketch `id`, and where the region is in that
+    /// collector's list of its kind: what [`route_region`](Self::route_region) finds, with where.
+    #[inline]
+    fn route_index(&self, id: u32, append: bool) -> Option<(usize, usize)> {
+        self.collectors.iter().enumerate().find_map(|(i, c)| {
+            if append {
+                c.regions.append_index(id)
+            } else {
+                c.regions.sketch_index(id)
             }
-            Err(_) => {
-                self.counters.drop(DropReason::Malformed);
-                return;
-            }
+            .map(|k| (i, k))
+        })
+    }
+
+    #[inline]
+    fn handle_report(
+        &mut self,
+        now: Instant,
+        frame: &[u8],
+        payload: &[u8],
+        src_ip: [u8; 4],
+        dst_ip: [u8; 4],
+    ) {
+        // Fixed offsets for the configured format; a report that does not pass goes through the layered
+        // parse for its error (dta-protocol tests that both agree, errors included).
+        let Some(r) = ReportRepr::parse_quick(payload, &self.fmt) else {
+            self.malformed(payload);
+            return;
         };
         let op = r.base.opcode;
         self.counters.reports_in[opcode_index(op)] += 1;
         let stream = Stream {
-            reporter: udp.endpoints.src_ip,
-            collector: udp.endpoints.dst_ip,
+            reporter: src_ip,
+            collector: dst_ip,
             opcode: op,
         };
         // Sequence tracking applies to retransmittable reports in the seq form (the compact form has no
         // seqnum to track).
-        let tracked = match (
-            r.base.seqnum,
-            r.base.retransmit && self.cfg.sequence.enabled,
-        ) {
-            (Some(seq), true) => match self.seq.check(now, stream, seq) {
-                Some(Verdict::Accept) | None => Some(seq),
-                Some(Verdict::Gap { nack }) => {
-                    if let Some(s) = nack {
-                        self.send_nack(&udp.endpoints, op, s);
-                    }
-                    self.counters.drop(DropReason::OutOfOrder);
-                    return;
+        let tracked = match r.base.seqnum {
+            Some(seq) if r.base.retransmit && self.cfg.sequence.enabled => {
+                match self.track(now, frame, stream, seq) {
+                    Some(seq) => Some(seq),
+                    None => return,
                 }
-                Some(Verdict::Duplicate) => {
-                    self.counters.drop(DropReason::Duplicate);
-                    return;
-                }
-            },
+            }
             _ => None,
         };
-        if let Err(reason) = self.dispatch(now, &r, udp) {
+        if let Err(reason) = self.dispatch(now, &r, frame, dst_ip) {
             if reason == DropReason::QueueFull {
                 if let Some(seq) = tracked {
                     let last = self.seq.rollback(stream, seq);
-                    self.send_nack(&udp.endpoints, op, last);
+                    self.send_nack(frame, op, last);
                 }
             }
             self.counters.drop(reason);
         }
     }
 
-    fn send_nack(&mut self, report: &UdpEndpoints, op: Opcode, seqnum: u8) {
-        if let Some(f) = nack_frame(report, self.fmt.form, op, seqnum) {
+    /// Counts the drop of a report that does not parse, by [`ReportRepr::parse`]'s reason.
+    #[cold]
+    fn malformed(&mut self, payload: &[u8]) {
+        let reason = match ReportRepr::parse(payload, &self.fmt) {
+            Err(WireError::BadRedundancy { .. }) => DropReason::BadRedundancy,
+            // `parse_quick` refused it, so `parse` does too (dta-protocol tests that they agree).
+            _ => DropReason::Malformed,
+        };
+        self.counters.drop(reason);
+    }
+
+    /// Checks a tracked report's seqnum: `Some(seq)` to go on, `None` when it was dropped (and NACKed
+    /// after a gap).
+    #[cold]
+    fn track(&mut self, now: Instant, frame: &[u8], stream: Stream, seq: u8) -> Option<u8> {
+        match self.seq.check(now, stream, seq) {
+            Some(Verdict::Accept) | None => Some(seq),
+            Some(Verdict::Gap { nack }) => {
+                if let Some(s) = nack {
+                    self.send_nack(frame, stream.opcode, s);
+                }
+                self.counters.drop(DropReason::OutOfOrder);
+                None
+            }
+            Some(Verdict::Duplicate) => {
+                self.counters.drop(DropReason::Duplicate);
+                None
+            }
+        }
+    }
+
+    /// Queues a DTA NACK to the reporter of `frame` (a report frame that [`UdpView::parse`] took).
+    #[cold]
+    fn send_nack(&mut self, frame: &[u8], op: Opcode, seqnum: u8) {
+        let Ok(report) = UdpFrame::parse_direct(frame) else {
+            return;
+        };
+        if let Some(f) = nack_frame(&report.endpoints, self.fmt.form, op, seqnum) {
             self.counters.dta_nacks_sent += 1;
             self.nacks.push_back(f);
         }
     }
 
-    fn dispatch(&mut self, now: Instant, r: &ReportRepr, udp: &UdpFrame) -> Result<(), DropReason> {
-        let dst = udp.endpoints.dst_ip;
+    // Inlined into its one caller: the report is then read from registers, not spilled for a call.
+    #[inline(always)]
+    fn dispatch(
+        &mut self,
+        now: Instant,
+        r: &ReportRepr,
+        frame: &[u8],
+        dst: [u8; 4],
+    ) -> Result<(), DropReason> {
         let outcome = match r.body {
             Body::KeyWrite(kw) => {
                 // Once per report: the entries store it and key-hash routing uses it.
                 let checksum = key_checksum(kw.key);
                 let i = self.route(|| checksum, dst).ok_or(DropReason::NoRegion)?;
-                let kw = KeyWriteReport { repr: kw, checksum };
-                self.collectors[i].offer(now, |p| &mut p.key_write, &kw, &mut self.counters)?
+                self.collectors[i].key_write(&kw, checksum)?
             }
             Body::KeyIncrement(ki) => {
                 let i = self.route_key(ki.key, dst).ok_or(DropReason::NoRegion)?;
@@ -309,10 +445,8 @@ impl Engine {
                 col.offer(now, |p| &mut p.key_increment, &ki, &mut self.counters)?
             }
             Body::Append(a) => {
-                let i = self
-                    .route_region(a.list_id, true)
-                    .ok_or(DropReason::NoRegion)?;
-                self.collectors[i].offer(now, |p| &mut p.append, &a, &mut self.counters)?
+                let (i, k) = self.route_list(a.list_id).ok_or(DropReason::NoRegion)?;
+                self.collectors[i].append(now, k, &a, &mut self.counters)?
             }
             Body::Postcard(p) => {
                 let p = Postcard {
@@ -340,17 +474,20 @@ impl Engine {
                 self.collectors[i].offer(now, |p| &mut p.postcard, &p, &mut self.counters)?
             }
             Body::SketchMerge(s) => {
-                let i = self
-                    .route_region(u32::from(s.sketch_id), false)
+                let (i, k) = self
+                    .sketch_routes
+                    .get(usize::from(s.sketch_id))
+                    .copied()
+                    .flatten()
                     .ok_or(DropReason::NoRegion)?;
-                self.collectors[i].offer(now, |p| &mut p.sketch, &s, &mut self.counters)?
+                self.collectors[i].sketch(now, k, &s, &mut self.counters)?
             }
         };
         match outcome {
             Outcome::Accepted => Ok(()),
             Outcome::Duplicate => Err(DropReason::Duplicate),
             Outcome::Gap { last_in_order } => {
-                self.send_nack(&udp.endpoints, r.base.opcode, last_in_order);
+                self.send_nack(frame, r.base.opcode, last_in_order);
                 Err(DropReason::OutOfOrder)
             }
         }
@@ -503,6 +640,8 @@ impl Engine {
             .qp
             .reestablish(Collector::builder(&self.cfg, i, welcome)?, start_psn, now);
         let old = std::mem::replace(&mut self.collectors[i], fresh);
+        // The new memory may hold other sketches and Append lists.
+        self.work_out_routes();
         self.events
             .retain(|e| !matches!(e, Event::QpError { collector, .. } if *collector == i));
         Ok((old.qp.window_occupancy() + old.qp.queue_depth()) as u64)
@@ -519,5 +658,81 @@ impl Engine {
     /// The regions of collector `i` as configured (for tests and tools).
     pub fn regions(&self, i: usize) -> Option<Vec<Region>> {
         self.collectors.get(i).map(Collector::region_list)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dta_protocol::control::{ResponderQp, CONTROL_VERSION};
+    use dta_protocol::layout::{AppendGeometry, Geometry, SketchGeometry};
+
+    /// A collector whose regions are sketches with ids `sketches` and Append lists with ids `lists`.
+    fn welcome(last: u8, sketches: &[u32], lists: &[u32]) -> Welcome {
+        let sketch = Geometry::Sketch(SketchGeometry::new(2, 8).unwrap());
+        let list = Geometry::Append(AppendGeometry::new(64, 4, 16).unwrap());
+        let kinds = sketches.iter().map(|&id| (id, sketch));
+        Welcome {
+            version: CONTROL_VERSION,
+            mac: [2, 0, 0, 0, 0, last],
+            ip: [198, 18, 0, last],
+            qps: vec![ResponderQp {
+                qpn: 0x11,
+                peer_qpn: 0x100,
+            }],
+            max_dest_rd_atomic: 16,
+            path_mtu: 1024,
+            regions: kinds
+                .chain(lists.iter().map(|&id| (id, list)))
+                .enumerate()
+                .map(|(k, (id, geometry))| Region {
+                    id,
+                    va: 0x10_0000 * (k as u64 + 1),
+                    rkey: 1,
+                    geometry,
+                })
+                .collect(),
+        }
+    }
+
+    /// The routes worked out at setup are what `route_index` finds, after a collector is replaced too
+    /// (the first collector holding an id wins).
+    #[test]
+    fn routes_follow_the_collectors() {
+        let check = |e: &Engine| {
+            for id in 0..=u8::MAX {
+                assert_eq!(
+                    e.sketch_routes[usize::from(id)],
+                    e.route_index(u32::from(id), false),
+                    "sketch {id}"
+                );
+            }
+            for id in [0, 1, 2, 3, 5, 7, 9, 300, 70_000, u32::MAX] {
+                assert_eq!(e.route_list(id), e.route_index(id, true), "list {id}");
+            }
+        };
+        let mut e = Engine::new(
+            Config::default(),
+            &[
+                welcome(2, &[1, 7, 300], &[5, 70_000]),
+                welcome(3, &[7, 9, 255], &[3, 5, u32::MAX]),
+            ],
+            Instant(0),
+        )
+        .unwrap();
+        check(&e);
+        assert_eq!(e.sketch_routes[7], Some((0, 1)));
+        assert_eq!(e.sketch_routes[255], Some((1, 2)));
+        assert_eq!(e.route_list(5), Some((0, 0)));
+        assert_eq!(e.route_list(u32::MAX), Some((1, 2)));
+        e.replace_collector(0, &welcome(2, &[2, 9], &[3]), 0, Instant(0))
+            .unwrap();
+        check(&e);
+        assert_eq!(e.sketch_routes[7], Some((1, 0)));
+        assert_eq!(e.sketch_routes[9], Some((0, 1)));
+        assert_eq!(e.sketch_routes[1], None);
+        assert_eq!(e.route_list(5), Some((1, 1)));
+        assert_eq!(e.route_list(3), Some((0, 0)));
+        assert_eq!(e.route_list(70_000), None);
     }
 }

@@ -32,21 +32,83 @@ struct List {
     /// Last entry added: a list idle since then with batches written after its last head word gets the
     /// head word on its own, or a stream that ends on a full batch would leave readers short forever.
     last_at: Instant,
+    /// [`cap`](Self::cap) for `head` and the path MTU `cap_mtu`, computed once per batch rather than per
+    /// entry (it divides twice); 0 when `head` moved since.
+    cap: u64,
+    cap_mtu: usize,
 }
 
 impl List {
+    fn new(region: &Region, g: AppendGeometry, now: Instant) -> Self {
+        List {
+            region: *region,
+            g,
+            head: 0,
+            buf: Vec::new(),
+            count: 0,
+            batches_since_head: 0,
+            first_at: now,
+            last_at: now,
+            cap: 0,
+            cap_mtu: 0,
+        }
+    }
+
     /// Entries the batch starting at `head` may hold.
     fn cap(&self, mtu: usize) -> u64 {
         let by_mtu = (mtu / self.g.entry_size() as usize).max(1) as u64;
         let to_end = self.g.entries() - self.head % self.g.entries();
         u64::from(self.g.batch_size()).min(by_mtu).min(to_end)
     }
+
+    /// [`cap`](Self::cap), from the value kept for this batch when it is still good.
+    #[inline]
+    fn batch_cap(&mut self, mtu: usize) -> u64 {
+        if self.cap == 0 || self.cap_mtu != mtu {
+            self.cap = self.cap(mtu);
+            self.cap_mtu = mtu;
+        }
+        self.cap
+    }
+
+    /// Adds an entry (its size checked by the caller); writes the batch when it is full.
+    #[inline]
+    fn add(&mut self, now: Instant, data: &[u8], head_every: u32, out: &mut Sink<'_>) {
+        self.last_at = now;
+        if self.count == 0 {
+            self.first_at = now;
+        }
+        extend(&mut self.buf, data);
+        self.count += 1;
+        if u64::from(self.count) >= self.batch_cap(out.mtu) {
+            flush(self, false, head_every, out.qp, out.counters);
+        }
+    }
+}
+
+/// `buf.extend_from_slice(data)`, with the common entry sizes copied as fixed-size arrays: a copy of a
+/// known length is a move or two inline, where one of a run-time length calls `memcpy`.
+#[inline]
+fn extend(buf: &mut Vec<u8>, data: &[u8]) {
+    if let Ok(a) = <&[u8; 4]>::try_from(data) {
+        buf.extend_from_slice(a);
+    } else if let Ok(a) = <&[u8; 8]>::try_from(data) {
+        buf.extend_from_slice(a);
+    } else {
+        buf.extend_from_slice(data);
+    }
 }
 
 /// Every list of one collector.
 #[derive(Debug, Default)]
 pub struct AppendLists {
-    lists: IdMap<List>,
+    /// List id to its place in `slab`. Timers visit the lists in this map's order, as when the map held
+    /// the lists themselves, so flushes go out in the same order.
+    lists: IdMap<usize>,
+    slab: Vec<List>,
+    /// The collector's Append region at index k (in `Regions::append`) to 1 + its place in `slab`, 0
+    /// before its first entry: the per-report lookup for a caller that found the region by index.
+    by_region: Vec<usize>,
     idle: Duration,
     head_every: u32,
 }
@@ -56,6 +118,8 @@ impl AppendLists {
     pub fn new(idle: Duration, head_every: u32) -> Self {
         AppendLists {
             lists: IdMap::default(),
+            slab: Vec::new(),
+            by_region: Vec::new(),
             idle,
             head_every,
         }
@@ -63,6 +127,63 @@ impl AppendLists {
 
     /// Work requests a report may add at most: a batch and a head word.
     pub const MAX_WRS: usize = 2;
+
+    /// [`Primitive::handle`] of a report whose region is `region`, the collector's Append region at
+    /// index `k` of `Regions::append`: the same checks and the same list (a list is found by its id either
+    /// way), without hashing the id per report. A test compares both paths.
+    #[inline]
+    pub fn handle_at(
+        &mut self,
+        now: Instant,
+        k: usize,
+        r: &AppendRepr<'_>,
+        region: &Region,
+        out: &mut Sink<'_>,
+    ) -> Result<Outcome, DropReason> {
+        let Geometry::Append(g) = region.geometry else {
+            return Err(DropReason::NoRegion);
+        };
+        if r.data.len() != g.entry_size() as usize {
+            return Err(DropReason::GeometryMismatch);
+        }
+        let slot = match self.by_region.get(k) {
+            Some(&s) if s > 0 => s - 1,
+            _ => self.place(now, k, r.list_id, region, g),
+        };
+        // `slot` names a list of the slab (made there when it was placed).
+        let Some(l) = self.slab.get_mut(slot) else {
+            return Err(DropReason::NoRegion);
+        };
+        l.add(now, r.data, self.head_every, out);
+        Ok(Outcome::Accepted)
+    }
+
+    /// The slab place of list `id` (region index `k`), made on its first entry.
+    #[cold]
+    fn place(
+        &mut self,
+        now: Instant,
+        k: usize,
+        id: u32,
+        region: &Region,
+        g: AppendGeometry,
+    ) -> usize {
+        let slot = self.slot(now, id, region, g);
+        if self.by_region.len() <= k {
+            self.by_region.resize(k + 1, 0);
+        }
+        self.by_region[k] = slot + 1;
+        slot
+    }
+
+    /// The slab place of list `id`, made on its first entry.
+    fn slot(&mut self, now: Instant, id: u32, region: &Region, g: AppendGeometry) -> usize {
+        let slab = &mut self.slab;
+        *self.lists.entry(id).or_insert_with(|| {
+            slab.push(List::new(region, g, now));
+            slab.len() - 1
+        })
+    }
 }
 
 impl Primitive for AppendLists {
@@ -90,25 +211,12 @@ impl Primitive for AppendLists {
         if r.data.len() != g.entry_size() as usize {
             return Err(DropReason::GeometryMismatch);
         }
-        let l = self.lists.entry(r.list_id).or_insert_with(|| List {
-            region: *region,
-            g,
-            head: 0,
-            buf: Vec::new(),
-            count: 0,
-            batches_since_head: 0,
-            first_at: now,
-            last_at: now,
-        });
-        l.last_at = now;
-        if l.count == 0 {
-            l.first_at = now;
-        }
-        l.buf.extend_from_slice(r.data);
-        l.count += 1;
-        if u64::from(l.count) >= l.cap(out.mtu) {
-            flush(l, false, self.head_every, out.qp, out.counters);
-        }
+        let slot = self.slot(now, r.list_id, region, g);
+        // `slot` names a list of the slab (made there when it was placed).
+        let Some(l) = self.slab.get_mut(slot) else {
+            return Err(DropReason::NoRegion);
+        };
+        l.add(now, r.data, self.head_every, out);
         Ok(Outcome::Accepted)
     }
 }
@@ -118,7 +226,10 @@ impl Timed for AppendLists {
     /// head word of lists idle since batches went without it.
     fn flush(&mut self, now: Instant, mode: FlushMode, _: &Regions, out: &mut Sink<'_>) {
         let all = mode == FlushMode::All;
-        for l in self.lists.values_mut() {
+        for &slot in self.lists.values() {
+            let Some(l) = self.slab.get_mut(slot) else {
+                continue;
+            };
             if l.count > 0 && (all || l.first_at + self.idle <= now) {
                 out.counters.append_idle_flushes += 1;
                 flush(l, true, self.head_every, out.qp, out.counters);
@@ -135,6 +246,7 @@ impl Timed for AppendLists {
     fn poll_timeout(&self) -> Option<Instant> {
         self.lists
             .values()
+            .filter_map(|&slot| self.slab.get(slot))
             .filter_map(|l| {
                 if l.count > 0 {
                     Some(l.first_at + self.idle)
@@ -155,6 +267,8 @@ fn flush(l: &mut List, idle: bool, head_every: u32, qp: &mut Requester, c: &mut 
     super::write(qp, Opcode::Append, va, l.region.rkey, payload);
     l.head += u64::from(l.count);
     l.count = 0;
+    // The next batch's cap depends on the new head.
+    l.cap = 0;
     l.batches_since_head += 1;
     if idle || l.batches_since_head >= head_every {
         write_head(l, qp, c);

@@ -68,38 +68,107 @@ pub fn handle_with_checksum(
     region: &Region,
     qp: &mut Requester,
 ) -> Result<(), DropReason> {
-    let Geometry::KeyWrite(g) = region.geometry else {
-        return Err(DropReason::NoRegion);
-    };
-    let len = g.entry_size() as usize;
-    if r.redundancy > g.n_max() || r.data.len() != g.data_len() || len > INLINE_PAYLOAD {
-        return Err(DropReason::GeometryMismatch);
-    }
-    // The layout of `KeyWriteGeometry::encode_entry`, with the checksum given (a test checks they agree).
-    let mut entry = [0u8; INLINE_PAYLOAD];
-    entry[..KEY_WRITE_CHECKSUM_LEN].copy_from_slice(&checksum.to_le_bytes());
-    entry[KEY_WRITE_CHECKSUM_LEN..len].copy_from_slice(r.data);
-    // `g.offset(key, n)` through the table CRCs; copy 0 continues the checksum's CRC (it hashes the same
-    // key bytes with the same polynomial, then n = 0). A test checks both against the layout.
-    let mask = g.slots() - 1;
-    let size = u64::from(g.entry_size());
-    for n in 0..r.redundancy {
-        let h = if n == 0 {
-            placement_hash0_from_checksum(checksum)
-        } else {
-            placement_hash(r.key, n)
+    Placement::new(region)
+        .ok_or(DropReason::NoRegion)?
+        .write(r, checksum, qp)
+}
+
+/// A Key-Write region's values that every report needs, read out of its geometry once (when the engine
+/// learns the collector's regions) instead of per report: [`handle_with_checksum`] is `Placement::new`
+/// then [`write`](Self::write), so both paths run the same code.
+#[derive(Debug, Clone, Copy)]
+pub struct Placement {
+    va: u64,
+    rkey: u32,
+    /// `slots - 1` (slots are a power of two).
+    mask: u64,
+    /// Entry size in bytes.
+    size: u64,
+    /// Entry size as a length, at most [`INLINE_PAYLOAD`] when `fits`.
+    len: usize,
+    n_max: u8,
+    data_len: usize,
+    /// Whether an entry fits a work request's inline payload.
+    fits: bool,
+}
+
+impl Placement {
+    /// The placement of a Key-Write region; `None` for a region of another kind.
+    pub fn new(region: &Region) -> Option<Self> {
+        let Geometry::KeyWrite(g) = region.geometry else {
+            return None;
         };
-        // The entry moves in as the payload's inline buffer (`len` fits: checked above).
-        let payload = Payload::from_array(entry, len).ok_or(DropReason::GeometryMismatch)?;
-        super::write(
-            qp,
-            Opcode::KeyWrite,
-            region.va + (u64::from(h) & mask) * size,
-            region.rkey,
-            payload,
-        );
+        let len = g.entry_size() as usize;
+        Some(Placement {
+            va: region.va,
+            rkey: region.rkey,
+            mask: g.slots() - 1,
+            size: u64::from(g.entry_size()),
+            len,
+            n_max: g.n_max(),
+            data_len: g.data_len(),
+            fits: len <= INLINE_PAYLOAD,
+        })
     }
-    Ok(())
+
+    /// Queues the N writes of `r`, whose key's checksum is `checksum`. The caller has checked the queue
+    /// has room for N.
+    #[inline]
+    pub fn write(
+        &self,
+        r: &KeyWriteRepr,
+        checksum: u32,
+        qp: &mut Requester,
+    ) -> Result<(), DropReason> {
+        if r.redundancy > self.n_max || r.data.len() != self.data_len || !self.fits {
+            return Err(DropReason::GeometryMismatch);
+        }
+        let len = self.len;
+        // The layout of `KeyWriteGeometry::encode_entry`, with the checksum given (a test checks they
+        // agree). `len` fits the buffer (`fits`) and is the checksum and the data (`data_len`).
+        let mut entry = [0u8; INLINE_PAYLOAD];
+        entry[..KEY_WRITE_CHECKSUM_LEN].copy_from_slice(&checksum.to_le_bytes());
+        put_data(&mut entry[KEY_WRITE_CHECKSUM_LEN..len], r.data);
+        // `g.offset(key, n)` through the table CRCs; copy 0 continues the checksum's CRC (it hashes the
+        // same key bytes with the same polynomial, then n = 0). A test checks both against the layout.
+        for n in 0..r.redundancy {
+            let h = if n == 0 {
+                placement_hash0_from_checksum(checksum)
+            } else {
+                placement_hash(r.key, n)
+            };
+            // The entry moves in as the payload's inline buffer (`len` fits: checked above).
+            let payload = Payload::from_array(entry, len).ok_or(DropReason::GeometryMismatch)?;
+            super::write(
+                qp,
+                Opcode::KeyWrite,
+                self.va + (u64::from(h) & self.mask) * self.size,
+                self.rkey,
+                payload,
+            );
+        }
+        Ok(())
+    }
+}
+
+/// `to.copy_from_slice(data)` (same lengths), with the Key-Write data sizes (4, 12, 28 bytes) copied as
+/// fixed-size arrays: a copy of a known length is a few moves inline, one of a run-time length a call to
+/// `memcpy`.
+#[inline]
+fn put_data(to: &mut [u8], data: &[u8]) {
+    if let (Ok(t), Ok(d)) = (
+        <&mut [u8; 4]>::try_from(&mut *to),
+        <&[u8; 4]>::try_from(data),
+    ) {
+        *t = *d;
+    } else if let (Ok(t), Ok(d)) = (
+        <&mut [u8; 12]>::try_from(&mut *to),
+        <&[u8; 12]>::try_from(data),
+    ) {
+        *t = *d;
+    } else {
+        to.copy_from_slice(data);
+    }
 }
 
 #[cfg(test)]

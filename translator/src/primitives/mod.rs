@@ -196,6 +196,7 @@ impl Hasher for IdHasher {
 pub(crate) type IdMap<V> = HashMap<u32, V, BuildHasherDefault<IdHasher>>;
 
 /// Queues a WRITE of `payload` at `va`.
+#[inline]
 pub(crate) fn write(qp: &mut Requester, primitive: Opcode, va: u64, rkey: u32, payload: Payload) {
     qp.push(WorkRequest {
         op: Op::Write { va, rkey, payload },

@@ -116,10 +116,12 @@ impl Primitive for PostcardCache {
         let len = self.slots.len();
         let i = (key_checksum(p.key) as usize) % len;
         let slot = &mut self.slots[i];
-        if let Some(old) = slot.filter(|f| f.key != p.key) {
-            out.counters.postcard_evictions += 1;
-            write_flow(&old, region, &g, self.redundancy, out);
-            *slot = None;
+        // Another flow's entry is evicted (taken out in place: no copy of the entry unless it goes).
+        if slot.as_ref().is_some_and(|f| f.key != p.key) {
+            if let Some(old) = slot.take() {
+                out.counters.postcard_evictions += 1;
+                write_flow(&old, region, &g, self.redundancy, out);
+            }
         }
         let flow = match slot {
             Some(f) => f,
