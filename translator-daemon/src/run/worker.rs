@@ -160,10 +160,8 @@ pub fn run(mut engine: Engine, io: WorkerIo, clock: Clock) {
 /// Handles every response batch waiting.
 fn responses(engine: &mut Engine, io: &WorkerIo, clock: &Clock) {
     while let Ok(batch) = io.responses.try_recv() {
-        let now = clock.now();
-        for f in batch.iter() {
-            engine.handle_frame(now, f);
-        }
+        // Responses are RoCE from a collector: none is forwarded.
+        engine.handle_frames(clock.now(), batch.iter(), |_| {});
         let _ = io.responses_recycle.send(batch);
     }
 }
@@ -172,11 +170,9 @@ fn handle(engine: &mut Engine, io: &WorkerIo, msg: ToWorker, clock: &Clock, snap
     match msg {
         ToWorker::Wake => {}
         ToWorker::Frames(batch) => {
-            let now = clock.now();
-            for f in batch.iter() {
-                // Not-for-us frames never reach a worker: the I/O thread forwards them itself.
-                engine.handle_frame(now, f);
-            }
+            // One call per burst. Not-for-us frames never reach a worker: the I/O thread forwards them
+            // itself.
+            engine.handle_frames(clock.now(), batch.iter(), |_| {});
             let _ = io.recycle.send(batch);
         }
         ToWorker::Reestablish {
