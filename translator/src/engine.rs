@@ -9,6 +9,7 @@
 
 mod int;
 mod link;
+mod transmit;
 
 use std::collections::VecDeque;
 

@@ -216,7 +216,7 @@ const ATOMIC_END: usize = EXT_AT + atomic_eth::HEADER_LEN;
 /// Shapes kept per QP; Append and Sketch flushes of every length stay well below this.
 const MAX_SHAPES: usize = 64;
 
-struct Shape {
+pub(crate) struct Shape {
     opcode: BthOpcode,
     payload_len: usize,
     template: Vec<u8>,
@@ -350,6 +350,13 @@ impl FrameBuilder {
         self.build_into_other(op, psn, ack_req, buf)
     }
 
+    /// The shape [`build_into`](Self::build_into) tries first (the last one used): a burst looks it up
+    /// once and builds every frame of that shape with [`Shape::write`], inline.
+    #[inline]
+    pub(crate) fn last_shape(&self) -> Option<&Shape> {
+        self.shapes.get(self.last)
+    }
+
     /// [`build_into`](Self::build_into) for an op of another shape than the last one's.
     #[inline(never)]
     fn build_into_other(
@@ -371,13 +378,22 @@ impl FrameBuilder {
 impl Shape {
     /// Whether `op`'s frames have this shape.
     #[inline(always)]
-    fn fits(&self, op: &Op) -> bool {
+    pub(crate) fn fits(&self, op: &Op) -> bool {
         match op {
             Op::Write { payload, .. } => {
                 self.opcode == BthOpcode::RdmaWriteOnly && self.payload_len == payload.len()
             }
             Op::FetchAdd { .. } => self.opcode == BthOpcode::FetchAdd,
         }
+    }
+}
+
+impl Shape {
+    /// What [`FrameBuilder::build_into`] writes for `op` (which [`fits`](Self::fits) this shape, its last
+    /// shape): the frame's length, or `None` (nothing written) if `buf` is too short.
+    #[inline(always)]
+    pub(crate) fn write(&self, op: &Op, psn: u32, ack_req: bool, buf: &mut [u8]) -> Option<usize> {
+        write_frame(self, op, psn, ack_req, buf)
     }
 }
 

@@ -11,6 +11,9 @@ use crate::{FrameBatch, NetioError, RxBurst, RxStats, TxBurst, TxStats};
 /// TX ring that the NIC is draining, few enough that a stuck link costs microseconds, not a stall.
 const TX_RETRIES: u32 = 8;
 
+/// Most mbufs [`DpdkQueue::send_burst_in_place`] hands its builder at once (its rooms are on the stack).
+const TX_ROOMS: usize = DpdkQueue::TX_ROOMS;
+
 /// Queue pair `queue_id` of a port. Through the burst traits, frames are copied between the caller's batch
 /// and mbufs (a copy of a report-sized frame costs a few nanoseconds and keeps one batch type for every
 /// backend); [`send_in_place`](Self::send_in_place) and [`recv_in_place`](Self::recv_in_place) skip the copy.
@@ -32,6 +35,10 @@ pub struct DpdkQueue {
 unsafe impl Send for DpdkQueue {}
 
 impl DpdkQueue {
+    /// Most mbufs [`send_burst_in_place`](Self::send_burst_in_place) hands its builder at once (their rooms
+    /// are an array on the stack).
+    pub const TX_ROOMS: usize = 64;
+
     pub(crate) fn new(port: Arc<PortShared>, queue_id: u16, max_burst: u16) -> Self {
         DpdkQueue {
             port,
@@ -144,6 +151,64 @@ impl DpdkQueue {
         self.build_and_send(n.min(self.mbufs.len()), build)
     }
 
+    /// [`send_in_place`](Self::send_in_place) for a builder that fills a whole burst in one call: allocates
+    /// `n` mbufs (at most `max_burst` and [`TX_ROOMS`](Self::TX_ROOMS)) and calls `build(rooms, lens)` once with their data
+    /// rooms; `build` writes frames into `rooms[..k]`, their lengths into `lens[..k]`, and returns `k`.
+    /// Those `k` frames are sent (a length of 0 or beyond its room drops that one, counted as dropped if
+    /// not 0), the other mbufs go back to the pool. Returns how many frames the device took. One call for
+    /// the whole burst instead of one per frame: the engine checks its state once a burst.
+    pub fn send_burst_in_place(
+        &mut self,
+        n: usize,
+        build: impl FnOnce(&mut [&mut [u8]], &mut [usize]) -> usize,
+    ) -> usize {
+        let n = n.min(self.mbufs.len()).min(TX_ROOMS);
+        if n == 0 {
+            return 0;
+        }
+        let pool = self.port.pool.as_ptr();
+        // SAFETY: live pool; the scratch array has room for n pointers.
+        let r = unsafe { ffi::rte_pktmbuf_alloc_bulk(pool, self.mbufs.as_mut_ptr(), n as u32) };
+        if r != 0 {
+            // The pool is empty (frames stuck in rings): drop the burst like a NIC without descriptors.
+            self.tx_stats.dropped += n as u64;
+            return 0;
+        }
+        let mut lens = [0usize; TX_ROOMS];
+        let built = {
+            let mut rooms: [&mut [u8]; TX_ROOMS] = std::array::from_fn(|_| &mut [][..]);
+            for (room, &m) in rooms.iter_mut().zip(&self.mbufs[..n]) {
+                // SAFETY: m is freshly allocated and ours; each mbuf's room is a distinct buffer, and the
+                // slices live only until `build` returns, before anything else touches the mbufs.
+                *room = unsafe { mbuf::room_mut(m) };
+            }
+            build(&mut rooms[..n], &mut lens[..n]).min(n)
+        };
+        // Keep the frames that fit their rooms, packed at the front; the rest go back to the pool.
+        // The mbufs past the frames built carry no frame.
+        lens[built..n].fill(0);
+        let mut ready = 0;
+        for (k, &len) in lens[..n].iter().enumerate() {
+            let m = self.mbufs[k];
+            // SAFETY: m is ours; reading its buffer length.
+            let room = unsafe { mbuf::room_len(m) };
+            if len == 0 || len > room {
+                if len > 0 {
+                    self.tx_stats.dropped += 1;
+                }
+                // SAFETY: ours, not handed to the device.
+                unsafe { ffi::rte_pktmbuf_free(m) };
+                continue;
+            }
+            // SAFETY: ours, and `len` bytes were written within its room.
+            unsafe { mbuf::set_len(m, len) };
+            self.mbufs[ready] = m;
+            self.lens[ready] = len as u16;
+            ready += 1;
+        }
+        self.transmit_ready(ready)
+    }
+
     /// Receives up to `max_burst` frames and hands each to `f` where it lies in its mbuf, without copying; the
     /// mbufs go back to the pool when `f` has seen them all. Returns how many frames `f` saw.
     pub fn recv_in_place(&mut self, mut f: impl FnMut(&[u8])) -> usize {
@@ -211,6 +276,12 @@ impl DpdkQueue {
             self.lens[ready] = len as u16;
             ready += 1;
         }
+        self.transmit_ready(ready)
+    }
+
+    /// Hands the first `ready` mbufs of the scratch array (lengths set, `lens` filled) to the device, retrying
+    /// a partial burst; frees and counts as dropped what it refused. Returns how many it took.
+    fn transmit_ready(&mut self, ready: usize) -> usize {
         let mut done = 0;
         for _ in 0..TX_RETRIES {
             if done == ready {
