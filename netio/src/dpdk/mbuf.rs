@@ -37,12 +37,3 @@ pub(crate) unsafe fn set_len(m: *mut rte_mbuf, len: usize) {
     mb.data_len = len as u16;
     mb.pkt_len = len as u32;
 }
-
-/// The length of the data room of `m` (what [`room_mut`] spans).
-///
-/// # Safety
-/// `m` must point to a valid single-segment mbuf owned by the caller.
-pub(crate) unsafe fn room_len(m: *const rte_mbuf) -> usize {
-    let mb = &*m;
-    usize::from(mb.buf_len - mb.data_off)
-}

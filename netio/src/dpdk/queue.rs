@@ -1,5 +1,6 @@
 //! One RX/TX queue pair of a started port, as a burst endpoint.
 
+use std::mem::MaybeUninit;
 use std::sync::Arc;
 
 use super::ffi::{self, rte_mbuf};
@@ -175,24 +176,24 @@ impl DpdkQueue {
             return 0;
         }
         let mut lens = [0usize; TX_ROOMS];
-        let built = {
-            let mut rooms: [&mut [u8]; TX_ROOMS] = std::array::from_fn(|_| &mut [][..]);
-            for (room, &m) in rooms.iter_mut().zip(&self.mbufs[..n]) {
-                // SAFETY: m is freshly allocated and ours; each mbuf's room is a distinct buffer, and the
-                // slices live only until `build` returns, before anything else touches the mbufs.
-                *room = unsafe { mbuf::room_mut(m) };
-            }
-            build(&mut rooms[..n], &mut lens[..n]).min(n)
-        };
-        // Keep the frames that fit their rooms, packed at the front; the rest go back to the pool.
-        // The mbufs past the frames built carry no frame.
-        lens[built..n].fill(0);
+        // The rooms, uninitialised past the burst (an array of empty slices cost a 1 KiB copy a burst).
+        let mut rooms = [const { MaybeUninit::<&mut [u8]>::uninit() }; TX_ROOMS];
+        for (room, &m) in rooms.iter_mut().zip(&self.mbufs[..n]) {
+            // SAFETY: m is freshly allocated and ours; each mbuf's room is a distinct buffer, and the
+            // slices are used only until the frames are handed over below.
+            room.write(unsafe { mbuf::room_mut(m) });
+        }
+        // SAFETY: the first n elements were initialised just above (n <= TX_ROOMS), and
+        // `MaybeUninit<T>` has the layout of `T`.
+        let rooms: &mut [&mut [u8]] =
+            unsafe { std::slice::from_raw_parts_mut(rooms.as_mut_ptr().cast(), n) };
+        let built = build(rooms, &mut lens[..n]).min(n);
+        // Keep the frames that fit their rooms, packed at the front (this moves no mbuf past `built`);
+        // the rest go back to the pool.
         let mut ready = 0;
-        for (k, &len) in lens[..n].iter().enumerate() {
+        for (k, (&len, room)) in lens[..built].iter().zip(rooms.iter()).enumerate() {
             let m = self.mbufs[k];
-            // SAFETY: m is ours; reading its buffer length.
-            let room = unsafe { mbuf::room_len(m) };
-            if len == 0 || len > room {
+            if len == 0 || len > room.len() {
                 if len > 0 {
                     self.tx_stats.dropped += 1;
                 }
@@ -205,6 +206,12 @@ impl DpdkQueue {
             self.mbufs[ready] = m;
             self.lens[ready] = len as u16;
             ready += 1;
+        }
+        if built < n {
+            // SAFETY: mbufs `built..n` are ours, unused, and were not moved by the packing above.
+            unsafe {
+                ffi::rte_pktmbuf_free_bulk(self.mbufs[built..n].as_mut_ptr(), (n - built) as u32)
+            };
         }
         self.transmit_ready(ready)
     }
