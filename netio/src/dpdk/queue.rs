@@ -188,24 +188,42 @@ impl DpdkQueue {
         let rooms: &mut [&mut [u8]] =
             unsafe { std::slice::from_raw_parts_mut(rooms.as_mut_ptr().cast(), n) };
         let built = build(rooms, &mut lens[..n]).min(n);
-        // Keep the frames that fit their rooms, packed at the front (this moves no mbuf past `built`);
-        // the rest go back to the pool.
+        // Every frame fits its room (the rule): lengths set in place, nothing to pack.
+        let fit = lens[..built]
+            .iter()
+            .zip(rooms.iter())
+            .all(|(&len, room)| len != 0 && len <= room.len());
         let mut ready = 0;
-        for (k, (&len, room)) in lens[..built].iter().zip(rooms.iter()).enumerate() {
-            let m = self.mbufs[k];
-            if len == 0 || len > room.len() {
-                if len > 0 {
-                    self.tx_stats.dropped += 1;
-                }
-                // SAFETY: ours, not handed to the device.
-                unsafe { ffi::rte_pktmbuf_free(m) };
-                continue;
+        if fit {
+            for ((&len, &m), l) in lens[..built]
+                .iter()
+                .zip(&self.mbufs[..built])
+                .zip(self.lens.iter_mut())
+            {
+                // SAFETY: ours, and `len` bytes were written within its room.
+                unsafe { mbuf::set_len(m, len) };
+                *l = len as u16;
             }
-            // SAFETY: ours, and `len` bytes were written within its room.
-            unsafe { mbuf::set_len(m, len) };
-            self.mbufs[ready] = m;
-            self.lens[ready] = len as u16;
-            ready += 1;
+            ready = built;
+        } else {
+            // Keep the frames that fit their rooms, packed at the front (this moves no mbuf past
+            // `built`); the rest go back to the pool.
+            for (k, (&len, room)) in lens[..built].iter().zip(rooms.iter()).enumerate() {
+                let m = self.mbufs[k];
+                if len == 0 || len > room.len() {
+                    if len > 0 {
+                        self.tx_stats.dropped += 1;
+                    }
+                    // SAFETY: ours, not handed to the device.
+                    unsafe { ffi::rte_pktmbuf_free(m) };
+                    continue;
+                }
+                // SAFETY: ours, and `len` bytes were written within its room.
+                unsafe { mbuf::set_len(m, len) };
+                self.mbufs[ready] = m;
+                self.lens[ready] = len as u16;
+                ready += 1;
+            }
         }
         if built < n {
             // SAFETY: mbufs `built..n` are ours, unused, and were not moved by the packing above.
