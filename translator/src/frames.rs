@@ -389,6 +389,38 @@ impl Shape {
 }
 
 impl Shape {
+    /// [`write`](Self::write) of a WRITE `op` whose VA, R_Key and payload bytes the caller has read out
+    /// (a burst reads them once for several uses; the payload's inline-or-heap test each time it is
+    /// looked at was a few instructions).
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn write_rdma_write(
+        &self,
+        op: &Op,
+        va: u64,
+        rkey: u32,
+        payload: &[u8],
+        psn: u32,
+        ack_req: bool,
+        buf: &mut [u8],
+    ) -> Option<usize> {
+        // `write_frame` with `patch_short`'s WRITE arm spelt out.
+        let len = self.template.len();
+        let frame = buf.get_mut(..len)?;
+        if copy_short(frame, &self.template) {
+            let word = u32::from(ack_req) << 31 | (psn & PSN_MASK);
+            patch_reth(frame, word, va, rkey);
+            if frame
+                .get_mut(PAYLOAD_AT..PAYLOAD_AT + payload.len())
+                .is_some_and(|p| copy_payload(p, payload))
+            {
+                self.prefix.fill(frame);
+                return Some(len);
+            }
+        }
+        write_frame_long(self, op, psn, ack_req, frame)
+    }
+
     /// What [`FrameBuilder::build_into`] writes for `op` (which [`fits`](Self::fits) this shape, its last
     /// shape): the frame's length, or `None` (nothing written) if `buf` is too short.
     #[inline(always)]

@@ -430,11 +430,20 @@ impl Requester {
                 }
             };
             let ack_req = since >= ack_every || at + 1 >= cwnd || stalls;
-            // A buffer too short: nothing written, nothing changed; `transmit` decides about it.
-            let Some(n) = shape.write(op, psn, ack_req, buf) else {
+            // A buffer too short: nothing written, nothing changed; `transmit` decides about it. A
+            // WRITE's payload bytes are read out once, for the build and the heap test.
+            let (built, heap) = match op {
+                Op::Write { va, rkey, payload } => {
+                    let data: &[u8] = payload;
+                    let heap = !ring::is_inline_data(payload, data);
+                    let built = shape.write_rdma_write(op, *va, *rkey, data, psn, ack_req, buf);
+                    (built, heap)
+                }
+                Op::FetchAdd { .. } => (shape.write(op, psn, ack_req, buf), false),
+            };
+            let Some(n) = built else {
                 break;
             };
-            let heap = ring::on_heap(op);
             let primitive = f.wr.primitive;
             if let Some(f) = self.ring.at_mut(slot) {
                 f.psn = psn;
@@ -1050,6 +1059,13 @@ mod ring {
     pub(super) fn is_inline(p: &Payload) -> bool {
         let at = p as *const Payload as usize;
         (p.as_ptr() as usize).wrapping_sub(at) < mem::size_of::<Payload>()
+    }
+
+    /// [`is_inline`] of `p`, whose bytes (its deref) are `data`.
+    #[inline(always)]
+    pub(super) fn is_inline_data(p: &Payload, data: &[u8]) -> bool {
+        let at = p as *const Payload as usize;
+        (data.as_ptr() as usize).wrapping_sub(at) < mem::size_of::<Payload>()
     }
 
     /// Whether `op` holds a heap buffer.
