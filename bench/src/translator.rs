@@ -184,15 +184,15 @@ fn worker(
             let mut built = 0;
             let mut bad = None;
             if want > 0 {
-                let done = q.send_in_place(want, |_, room| {
-                    let Some(n) = e.poll_transmit_into(now, room) else {
-                        return 0;
-                    };
-                    built += 1;
-                    if let Err(x) = acker.observe(&room[..n]) {
-                        bad = Some(x);
+                // The whole burst's mbuf rooms in one engine call, which checks its state once a burst.
+                let done = q.send_burst_in_place(want, |rooms, lens| {
+                    built = e.poll_transmit_burst(now, rooms, lens);
+                    for (room, &n) in rooms.iter().zip(lens.iter()).take(built) {
+                        if let Err(x) = room.get(..n).map_or(Ok(()), |f| acker.observe(f)) {
+                            bad = Some(x);
+                        }
                     }
-                    n
+                    built
                 });
                 if let Some(x) = bad {
                     return Err(x);

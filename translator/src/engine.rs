@@ -13,6 +13,7 @@
 
 mod int;
 mod link;
+mod transmit;
 
 use std::collections::VecDeque;
 

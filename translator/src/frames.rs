@@ -216,7 +216,7 @@ const ATOMIC_END: usize = EXT_AT + atomic_eth::HEADER_LEN;
 /// Shapes kept per QP; Append and Sketch flushes of every length stay well below this.
 const MAX_SHAPES: usize = 64;
 
-struct Shape {
+pub(crate) struct Shape {
     opcode: BthOpcode,
     payload_len: usize,
     template: Vec<u8>,
@@ -350,6 +350,13 @@ impl FrameBuilder {
         self.build_into_other(op, psn, ack_req, buf)
     }
 
+    /// The shape [`build_into`](Self::build_into) tries first (the last one used): a burst looks it up
+    /// once and builds every frame of that shape with [`Shape::write`], inline.
+    #[inline]
+    pub(crate) fn last_shape(&self) -> Option<&Shape> {
+        self.shapes.get(self.last)
+    }
+
     /// [`build_into`](Self::build_into) for an op of another shape than the last one's.
     #[inline(never)]
     fn build_into_other(
@@ -371,13 +378,54 @@ impl FrameBuilder {
 impl Shape {
     /// Whether `op`'s frames have this shape.
     #[inline(always)]
-    fn fits(&self, op: &Op) -> bool {
+    pub(crate) fn fits(&self, op: &Op) -> bool {
         match op {
             Op::Write { payload, .. } => {
                 self.opcode == BthOpcode::RdmaWriteOnly && self.payload_len == payload.len()
             }
             Op::FetchAdd { .. } => self.opcode == BthOpcode::FetchAdd,
         }
+    }
+}
+
+impl Shape {
+    /// [`write`](Self::write) of a WRITE `op` whose VA, R_Key and payload bytes the caller has read out
+    /// (a burst reads them once for several uses; the payload's inline-or-heap test each time it is
+    /// looked at was a few instructions).
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn write_rdma_write(
+        &self,
+        op: &Op,
+        va: u64,
+        rkey: u32,
+        payload: &[u8],
+        psn: u32,
+        ack_req: bool,
+        buf: &mut [u8],
+    ) -> Option<usize> {
+        // `write_frame` with `patch_short`'s WRITE arm spelt out.
+        let len = self.template.len();
+        let frame = buf.get_mut(..len)?;
+        if copy_short(frame, &self.template) {
+            let word = u32::from(ack_req) << 31 | (psn & PSN_MASK);
+            patch_reth(frame, word, va, rkey);
+            if frame
+                .get_mut(PAYLOAD_AT..PAYLOAD_AT + payload.len())
+                .is_some_and(|p| copy_payload(p, payload))
+            {
+                self.prefix.fill(frame);
+                return Some(len);
+            }
+        }
+        write_frame_long(self, op, psn, ack_req, frame)
+    }
+
+    /// What [`FrameBuilder::build_into`] writes for `op` (which [`fits`](Self::fits) this shape, its last
+    /// shape): the frame's length, or `None` (nothing written) if `buf` is too short.
+    #[inline(always)]
+    pub(crate) fn write(&self, op: &Op, psn: u32, ack_req: bool, buf: &mut [u8]) -> Option<usize> {
+        write_frame(self, op, psn, ack_req, buf)
     }
 }
 

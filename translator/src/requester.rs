@@ -337,6 +337,143 @@ impl Requester {
         Some(n)
     }
 
+    /// Up to `bufs.len()` (and `lens.len()`) frames, frame `k` written into `bufs[k]` and its length into
+    /// `lens[k]`: how many. The same frames, state and counters as calling
+    /// [`poll_transmit_into`](Self::poll_transmit_into) on `bufs[0]`, `bufs[1]`, ... until it gives
+    /// `None` (buffers from there on are left as they were). New frames of the shape built last, with no
+    /// retransmission, probe, RNR wait or rate in the way (the steady state) are built in one tight loop
+    /// that checks those once; anything else goes through the per-frame path, one frame at a time.
+    pub fn transmit_burst(
+        &mut self,
+        now: Instant,
+        c: &mut Counters,
+        bufs: &mut [&mut [u8]],
+        lens: &mut [usize],
+    ) -> usize {
+        let want = bufs.len().min(lens.len());
+        let mut n = 0;
+        while n < want {
+            if self.error.is_none()
+                && self.rnr_until.is_none()
+                && self.probe.is_none()
+                && self.sent == self.win
+                && !self.limited
+            {
+                let (Some(b), Some(l)) = (bufs.get_mut(n..want), lens.get_mut(n..want)) else {
+                    break;
+                };
+                n += self.burst_new(now, c, b, l);
+                if n >= want {
+                    break;
+                }
+            }
+            // The next frame (whatever stopped the loop above: another shape, a stall, a short buffer)
+            // the general way; `None` ends the burst as it ends a caller's loop.
+            let (Some(b), Some(l)) = (bufs.get_mut(n), lens.get_mut(n)) else {
+                break;
+            };
+            match self.transmit(now, c, &mut **b) {
+                Some(len) => *l = len,
+                None => break,
+            }
+            n += 1;
+        }
+        n
+    }
+
+    /// The tight loop of [`transmit_burst`](Self::transmit_burst): new frames while they have the
+    /// builder's last shape, the window has room and nothing but the cadence decides AckReq. The caller
+    /// checked that no error, RNR wait, probe, retransmission or rate applies (none of which a new frame
+    /// changes). It stops before the first frame it cannot build exactly as [`transmit`](Self::transmit)
+    /// would (leaving it, untouched, to that), and returns how many it built. Each step is `transmit`'s
+    /// new-frame path with those checks taken out and the shape looked up once.
+    #[inline(never)]
+    fn burst_new(
+        &mut self,
+        now: Instant,
+        c: &mut Counters,
+        bufs: &mut [&mut [u8]],
+        lens: &mut [usize],
+    ) -> usize {
+        let Some(shape) = self.builder.last_shape() else {
+            return 0;
+        };
+        let cwnd = self.cwnd as usize;
+        let (max_atomics, ack_every) = (self.p.max_atomics, self.p.cfg.ack_every);
+        let mut psn = self.next_psn;
+        let mut bytes = 0u64;
+        let mut k = 0;
+        for (buf, len_out) in bufs.iter_mut().zip(lens.iter_mut()) {
+            let at = self.win;
+            if at >= cwnd {
+                break;
+            }
+            let Some(slot) = self.ring.slot_of(at) else {
+                break;
+            };
+            let Some(f) = self.ring.at(slot) else {
+                break;
+            };
+            let op = &f.wr.op;
+            let atomic = op.is_atomic();
+            if (atomic && self.atomics >= max_atomics) || !shape.fits(op) {
+                break;
+            }
+            let since = self.since_ack_req + 1;
+            let stalls = match self.ring.next_of(at, slot) {
+                None => true,
+                Some(next) => {
+                    // As in `transmit`, without the rate (none applies).
+                    let next_atomic = next.wr.op.is_atomic();
+                    (next_atomic && self.atomics >= max_atomics)
+                        || (atomic && next_atomic && self.atomics + 1 >= max_atomics)
+                }
+            };
+            let ack_req = since >= ack_every || at + 1 >= cwnd || stalls;
+            // A buffer too short: nothing written, nothing changed; `transmit` decides about it. A
+            // WRITE's payload bytes are read out once, for the build and the heap test.
+            let (built, heap) = match op {
+                Op::Write { va, rkey, payload } => {
+                    let data: &[u8] = payload;
+                    let heap = !ring::is_inline_data(payload, data);
+                    let built = shape.write_rdma_write(op, *va, *rkey, data, psn, ack_req, buf);
+                    (built, heap)
+                }
+                Op::FetchAdd { .. } => (shape.write(op, psn, ack_req, buf), false),
+            };
+            let Some(n) = built else {
+                break;
+            };
+            let primitive = f.wr.primitive;
+            if let Some(f) = self.ring.at_mut(slot) {
+                f.psn = psn;
+                f.answered = false;
+                f.sent_at = now;
+                f.resent = false;
+            }
+            self.since_ack_req = if ack_req { 0 } else { since };
+            self.atomics += u32::from(atomic);
+            self.heap_in_win += usize::from(heap);
+            c.ops_out[opcode_index(primitive)] += 1;
+            self.win += 1;
+            self.sent += 1;
+            psn = psn::add(psn, 1);
+            bytes += n as u64;
+            *len_out = n;
+            k += 1;
+        }
+        if k > 0 {
+            self.next_psn = psn;
+            // `account` for each frame: no rate applies, and `now` is the same for all of them.
+            c.roce_frames_out += k as u64;
+            c.roce_bytes_out += bytes;
+            if self.rto_at.is_none() {
+                self.rto_at = Some(self.rto_from(now));
+            }
+        }
+        k
+    }
+
     /// The next frame of a go-back-N retransmission (`sent < win`): out of line, so the new-frame path
     /// keeps its registers.
     #[inline(never)]
@@ -924,6 +1061,13 @@ mod ring {
         (p.as_ptr() as usize).wrapping_sub(at) < mem::size_of::<Payload>()
     }
 
+    /// [`is_inline`] of `p`, whose bytes (its deref) are `data`.
+    #[inline(always)]
+    pub(super) fn is_inline_data(p: &Payload, data: &[u8]) -> bool {
+        let at = p as *const Payload as usize;
+        (data.as_ptr() as usize).wrapping_sub(at) < mem::size_of::<Payload>()
+    }
+
     /// Whether `op` holds a heap buffer.
     #[inline]
     pub(super) fn on_heap(op: &Op) -> bool {
@@ -1397,6 +1541,54 @@ mod tests {
     /// counters, timers and state after every step.
     #[test]
     fn requester_equals_the_model_it_replaced() {
+        drive_against_model(false);
+    }
+
+    /// [`Requester::transmit_burst`] against the model's `poll_transmit_into` called on each buffer in turn
+    /// until it gives `None`, in the same random streams (rates, stalled atomics, windows of one frame,
+    /// retransmissions, probes, RNR waits, errors, buffers too short in the middle of a burst): the same
+    /// frames, lengths, untouched buffers past the burst, counters and state.
+    #[test]
+    fn burst_equals_repeated_transmit_into() {
+        drive_against_model(true);
+    }
+
+    /// A burst of `k` buffers, some too short, through `r.transmit_burst` and the model frame by frame.
+    fn burst_step(
+        rng: &mut Rng,
+        now: Instant,
+        (r, rc): (&mut Requester, &mut Counters),
+        (m, mc): (&mut RefRequester, &mut Counters),
+        at: &str,
+    ) {
+        let k = rng.below(12) as usize + 1;
+        let rooms: Vec<usize> = (0..k)
+            .map(|_| match rng.below(20) {
+                0 => 70,
+                1 => rng.below(130) as usize,
+                _ => 400,
+            })
+            .collect();
+        let mut a: Vec<Vec<u8>> = rooms.iter().map(|&n| vec![0xA5u8; n]).collect();
+        let mut b = a.clone();
+        let mut la = vec![usize::MAX; k + rng.below(2) as usize];
+        let mut bufs: Vec<&mut [u8]> = a.iter_mut().map(|v| &mut v[..]).collect();
+        let n = r.transmit_burst(now, rc, &mut bufs, &mut la);
+        let mut lb = vec![usize::MAX; la.len()];
+        let mut nb = 0;
+        for (buf, l) in b.iter_mut().zip(lb.iter_mut()) {
+            match m.poll_transmit_into(now, mc, buf) {
+                Some(len) => *l = len,
+                None => break,
+            }
+            nb += 1;
+        }
+        assert_eq!(n, nb, "{at}");
+        assert_eq!(la, lb, "{at}");
+        assert_eq!(a, b, "{at}");
+    }
+
+    fn drive_against_model(burst: bool) {
         for seed in 1..300u64 {
             let mut rng = Rng(seed.wrapping_mul(0xD1B5_4A32_D192_ED03) | 1);
             let p = params(&mut rng);
@@ -1419,6 +1611,12 @@ mod tests {
                     }
                     25..=49 => {
                         what = "transmit";
+                        if burst && rng.chance(70) {
+                            let at = format!("burst (seed {seed} step {step})");
+                            burst_step(&mut rng, now, (&mut r, &mut rc), (&mut m, &mut mc), &at);
+                            same(&r, &m, &rc, &mc, &at);
+                            continue;
+                        }
                         for _ in 0..rng.below(8) + 1 {
                             if rng.chance(50) {
                                 let (mut a, mut b) = (Vec::new(), Vec::new());

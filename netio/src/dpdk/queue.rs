@@ -1,5 +1,6 @@
 //! One RX/TX queue pair of a started port, as a burst endpoint.
 
+use std::mem::MaybeUninit;
 use std::sync::Arc;
 
 use super::ffi::{self, rte_mbuf};
@@ -10,6 +11,9 @@ use crate::{FrameBatch, NetioError, RxBurst, RxStats, TxBurst, TxStats};
 /// How often a partially accepted TX burst is offered again before the rest is dropped: enough to ride out a
 /// TX ring that the NIC is draining, few enough that a stuck link costs microseconds, not a stall.
 const TX_RETRIES: u32 = 8;
+
+/// Most mbufs [`DpdkQueue::send_burst_in_place`] hands its builder at once (its rooms are on the stack).
+const TX_ROOMS: usize = DpdkQueue::TX_ROOMS;
 
 /// Queue pair `queue_id` of a port. Through the burst traits, frames are copied between the caller's batch
 /// and mbufs (a copy of a report-sized frame costs a few nanoseconds and keeps one batch type for every
@@ -32,6 +36,10 @@ pub struct DpdkQueue {
 unsafe impl Send for DpdkQueue {}
 
 impl DpdkQueue {
+    /// Most mbufs [`send_burst_in_place`](Self::send_burst_in_place) hands its builder at once (their rooms
+    /// are an array on the stack).
+    pub const TX_ROOMS: usize = 64;
+
     pub(crate) fn new(port: Arc<PortShared>, queue_id: u16, max_burst: u16) -> Self {
         DpdkQueue {
             port,
@@ -144,6 +152,97 @@ impl DpdkQueue {
         self.build_and_send(n.min(self.mbufs.len()), build)
     }
 
+    /// [`send_in_place`](Self::send_in_place) for a builder that fills a whole burst in one call: allocates
+    /// `n` mbufs (at most `max_burst` and [`TX_ROOMS`](Self::TX_ROOMS)) and calls `build(rooms, lens)` once with their data
+    /// rooms; `build` writes frames into `rooms[..k]`, their lengths into `lens[..k]`, and returns `k`.
+    /// Those `k` frames are sent (a length of 0 or beyond its room drops that one, counted as dropped if
+    /// not 0), the other mbufs go back to the pool. Returns how many frames the device took. One call for
+    /// the whole burst instead of one per frame: the engine checks its state once a burst.
+    pub fn send_burst_in_place(
+        &mut self,
+        n: usize,
+        build: impl FnOnce(&mut [&mut [u8]], &mut [usize]) -> usize,
+    ) -> usize {
+        let n = n.min(self.mbufs.len()).min(TX_ROOMS);
+        if n == 0 {
+            return 0;
+        }
+        let pool = self.port.pool.as_ptr();
+        // SAFETY: live pool; the scratch array has room for n pointers.
+        let r = unsafe { ffi::rte_pktmbuf_alloc_bulk(pool, self.mbufs.as_mut_ptr(), n as u32) };
+        if r != 0 {
+            // The pool is empty (frames stuck in rings): drop the burst like a NIC without descriptors.
+            self.tx_stats.dropped += n as u64;
+            return 0;
+        }
+        // The lengths, zeroed for this burst only (a whole array cost a 512-byte memset a burst, which
+        // bursts of a frame or two, Append's and Sketch-Merge's, noticed).
+        let mut lens_buf = [MaybeUninit::<usize>::uninit(); TX_ROOMS];
+        for l in &mut lens_buf[..n] {
+            l.write(0);
+        }
+        // SAFETY: the first n elements were initialised just above (n <= TX_ROOMS), and
+        // `MaybeUninit<usize>` has the layout of `usize`.
+        let lens: &mut [usize] =
+            unsafe { std::slice::from_raw_parts_mut(lens_buf.as_mut_ptr().cast(), n) };
+        // The rooms, uninitialised past the burst (an array of empty slices cost a 1 KiB copy a burst).
+        let mut rooms = [const { MaybeUninit::<&mut [u8]>::uninit() }; TX_ROOMS];
+        for (room, &m) in rooms.iter_mut().zip(&self.mbufs[..n]) {
+            // SAFETY: m is freshly allocated and ours; each mbuf's room is a distinct buffer, and the
+            // slices are used only until the frames are handed over below.
+            room.write(unsafe { mbuf::room_mut(m) });
+        }
+        // SAFETY: the first n elements were initialised just above (n <= TX_ROOMS), and
+        // `MaybeUninit<T>` has the layout of `T`.
+        let rooms: &mut [&mut [u8]] =
+            unsafe { std::slice::from_raw_parts_mut(rooms.as_mut_ptr().cast(), n) };
+        let built = build(rooms, lens).min(n);
+        // Every frame fits its room (the rule): lengths set in place, nothing to pack.
+        let fit = lens[..built]
+            .iter()
+            .zip(rooms.iter())
+            .all(|(&len, room)| len != 0 && len <= room.len());
+        let mut ready = 0;
+        if fit {
+            for ((&len, &m), l) in lens[..built]
+                .iter()
+                .zip(&self.mbufs[..built])
+                .zip(self.lens.iter_mut())
+            {
+                // SAFETY: ours, and `len` bytes were written within its room.
+                unsafe { mbuf::set_len(m, len) };
+                *l = len as u16;
+            }
+            ready = built;
+        } else {
+            // Keep the frames that fit their rooms, packed at the front (this moves no mbuf past
+            // `built`); the rest go back to the pool.
+            for (k, (&len, room)) in lens[..built].iter().zip(rooms.iter()).enumerate() {
+                let m = self.mbufs[k];
+                if len == 0 || len > room.len() {
+                    if len > 0 {
+                        self.tx_stats.dropped += 1;
+                    }
+                    // SAFETY: ours, not handed to the device.
+                    unsafe { ffi::rte_pktmbuf_free(m) };
+                    continue;
+                }
+                // SAFETY: ours, and `len` bytes were written within its room.
+                unsafe { mbuf::set_len(m, len) };
+                self.mbufs[ready] = m;
+                self.lens[ready] = len as u16;
+                ready += 1;
+            }
+        }
+        if built < n {
+            // SAFETY: mbufs `built..n` are ours, unused, and were not moved by the packing above.
+            unsafe {
+                ffi::rte_pktmbuf_free_bulk(self.mbufs[built..n].as_mut_ptr(), (n - built) as u32)
+            };
+        }
+        self.transmit_ready(ready)
+    }
+
     /// Receives up to `max_burst` frames and hands each to `f` where it lies in its mbuf, without copying; the
     /// mbufs go back to the pool when `f` has seen them all. Returns how many frames `f` saw.
     pub fn recv_in_place(&mut self, mut f: impl FnMut(&[u8])) -> usize {
@@ -211,6 +310,12 @@ impl DpdkQueue {
             self.lens[ready] = len as u16;
             ready += 1;
         }
+        self.transmit_ready(ready)
+    }
+
+    /// Hands the first `ready` mbufs of the scratch array (lengths set, `lens` filled) to the device, retrying
+    /// a partial burst; frees and counts as dropped what it refused. Returns how many it took.
+    fn transmit_ready(&mut self, ready: usize) -> usize {
         let mut done = 0;
         for _ in 0..TX_RETRIES {
             if done == ready {
