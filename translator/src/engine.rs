@@ -347,6 +347,8 @@ impl Engine {
         }
     }
 
+    // Inlined: with one collector (the common case) it is a length test.
+    #[inline]
     fn route_key(&self, key: u32, dst_ip: [u8; 4]) -> Option<usize> {
         self.route(|| key_checksum(key), dst_ip)
     }
