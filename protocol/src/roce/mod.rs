@@ -24,6 +24,7 @@ pub use bth::{BthOpcode, BthRepr};
 pub use frame::{Extension, FrameRepr};
 pub use icrc::IcrcPrefix;
 pub use psn::Psn;
+pub use response::AckFields;
 pub use response_icrc::ResponseIcrc;
 pub use reth::RethRepr;
 

@@ -71,6 +71,77 @@ impl<'a> FrameRepr<'a> {
     }
 }
 
+/// The fields of a well-formed ACKNOWLEDGE or ATOMIC ACKNOWLEDGE that a requester acts on: what
+/// [`FrameRepr::parse_ack_cached`] hands out instead of a whole [`FrameRepr`] (its BTH's destination QP
+/// and PSN, its AETH, and an ATOMIC ACKNOWLEDGE's original remote data).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AckFields {
+    /// The BTH's destination QP.
+    pub dest_qp: u32,
+    /// The BTH's PSN.
+    pub psn: u32,
+    /// The AETH.
+    pub aeth: AethRepr,
+    /// An ATOMIC ACKNOWLEDGE's original remote data; `None` for an ACKNOWLEDGE.
+    pub orig: Option<u64>,
+}
+
+impl AckFields {
+    /// The fields of `f`, when it is an ACKNOWLEDGE or ATOMIC ACKNOWLEDGE (for tests and callers that
+    /// compare both paths).
+    pub fn of(f: &FrameRepr<'_>) -> Option<Self> {
+        let (aeth, orig) = match (f.bth.opcode, f.ext) {
+            (BthOpcode::Acknowledge, Extension::Aeth(a)) => (a, None),
+            (BthOpcode::AtomicAcknowledge, Extension::AtomicAck(a, o)) => {
+                (a, Some(o.orig_remote_data))
+            }
+            _ => return None,
+        };
+        Some(AckFields {
+            dest_qp: f.bth.dest_qp,
+            psn: f.bth.psn,
+            aeth,
+            orig,
+        })
+    }
+}
+
+impl FrameRepr<'_> {
+    /// [`parse_udp_cached`](Self::parse_udp_cached) of a RoCEv2 datagram (UDP destination port 4791,
+    /// which the caller has checked) whose UDP payload `roce` starts at `payload_offset` of `frame`, for
+    /// a well-formed ACKNOWLEDGE or ATOMIC ACKNOWLEDGE only: `Some` of its result (its fields, or the
+    /// iCRC error), without building the UDP layer's endpoints or the whole repr; `None` for any other
+    /// frame, which `parse_udp_cached` then answers. A property test checks that whenever this answers,
+    /// `parse_udp_cached` answers the same.
+    #[inline]
+    pub fn parse_ack_cached(
+        frame: &[u8],
+        payload_offset: usize,
+        roce: &[u8],
+        icrc: &mut ResponseIcrc,
+    ) -> Option<Result<AckFields>> {
+        // `parse_udp_with`'s order is: options, iCRC, classification; classifying before the iCRC
+        // changes nothing, since a frame that does not classify is left to it (which verifies first).
+        if payload_offset != HEADERS_LEN {
+            return None;
+        }
+        let r = classify(roce)?;
+        if let Err(e) = icrc.verify(frame) {
+            return Some(Err(e));
+        }
+        let ack_psn = be32(r.head, bth::ACK_PSN_OFFSET);
+        Some(Ok(AckFields {
+            dest_qp: be32(r.head, 4) & 0xFF_FFFF,
+            psn: ack_psn & 0xFF_FFFF,
+            aeth: r.aeth,
+            orig: match r.opcode {
+                BthOpcode::Acknowledge => None,
+                _ => Some(r.orig),
+            },
+        }))
+    }
+}
+
 /// What [`classify`] found in a well-formed response: everything [`response`] needs, checked.
 #[derive(Clone, Copy)]
 struct Fixed<'a> {
@@ -260,6 +331,19 @@ mod tests {
                 let mut cache = ResponseIcrc::new();
                 for _ in 0..2 {
                     prop_assert_eq!(FrameRepr::parse_udp_cached(&f, &udp, &mut cache), general);
+                    // The fields-only path, where it answers, answers as the full one does.
+                    if udp.endpoints.dst_port == ROCEV2_UDP_PORT {
+                        let fast = FrameRepr::parse_ack_cached(
+                            &f,
+                            udp.payload_offset,
+                            udp.payload,
+                            &mut cache,
+                        );
+                        if let Some(fast) = fast {
+                            let want = general.map(|g| AckFields::of(&g));
+                            prop_assert_eq!(fast.map(Some), want);
+                        }
+                    }
                 }
             }
         }

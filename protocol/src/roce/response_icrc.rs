@@ -77,11 +77,17 @@ const KEY_MASK: [u64; KEY_WORDS] = {
 /// fields.
 #[inline]
 fn key_words(key: &[u8; KEY_LEN]) -> [u64; KEY_WORDS] {
+    // Whole 8-byte words, then the last 4 bytes (fixed-size loads, no copy through a padded buffer).
+    const { assert!(KEY_LEN % 8 == 4) };
     let mut words = [0u64; KEY_WORDS];
-    for (w, c) in words.iter_mut().zip(key.chunks(8)) {
-        let mut b = [0u8; 8];
-        b[..c.len()].copy_from_slice(c);
-        *w = u64::from_le_bytes(b);
+    for (i, w) in words.iter_mut().enumerate() {
+        let at = 8 * i;
+        // Offsets known at compile time: these fold to plain loads.
+        if let Some(c) = key.get(at..).and_then(|b| b.first_chunk::<8>()) {
+            *w = u64::from_le_bytes(*c);
+        } else if let Some(c) = key.get(at..).and_then(|b| b.first_chunk::<4>()) {
+            *w = u64::from(u32::from_le_bytes(*c));
+        }
     }
     for (w, m) in words.iter_mut().zip(KEY_MASK) {
         *w &= m;
@@ -198,9 +204,20 @@ impl ResponseIcrc {
 
     /// [`icrc::verify`](super::icrc::verify), the same result for every frame.
     pub fn verify(&mut self, frame: &[u8]) -> Result<()> {
-        if let Some(r) = self.verify_known(frame) {
-            return r;
+        let Some((computed, carried)) = self.verify_known(frame) else {
+            return self.verify_new(frame);
+        };
+        if computed == carried {
+            Ok(())
+        } else {
+            Err(Error::IcrcMismatch { carried, computed })
         }
+    }
+
+    /// [`verify`](Self::verify) of a frame of no remembered shape (whose shape it then remembers).
+    #[cold]
+    #[inline(never)]
+    fn verify_new(&mut self, frame: &[u8]) -> Result<()> {
         let o = locate(frame)?;
         let computed = self.compute_at(frame, &o);
         let carried = carried_at(frame, &o);
@@ -214,9 +231,10 @@ impl ResponseIcrc {
     /// [`verify`](Self::verify) of a frame of a remembered shape, without locating its parts: its key
     /// fixes the IPv4 version, IHL and total length (as they were in the frame the shape was made of,
     /// which `locate` accepted), so with an IPv4 EtherType and the whole packet present, `locate` would
-    /// find the shape's offsets. `None` for anything else (the general path then answers).
+    /// find the shape's offsets. The computed and the carried iCRC; `None` for anything else (the
+    /// general path then answers).
     #[inline]
-    fn verify_known(&self, frame: &[u8]) -> Option<Result<()>> {
+    fn verify_known(&self, frame: &[u8]) -> Option<(u32, u32)> {
         let head = frame.first_chunk::<{ ETH_LEN + KEY_LEN }>()?;
         let (eth, bytes) = head.split_first_chunk::<ETH_LEN>()?;
         if eth[offset::ETH_TYPE] != ETHERTYPE_IPV4.to_be_bytes() {
@@ -230,13 +248,7 @@ impl ResponseIcrc {
             .flatten()
             .find(|s| same_key(&s.key, &key))?;
         let (covered, icrc) = frame.get(..s.end)?.split_last_chunk::<ICRC_LEN>()?;
-        let computed = s.crc(covered, bytes);
-        let carried = u32::from_le_bytes(*icrc);
-        Some(if computed == carried {
-            Ok(())
-        } else {
-            Err(Error::IcrcMismatch { carried, computed })
-        })
+        Some((s.crc(covered, bytes), u32::from_le_bytes(*icrc)))
     }
 
     fn compute_at(&mut self, frame: &[u8], o: &Offsets) -> u32 {

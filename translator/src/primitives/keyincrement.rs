@@ -97,14 +97,18 @@ impl Primitive for Coalescer {
             return Err(DropReason::GeometryMismatch);
         }
         let mask = g.slots() - 1;
-        for n in 0..r.redundancy {
-            // `g.offset(key, n)` (8 · slot) through the table CRC, ~4x cheaper on a 5-byte input; the
-            // hash equals dta-protocol's (its property test) and the primitives tests read the addresses.
-            let va = region.va + (u64::from(placement_hash(r.key, n)) & mask) * 8;
-            if self.window.is_zero() {
-                fetch_add(out.qp, va, region.rkey, r.counter);
-                continue;
+        // `g.offset(key, n)` (8 · slot) through the table CRC, ~4x cheaper on a 5-byte input; the hash
+        // equals dta-protocol's (its property test) and the primitives tests read the addresses.
+        let va = |n: u8| region.va + (u64::from(placement_hash(r.key, n)) & mask) * 8;
+        if self.window.is_zero() {
+            // No coalescing: one FETCH_ADD per copy, the window not tested per copy.
+            for n in 0..r.redundancy {
+                fetch_add(out.qp, va(n), region.rkey, r.counter);
             }
+            return Ok(Outcome::Accepted);
+        }
+        for n in 0..r.redundancy {
+            let va = va(n);
             if let Some(p) = self.pending.get_mut(&va) {
                 p.sum = p.sum.wrapping_add(r.counter);
                 out.counters.increments_coalesced += 1;
