@@ -9,6 +9,8 @@ use crate::error::ConfigError;
 
 /// Default path MTU (payload bytes per packet) when a collector does not say.
 pub const DEFAULT_PATH_MTU: u32 = 1024;
+/// The largest path MTU a collector may advertise: IB's largest (RoCE NICs and rxe offer 256 to 4096).
+pub const MAX_PATH_MTU: u32 = 4096;
 
 /// One collector as a regions file describes it: a [`Welcome`] without the version.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -50,7 +52,7 @@ impl StaticCollector {
                 }
             }
         }
-        if !(256..=4096).contains(&self.path_mtu) || !self.path_mtu.is_power_of_two() {
+        if !(256..=MAX_PATH_MTU).contains(&self.path_mtu) || !self.path_mtu.is_power_of_two() {
             return Err(bad(format!(
                 "path_mtu {} is not one of 256, 512, 1024, 2048, 4096",
                 self.path_mtu

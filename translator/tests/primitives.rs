@@ -387,3 +387,24 @@ fn postcard_partial_flushes_of_one_flow_compose() {
         );
     }
 }
+
+/// A collector's path MTU must be an IB one at most: a welcome advertising more is refused (its frames
+/// would outgrow the daemon's output slots), and 4096 itself is accepted.
+#[test]
+fn path_mtus_above_4096_are_refused() {
+    for (mtu, ok) in [
+        (4096, true),
+        (4097, false),
+        (8192, false),
+        (63, false),
+        (0, true),
+    ] {
+        let mut w = welcome();
+        w.path_mtu = mtu;
+        let r = Engine::new(Config::default(), &[w], Instant(0));
+        assert_eq!(r.is_ok(), ok, "path MTU {mtu}");
+        if let Err(e) = r {
+            assert!(e.to_string().contains(&format!("path MTU {mtu}")), "{e}");
+        }
+    }
+}

@@ -232,9 +232,9 @@ fn transmit(
                 Ok(n) if n > 0 => continue,
                 Ok(_) | Err(_) => {}
             }
-            // Nothing went into the slot: either nothing may go now, or the next frame is longer than a
-            // slot (a path MTU above the slot size). The copying path tells them apart and, as before,
-            // reports the second.
+            // Nothing went into the slot: nothing may go now. (A frame longer than a slot cannot occur:
+            // the slots hold a frame at the largest path MTU the engine accepts, 4096. The copying path
+            // would report one.)
             if engine.poll_transmit(now, scratch) && batch.push(scratch).is_err() {
                 log::error!(
                     "worker {}: a {}-byte frame does not fit a batch slot",

@@ -9,7 +9,7 @@ use dta_protocol::roce::{ResponseIcrc, QPN_MASK, ROCEV2_UDP_PORT};
 use dta_protocol::udp::UdpEndpoints;
 
 use super::QpStats;
-use crate::collector::{Regions, DEFAULT_PATH_MTU};
+use crate::collector::{Regions, DEFAULT_PATH_MTU, MAX_PATH_MTU};
 use crate::config::Config;
 use crate::counters::{Counters, DropReason};
 use crate::error::ConfigError;
@@ -176,6 +176,13 @@ impl Collector {
             return Err(ConfigError::Collector {
                 collector: i,
                 why: format!("path MTU {mtu} is below 64 bytes"),
+            });
+        }
+        // 4096 is the largest IB path MTU; the daemon's output slots are sized for its frames.
+        if mtu > MAX_PATH_MTU {
+            return Err(ConfigError::Collector {
+                collector: i,
+                why: format!("path MTU {mtu} is above {MAX_PATH_MTU} bytes, the largest IB MTU"),
             });
         }
         let regions = Regions::new(i, &w.regions)?;
