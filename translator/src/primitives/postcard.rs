@@ -302,25 +302,40 @@ fn write_flow(f: &Flow, region: &Region, g: &PostcardGeometry, n: u8, out: &mut 
     if f.have & 1 == 0 {
         out.counters.postcard_continuations += 1;
     }
-    let all = low_bits(hops);
     let mask = cells_to_write(f, hops);
-    if mask == all {
-        // The whole 32-byte stride, zero padding after the last hop included, as one WRITE per copy (the
-        // chunk moved in as the payload's inline buffer).
-        for copy in 0..n {
-            let va = region.va + g.offset(f.key, copy);
-            let payload = match Payload::from_array(chunk, CHUNK_STRIDE) {
-                Some(p) => p,
-                // The inline buffer is the chunk's size.
-                None => Payload::from_slice(&chunk),
-            };
-            super::write(out.qp, Opcode::Postcard, va, region.rkey, payload);
-        }
+    if mask != low_bits(hops) {
+        write_runs(f.key, &chunk, mask, region, g, n, out);
         return;
     }
-    let runs = runs_of(mask, hops);
+    // The whole 32-byte stride, zero padding after the last hop included, as one WRITE per copy (the
+    // chunk moved in as the payload's inline buffer).
     for copy in 0..n {
         let va = region.va + g.offset(f.key, copy);
+        let payload = match Payload::from_array(chunk, CHUNK_STRIDE) {
+            Some(p) => p,
+            // The inline buffer is the chunk's size.
+            None => Payload::from_slice(&chunk),
+        };
+        super::write(out.qp, Opcode::Postcard, va, region.rkey, payload);
+    }
+}
+
+/// [`write_flow`] of an entry writing only some cells: one WRITE per run of them, per copy. Out of line
+/// (a flow's hops arriving together write whole chunks), so the common path keeps a small frame.
+#[cold]
+#[inline(never)]
+fn write_runs(
+    key: u32,
+    chunk: &[u8; CHUNK_STRIDE],
+    mask: u8,
+    region: &Region,
+    g: &PostcardGeometry,
+    n: u8,
+    out: &mut Sink<'_>,
+) {
+    let runs = runs_of(mask, usize::from(g.hops()));
+    for copy in 0..n {
+        let va = region.va + g.offset(key, copy);
         for &(start, end) in runs.iter().flatten() {
             super::write(
                 out.qp,
