@@ -161,23 +161,24 @@ impl PostcardCache {
             old.gen
         });
         self.gen += 1;
-        let mut flow = Flow {
+        // Built in its slot (not on the stack and copied in).
+        let flow = slot.insert(Flow {
             key: p.key,
             values: [POSTCARD_BLANK; MAX_HOPS as usize],
             have: 0,
             path_len: p.path_len,
             length_known: p.length_known,
             gen: self.gen,
-        };
+        });
         // hop is in 1..=path_len, and path_len in 1..=B with B at most 8 (checked by `handle`).
         let hop = usize::from(p.hop - 1) & (MAX_HOPS as usize - 1);
         flow.values[hop] = p.data;
         flow.have = 1 << hop;
         if flow.path_len <= 1 {
-            // A one-hop path: written at once, never cached, so it needs no deadline.
-            write_flow(&flow, region, g, redundancy, out);
+            // A one-hop path: written at once and never left cached, so it needs no deadline.
+            write_flow(flow, region, g, redundancy, out);
+            *slot = None;
         } else {
-            *slot = Some(flow);
             let at = Instant(now.0.saturating_add(self.idle_ns));
             self.expiry.push_back((at, i, self.gen));
         }
