@@ -136,7 +136,7 @@ pub static HOP_TABLES: [Crc32Table; 8] = [
 ];
 
 /// CRC-32C (Castagnoli), the CRC of `g(v)`.
-pub static CRC32C: Crc32Table = Crc32Table::new(0x1EDC_6F41);
+pub static CRC32C: Crc32Table = Crc32Table::new(CRC32C_POLY);
 
 /// [`hash::hop_checksum`](crate::hash::hop_checksum) through the tables (the `crc` crate's bytewise
 /// tables cost ~30 instructions for the 4 key bytes, with its set-up): `None` outside hops 1..=8.
@@ -158,6 +158,132 @@ pub fn postcard_g(value: u32) -> u32 {
 pub fn postcard_cell(key: u32, hop: u8, value: u32) -> Option<u32> {
     Some(hop_checksum(hop, key)? ^ postcard_g(value))
 }
+
+/// Postcarding's cells through tables laid out for a whole chunk. A chunk needs B cells (B up to 8) of one
+/// key: cell `h` is `hop_checksum(h, key) ^ postcard_g(v_h)`, which one cell at a time costs B passes of
+/// four lookups for the key and B of four for the values, each with its inversions and byte swaps
+/// (~200 instructions for a 5-hop chunk). Here:
+///
+/// * each row of `hop` holds one key byte's contribution to all eight hops side by side, so the eight
+///   hop checksums are four row lookups and four eight-lane XORs (vector XORs);
+/// * a CRC register update is linear in the register XOR the input word, so a checksum is a constant
+///   (the all-ones initial register's and the final inversion's part) XOR the input's lookups; the
+///   constants of both CRCs are folded into `base`, once per chunk;
+/// * CRC-32C of a value's big-endian bytes reads the value's byte `q` (low first) through table `q`, so
+///   `g` is indexed by the value's own bytes, no swap;
+/// * every entry is stored byte-swapped: cells are big-endian in memory, so a lane's little-endian
+///   bytes are the cell's bytes and the chunk is stored without a swap per cell (XOR commutes with the
+///   swap).
+pub struct PostcardTables {
+    /// `hop[p][b][h]`: byte `b` at byte position `p` of the key (0 the low byte) in hop `h + 1`'s CRC,
+    /// swapped.
+    hop: [[[u32; 8]; 256]; 4],
+    /// `g[q][b]`: byte `b` at byte position `q` of the value in its CRC-32C, swapped.
+    g: [[u32; 256]; 4],
+    /// Lane `h`: `hop_checksum(h + 1, 0) ^ postcard_g(0)`, swapped.
+    base: [u32; 8],
+    /// `keep[n]`: all ones in lanes below `n`, zero from `n` on (cells beyond B are zero).
+    keep: [[u32; 8]; 9],
+}
+
+impl PostcardTables {
+    const fn new() -> Self {
+        let mut hop = [[[0u32; 8]; 256]; 4];
+        let mut base = [0u32; 8];
+        let c = Crc32Table::new(CRC32C_POLY);
+        // `!update_u32_le(!0, 0)`: the register all ones, the input zero.
+        let g0 = !(c.t[3][0xFF] ^ c.t[2][0xFF] ^ c.t[1][0xFF] ^ c.t[0][0xFF]);
+        let mut h = 0;
+        while h < 8 {
+            let t = Crc32Table::new(HOP_POLYNOMIALS[h]);
+            // `update_u32_le` reads the word's low byte through `t[3]` and its high byte through `t[0]`.
+            let mut p = 0;
+            while p < 4 {
+                let mut b = 0;
+                while b < 256 {
+                    hop[p][b][h] = t.t[3 - p][b].swap_bytes();
+                    b += 1;
+                }
+                p += 1;
+            }
+            let hop0 = !(t.t[3][0xFF] ^ t.t[2][0xFF] ^ t.t[1][0xFF] ^ t.t[0][0xFF]);
+            base[h] = (hop0 ^ g0).swap_bytes();
+            h += 1;
+        }
+        // `postcard_g` feeds the value's bytes high first: its byte `q` is the word's byte `3 - q`, read
+        // through `t[q]`.
+        let mut g = [[0u32; 256]; 4];
+        let mut q = 0;
+        while q < 4 {
+            let mut b = 0;
+            while b < 256 {
+                g[q][b] = c.t[q][b].swap_bytes();
+                b += 1;
+            }
+            q += 1;
+        }
+        let mut keep = [[0u32; 8]; 9];
+        let mut n = 0;
+        while n <= 8 {
+            let mut h = 0;
+            while h < n {
+                keep[n][h] = u32::MAX;
+                h += 1;
+            }
+            n += 1;
+        }
+        PostcardTables { hop, g, base, keep }
+    }
+
+    /// `[hop_checksum(1, key), ..., hop_checksum(8, key)]` XOR `postcard_g(0)`, each swapped.
+    #[inline]
+    fn hop_lanes(&self, key: u32) -> [u32; 8] {
+        let mut acc = self.base;
+        for (rows, b) in self.hop.iter().zip(key.to_le_bytes()) {
+            let row = &rows[usize::from(b)];
+            for (a, r) in acc.iter_mut().zip(row) {
+                *a ^= r;
+            }
+        }
+        acc
+    }
+
+    /// `postcard_g(value) ^ postcard_g(0)`, swapped.
+    #[inline]
+    fn g_part(&self, value: u32) -> u32 {
+        let [b0, b1, b2, b3] = value.to_le_bytes();
+        self.g[0][usize::from(b0)]
+            ^ self.g[1][usize::from(b1)]
+            ^ self.g[2][usize::from(b2)]
+            ^ self.g[3][usize::from(b3)]
+    }
+
+    /// The cells of a chunk of `used` hops (at most 8) for `key`, hop `h + 1` having seen `values[h]`:
+    /// lane `h` below `used` is `postcard_cell(key, h + 1, values[h])` byte-swapped (its little-endian
+    /// bytes are the cell's big-endian ones), lanes from `used` on are zero.
+    #[inline]
+    pub fn cells_swapped(&self, key: u32, values: &[u32; 8], used: usize) -> [u32; 8] {
+        let used = used.min(8);
+        // The values' terms apart (scalar lookups), then merged lane-wise with the hop lanes: XORing each
+        // into its vector lane as it comes costs the compiler a lane shuffle per value.
+        let mut g = [0u32; 8];
+        for (t, &v) in g.iter_mut().zip(values).take(used) {
+            *t = self.g_part(v);
+        }
+        let mut acc = self.hop_lanes(key);
+        for ((a, t), k) in acc.iter_mut().zip(g).zip(&self.keep[used]) {
+            *a = (*a ^ t) & k;
+        }
+        acc
+    }
+}
+
+/// The CRC-32C (Castagnoli) polynomial, normal form.
+const CRC32C_POLY: u32 = 0x1EDC_6F41;
+
+/// [`PostcardTables`] (40 KiB): a chunk reads four cache lines of hop rows and four table lines per value,
+/// where the per-hop tables read four lines in each of B tables.
+pub static POSTCARD_TABLES: PostcardTables = PostcardTables::new();
 
 #[cfg(test)]
 mod tests {
@@ -198,6 +324,51 @@ mod tests {
             prop_assert_eq!(hop_checksum(hop, key), hash::hop_checksum(hop, key));
             prop_assert_eq!(postcard_g(value), hash::postcard_g(value));
             prop_assert_eq!(postcard_cell(key, hop, value), hash::postcard_cell(key, hop, value));
+        }
+    }
+
+    /// The cells of [`PostcardTables`], swapped back, as [`postcard_cell`] gives them one at a time.
+    fn check_cells(key: u32, values: &[u32; 8]) {
+        for used in 0..=9usize {
+            let cells = POSTCARD_TABLES.cells_swapped(key, values, used);
+            for (h, &cell) in cells.iter().enumerate() {
+                let want = if h < used {
+                    hash::postcard_cell(key, h as u8 + 1, values[h]).unwrap()
+                } else {
+                    0
+                };
+                assert_eq!(
+                    cell.to_le_bytes(),
+                    want.to_be_bytes(),
+                    "key {key:#x}, used {used}, hop {}",
+                    h + 1
+                );
+            }
+        }
+    }
+
+    proptest! {
+        /// Any key and values: the chunk's cells equal the hash module's.
+        #[test]
+        fn postcard_tables_equal_the_hash_module(key in any::<u32>(), values in any::<[u32; 8]>()) {
+            check_cells(key, &values);
+        }
+    }
+
+    #[test]
+    fn postcard_tables_edge_inputs() {
+        for key in [0u32, 1, 0xFF, 0x100, 0xdead_beef, u32::MAX, 0x8000_0000] {
+            for v in [
+                0u32,
+                1,
+                0x80,
+                0x100,
+                0x1234_5678,
+                hash::POSTCARD_BLANK,
+                0x8000_0000,
+            ] {
+                check_cells(key, &[v; 8]);
+            }
         }
     }
 
