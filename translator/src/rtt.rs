@@ -52,16 +52,17 @@ impl RttEstimator {
     /// through `Duration`).
     #[inline]
     pub fn sample_ns(&mut self, rtt: u64) {
-        let (srtt, rttvar) = match self.state {
-            None => (rtt, rtt / 2),
-            Some((srtt, rttvar)) => (
-                srtt - srtt / 8 + rtt / 8,
-                rttvar - rttvar / 4 + srtt.abs_diff(rtt) / 4,
-            ),
-        };
-        // The timeout is computed when asked: the requester samples on every ACK but reads the timeout
-        // only when its timer is polled (see `Requester::rto_deadline`).
-        self.state = Some((srtt, rttvar));
+        // Updated in place (no tag written once sampled). The timeout is computed when asked: the
+        // requester samples on every ACK but reads the timeout only when its timer is polled (see
+        // `Requester::rto_deadline`).
+        match &mut self.state {
+            None => self.state = Some((rtt, rtt / 2)),
+            Some((srtt, rttvar)) => {
+                let s = *srtt;
+                *srtt = s - s / 8 + rtt / 8;
+                *rttvar = *rttvar - *rttvar / 4 + s.abs_diff(rtt) / 4;
+            }
+        }
     }
 
     /// The smoothed RTT, once sampled.
