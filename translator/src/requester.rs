@@ -130,7 +130,13 @@ pub struct Requester {
     cwnd: u32,
     /// Frames acknowledged since `cwnd` last grew.
     cwnd_acked: u32,
-    rto_at: Option<Instant>,
+    /// The instant the retransmit timer was armed at: it fires `rto_from(armed)` later, computed when
+    /// asked (`rto_deadline`). Exact, because what that depends on (the RTT estimate, `backoff`) changes
+    /// only where the timer is armed again right after (`on_ack`'s sample and `progress`, `on_timeout`,
+    /// `reestablish`); an RNR wait arms it at the wait's end. Keeping the deadline itself cost every
+    /// ACK the timeout's computation (~20 instructions with the estimator's clamp) for a deadline read
+    /// once per poll.
+    rto_armed: Option<Instant>,
     rnr_until: Option<Instant>,
     /// Whether a rate applies now (see `sync_limited`).
     limited: bool,
@@ -171,7 +177,7 @@ impl Requester {
             atomics: 0,
             retries: 0,
             backoff: 0,
-            rto_at: None,
+            rto_armed: None,
             rnr_until: None,
             rate_wait: None,
             last_rewind: None,
@@ -467,8 +473,8 @@ impl Requester {
             // `account` for each frame: no rate applies, and `now` is the same for all of them.
             c.roce_frames_out += k as u64;
             c.roce_bytes_out += bytes;
-            if self.rto_at.is_none() {
-                self.rto_at = Some(self.rto_from(now));
+            if self.rto_armed.is_none() {
+                self.rto_armed = Some(now);
             }
         }
         k
@@ -533,8 +539,8 @@ impl Requester {
         }
         c.roce_frames_out += 1;
         c.roce_bytes_out += len as u64;
-        if self.rto_at.is_none() {
-            self.rto_at = Some(self.rto_from(now));
+        if self.rto_armed.is_none() {
+            self.rto_armed = Some(now);
         }
     }
 
@@ -551,6 +557,12 @@ impl Requester {
         // The same shift as `rto`'s (a `u32`, as `Duration::saturating_mul` takes).
         let m: u32 = 1 << self.backoff.min(self.p.cfg.max_backoff_shift);
         Instant(now.0.saturating_add(base.saturating_mul(u64::from(m))))
+    }
+
+    /// When the retransmit timer fires, if armed.
+    #[inline]
+    fn rto_deadline(&self) -> Option<Instant> {
+        self.rto_armed.map(|t| self.rto_from(t))
     }
 
     /// The retransmit timeout, backoff included.
@@ -700,7 +712,7 @@ impl Requester {
     fn progress(&mut self, now: Instant) {
         self.retries = 0;
         self.backoff = 0;
-        self.rto_at = (self.win > 0).then(|| self.rto_from(now));
+        self.rto_armed = (self.win > 0).then_some(now);
     }
 
     /// Handles a parsed RoCE frame that arrived for this QP's local QPN `local_qpn`: ACKNOWLEDGE and ATOMIC
@@ -819,7 +831,8 @@ impl Requester {
                 self.sent = 0;
                 let rnr = Duration::from_nanos(rnr_timer_ns(timer));
                 self.rnr_until = Some(now + rnr);
-                self.rto_at = Some(now + rnr + self.rto());
+                // Armed at the wait's end: the timer fires `rto()` after it.
+                self.rto_armed = Some(now + rnr);
             }
             AckKind::Nak(code) => {
                 match code {
@@ -835,9 +848,49 @@ impl Requester {
     }
 
     /// An ACKNOWLEDGE (`atomic`: an ATOMIC ACKNOWLEDGE) of `psn`: the per-response path, apart from the
-    /// NAKs so it stays small.
-    #[inline]
+    /// NAKs so it stays small. In line, the common case: the response of the window's front (an ACK of a
+    /// write, an ATOMIC ACKNOWLEDGE of an atomic), no probe out, no heap buffer to give back, which
+    /// retires the front. Everything else goes to [`on_ack_any`](Self::on_ack_any), of which this is the
+    /// same steps with the facts of that case known (callgrind: ~150 instructions an ATOMIC ACKNOWLEDGE
+    /// before, most of them finding the front twice, the checks of cases that cannot be, and the timeout
+    /// computed on every response).
+    #[inline(always)]
     fn on_ack(&mut self, now: Instant, psn: u32, atomic: bool, c: &mut Counters) {
+        if self.win > 0 && self.probe.is_none() && self.heap_in_win == 0 {
+            // `win > 0`: the front is in the ring.
+            if let Some(f) = self.ring.front_mut() {
+                let f_atomic = f.wr.op.is_atomic();
+                if psn::distance(f.psn, psn) == 0 && f_atomic == atomic {
+                    if atomic {
+                        if !f.answered {
+                            f.answered = true;
+                            c.atomic_acks += 1;
+                        }
+                    } else {
+                        c.acks += 1;
+                    }
+                    if !f.resent {
+                        self.rtt.sample_ns(now.0.saturating_sub(f.sent_at.0));
+                    }
+                    // `retire_front(f_atomic)`, the ring's head moved by one (`heap_in_win == 0`).
+                    self.ring.advance_one();
+                    self.win -= 1;
+                    self.atomics = self.atomics.saturating_sub(u32::from(f_atomic));
+                    self.sent = self.sent.saturating_sub(1);
+                    if self.cwnd < self.p.cfg.window {
+                        self.on_acked(1);
+                    }
+                    self.progress(now);
+                    return;
+                }
+            }
+        }
+        self.on_ack_any(now, psn, atomic, c);
+    }
+
+    /// [`on_ack`](Self::on_ack), any case.
+    #[inline(never)]
+    fn on_ack_any(&mut self, now: Instant, psn: u32, atomic: bool, c: &mut Counters) {
         let Some(i) = self.index_of(psn) else {
             c.stale_responses += 1;
             return;
@@ -899,7 +952,7 @@ impl Requester {
         c.qp_errors += 1;
         self.probe = None;
         self.error = Some(e);
-        self.rto_at = None;
+        self.rto_armed = None;
         self.rnr_until = None;
     }
 
@@ -908,7 +961,11 @@ impl Requester {
         if self.error.is_some() {
             return None;
         }
-        let mut t = self.rto_at.filter(|_| self.win > 0);
+        let mut t = if self.win > 0 {
+            self.rto_deadline()
+        } else {
+            None
+        };
         t = crate::time::earliest(t, self.rnr_until);
         t = crate::time::earliest(t, self.dcqcn.poll_timeout());
         crate::time::earliest(t, self.rate_wait)
@@ -927,7 +984,7 @@ impl Requester {
             self.rate.set_packet_cap(now, self.dcqcn.cap_pps());
             self.sync_limited();
         }
-        match self.rto_at {
+        match self.rto_deadline() {
             Some(t) if t <= now && self.win > 0 => {}
             _ => return None,
         }
@@ -958,7 +1015,7 @@ impl Requester {
         self.probe = Some(self.probe.map_or(self.sent, |b| b.max(self.sent)));
         self.sent = 0;
         self.rnr_until = None;
-        self.rto_at = Some(now + self.rto());
+        self.rto_armed = Some(now);
         None
     }
 
@@ -973,7 +1030,7 @@ impl Requester {
         self.retire_ring(n);
         self.win -= n;
         self.sent = 0;
-        self.rto_at = None;
+        self.rto_armed = None;
     }
 
     /// Brings a failed QP back after the control channel re-established it with a new responder QP and
@@ -994,7 +1051,7 @@ impl Requester {
         self.atomics = 0;
         self.retries = 0;
         self.backoff = 0;
-        self.rto_at = None;
+        self.rto_armed = None;
         self.rnr_until = None;
         self.last_rewind = None;
         self.probe = None;
@@ -1162,6 +1219,13 @@ mod ring {
             self.slots.get(self.slot(i))
         }
 
+        /// Element 0's slot, if the ring has slots (element 0 if it is not empty).
+        #[inline]
+        pub(super) fn front_mut(&mut self) -> Option<&mut InFlight> {
+            // `head` is a slot (masked, or 0 before the first push).
+            self.slots.get_mut(self.head)
+        }
+
         /// Element `i`, if there are more than `i`.
         #[inline]
         pub(super) fn get_mut(&mut self, i: usize) -> Option<&mut InFlight> {
@@ -1211,6 +1275,15 @@ mod ring {
             let released = self.release_front(n);
             self.advance(n);
             released
+        }
+
+        /// [`advance(1)`](Self::advance).
+        #[inline]
+        pub(super) fn advance_one(&mut self) {
+            if self.len > 0 {
+                self.head = self.slot(1);
+                self.len -= 1;
+            }
         }
 
         /// Retires the first `n` elements (all of them, if fewer), which hold no heap buffer: moving

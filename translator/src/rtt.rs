@@ -23,9 +23,6 @@ use crate::time::nanos;
 pub struct RttEstimator {
     /// Smoothed RTT and RTT variation, once a sample was taken.
     state: Option<(u64, u64)>,
-    /// The base timeout the state gives (ns), kept up to date by `sample` and `reset`: the requester asks
-    /// for it on every response, more often than it samples.
-    timeout: u64,
     initial: u64,
     floor: u64,
     ceiling: u64,
@@ -40,7 +37,6 @@ impl RttEstimator {
         let initial = initial.clamp(floor, ceiling);
         RttEstimator {
             state: None,
-            timeout: initial,
             initial,
             floor,
             ceiling,
@@ -56,21 +52,17 @@ impl RttEstimator {
     /// through `Duration`).
     #[inline]
     pub fn sample_ns(&mut self, rtt: u64) {
-        let (srtt, rttvar) = match self.state {
-            None => (rtt, rtt / 2),
-            Some((srtt, rttvar)) => (
-                srtt - srtt / 8 + rtt / 8,
-                rttvar - rttvar / 4 + srtt.abs_diff(rtt) / 4,
-            ),
-        };
-        self.state = Some((srtt, rttvar));
-        // `compute_timeout` of the new state, without matching it again; `floor <= ceiling` (`new`), so
-        // max-then-min is the clamp.
-        self.timeout = srtt
-            .saturating_add(rttvar.saturating_mul(4))
-            .max(srtt.saturating_mul(2))
-            .max(self.floor)
-            .min(self.ceiling);
+        // Updated in place (no tag written once sampled). The timeout is computed when asked: the
+        // requester samples on every ACK but reads the timeout only when its timer is polled (see
+        // `Requester::rto_deadline`).
+        match &mut self.state {
+            None => self.state = Some((rtt, rtt / 2)),
+            Some((srtt, rttvar)) => {
+                let s = *srtt;
+                *srtt = s - s / 8 + rtt / 8;
+                *rttvar = *rttvar - *rttvar / 4 + s.abs_diff(rtt) / 4;
+            }
+        }
     }
 
     /// The smoothed RTT, once sampled.
@@ -86,13 +78,21 @@ impl RttEstimator {
     /// The base retransmit timeout (before any backoff).
     #[inline]
     pub fn timeout(&self) -> Duration {
-        Duration::from_nanos(self.timeout)
+        Duration::from_nanos(self.timeout_ns())
     }
 
     /// [`timeout`](Self::timeout) in ns.
     #[inline]
     pub fn timeout_ns(&self) -> u64 {
-        self.timeout
+        match self.state {
+            None => self.initial,
+            // `floor <= ceiling` (`new`), so max-then-min is the clamp.
+            Some((srtt, rttvar)) => srtt
+                .saturating_add(rttvar.saturating_mul(4))
+                .max(srtt.saturating_mul(2))
+                .max(self.floor)
+                .min(self.ceiling),
+        }
     }
 
     #[cfg(test)]
@@ -109,7 +109,6 @@ impl RttEstimator {
     /// Forgets the samples (a new path: a re-established QP).
     pub fn reset(&mut self) {
         self.state = None;
-        self.timeout = self.initial;
     }
 }
 
