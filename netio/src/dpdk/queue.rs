@@ -219,19 +219,8 @@ impl DpdkQueue {
             // `built`); the rest go back to the pool.
             for (k, (&len, room)) in lens[..built].iter().zip(rooms.iter()).enumerate() {
                 let m = self.mbufs[k];
-                if len == 0 || len > room.len() {
-                    if len > 0 {
-                        self.tx_stats.dropped += 1;
-                    }
-                    // SAFETY: ours, not handed to the device.
-                    unsafe { ffi::rte_pktmbuf_free(m) };
-                    continue;
-                }
-                // SAFETY: ours, and `len` bytes were written within its room.
-                unsafe { mbuf::set_len(m, len) };
-                self.mbufs[ready] = m;
-                self.lens[ready] = len as u16;
-                ready += 1;
+                // SAFETY: m is the k-th mbuf allocated above, ours, and `ready <= k`.
+                ready += usize::from(unsafe { self.keep_or_free(m, len, room.len(), ready) });
             }
         }
         if built < n {
@@ -296,21 +285,40 @@ impl DpdkQueue {
             // SAFETY: m is freshly allocated and ours.
             let room = unsafe { mbuf::room_mut(m) };
             let len = build(k, room);
-            if len == 0 || len > room.len() {
-                if len > 0 {
-                    self.tx_stats.dropped += 1;
-                }
-                // SAFETY: ours, not handed to the device.
-                unsafe { ffi::rte_pktmbuf_free(m) };
-                continue;
-            }
-            // SAFETY: ours, and `len` bytes were written within its room.
-            unsafe { mbuf::set_len(m, len) };
-            self.mbufs[ready] = m;
-            self.lens[ready] = len as u16;
-            ready += 1;
+            let room = room.len();
+            // SAFETY: m is the k-th mbuf allocated above, ours, and `ready <= k`.
+            ready += usize::from(unsafe { self.keep_or_free(m, len, room, ready) });
         }
         self.transmit_ready(ready)
+    }
+
+    /// Keeps mbuf `m`, whose builder wrote a `len`-byte frame into its `room`-byte data room, at position
+    /// `ready` of the scratch arrays (packing the kept ones at the front), or frees it when nothing was
+    /// written or the frame overran its room (counted as dropped then). Returns whether it was kept.
+    ///
+    /// # Safety
+    /// `m` must be ours and not yet handed to the device, and `ready` at most its own position in the
+    /// scratch array (so no mbuf still to be looked at is overwritten).
+    unsafe fn keep_or_free(
+        &mut self,
+        m: *mut rte_mbuf,
+        len: usize,
+        room: usize,
+        ready: usize,
+    ) -> bool {
+        if len == 0 || len > room {
+            if len > 0 {
+                self.tx_stats.dropped += 1;
+            }
+            // SAFETY: ours, not handed to the device (the caller's promise).
+            unsafe { ffi::rte_pktmbuf_free(m) };
+            return false;
+        }
+        // SAFETY: ours, and `len` bytes were written within its room.
+        unsafe { mbuf::set_len(m, len) };
+        self.mbufs[ready] = m;
+        self.lens[ready] = len as u16;
+        true
     }
 
     /// Hands the first `ready` mbufs of the scratch array (lengths set, `lens` filled) to the device, retrying
