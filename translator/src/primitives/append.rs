@@ -140,22 +140,12 @@ impl AppendLists {
         region: &Region,
         out: &mut Sink<'_>,
     ) -> Result<Outcome, DropReason> {
-        let Geometry::Append(g) = region.geometry else {
-            return Err(DropReason::NoRegion);
-        };
-        if r.data.len() != g.entry_size() as usize {
-            return Err(DropReason::GeometryMismatch);
-        }
+        let g = entry_geometry(r, region)?;
         let slot = match self.by_region.get(k) {
             Some(&s) if s > 0 => s - 1,
             _ => self.place(now, k, r.list_id, region, g),
         };
-        // `slot` names a list of the slab (made there when it was placed).
-        let Some(l) = self.slab.get_mut(slot) else {
-            return Err(DropReason::NoRegion);
-        };
-        l.add(now, r.data, self.head_every, out);
-        Ok(Outcome::Accepted)
+        self.add_to(slot, now, r.data, out)
     }
 
     /// The slab place of list `id` (region index `k`), made on its first entry.
@@ -205,18 +195,39 @@ impl Primitive for AppendLists {
         region: &Region,
         out: &mut Sink<'_>,
     ) -> Result<Outcome, DropReason> {
-        let Geometry::Append(g) = region.geometry else {
-            return Err(DropReason::NoRegion);
-        };
-        if r.data.len() != g.entry_size() as usize {
-            return Err(DropReason::GeometryMismatch);
-        }
+        let g = entry_geometry(r, region)?;
         let slot = self.slot(now, r.list_id, region, g);
+        self.add_to(slot, now, r.data, out)
+    }
+}
+
+/// The region's Append geometry, if `r`'s entry has its entry size (the checks both ways in share).
+#[inline]
+fn entry_geometry(r: &AppendRepr<'_>, region: &Region) -> Result<AppendGeometry, DropReason> {
+    let Geometry::Append(g) = region.geometry else {
+        return Err(DropReason::NoRegion);
+    };
+    if r.data.len() != g.entry_size() as usize {
+        return Err(DropReason::GeometryMismatch);
+    }
+    Ok(g)
+}
+
+impl AppendLists {
+    /// Adds `data` to the list at slab place `slot`.
+    #[inline]
+    fn add_to(
+        &mut self,
+        slot: usize,
+        now: Instant,
+        data: &[u8],
+        out: &mut Sink<'_>,
+    ) -> Result<Outcome, DropReason> {
         // `slot` names a list of the slab (made there when it was placed).
         let Some(l) = self.slab.get_mut(slot) else {
             return Err(DropReason::NoRegion);
         };
-        l.add(now, r.data, self.head_every, out);
+        l.add(now, data, self.head_every, out);
         Ok(Outcome::Accepted)
     }
 }

@@ -313,6 +313,21 @@ fn settle(m: &mut Merge, reporters: u16) {
     }
 }
 
+/// Writes the `k` complete columns from `start` in one WRITE and clears their accumulators and counts.
+fn write_run(m: &mut Merge, start: u32, k: u32, qp: &mut Requester) {
+    let rows = m.g.rows() as usize;
+    let cells = &mut m.acc[start as usize * rows..(start + k) as usize * rows];
+    let payload = Payload::filled(cells.len() * 4, |bytes| {
+        for (b, v) in bytes.chunks_exact_mut(4).zip(cells.iter_mut()) {
+            b.copy_from_slice(&v.to_be_bytes());
+            *v = 0;
+        }
+    });
+    m.contrib[start as usize..(start + k) as usize].fill(0);
+    let va = m.region.va + m.g.column_offset(start);
+    super::write(qp, Opcode::SketchMerge, va, m.region.rkey, payload);
+}
+
 /// [`write_complete`]'s loop: writes while a pass finds a run to write.
 fn write_runs(
     m: &mut Merge,
@@ -337,17 +352,7 @@ fn write_runs(
             break;
         }
         m.run = 0;
-        let rows = m.g.rows() as usize;
-        let cells = &mut m.acc[start as usize * rows..(start + k) as usize * rows];
-        let payload = Payload::filled(cells.len() * 4, |bytes| {
-            for (b, v) in bytes.chunks_exact_mut(4).zip(cells.iter_mut()) {
-                b.copy_from_slice(&v.to_be_bytes());
-                *v = 0;
-            }
-        });
-        m.contrib[start as usize..(start + k) as usize].fill(0);
-        let va = m.region.va + m.g.column_offset(start);
-        super::write(qp, Opcode::SketchMerge, va, m.region.rkey, payload);
+        write_run(m, start, k, qp);
         m.next_write = (start + k) % m.g.columns();
     }
     settle(m, reporters);
@@ -387,17 +392,8 @@ mod tests {
             if k == 0 || !(k == cap || ends_sketch || partial) {
                 break;
             }
-            let rows = m.g.rows() as usize;
-            let cells = &mut m.acc[start as usize * rows..(start + k) as usize * rows];
-            let payload = Payload::filled(cells.len() * 4, |bytes| {
-                for (b, v) in bytes.chunks_exact_mut(4).zip(cells.iter_mut()) {
-                    b.copy_from_slice(&v.to_be_bytes());
-                    *v = 0;
-                }
-            });
-            m.contrib[start as usize..(start + k) as usize].fill(0);
-            let va = m.region.va + m.g.column_offset(start);
-            crate::primitives::write(qp, Opcode::SketchMerge, va, m.region.rkey, payload);
+            // The write itself is shared (what is under test is the scan).
+            super::write_run(m, start, k, qp);
             m.next_write = (start + k) % m.g.columns();
         }
         let pending = m
