@@ -434,7 +434,8 @@ impl Engine {
     ) {
         let op = base.opcode;
         self.counters.reports_in[opcode_index(op)] += 1;
-        let stream = Stream {
+        // Built where it is used, off the common path (an untracked report needs none).
+        let stream = || Stream {
             reporter: src_ip,
             collector: dst_ip,
             opcode: op,
@@ -443,7 +444,7 @@ impl Engine {
         // seqnum to track).
         let tracked = match base.seqnum {
             Some(seq) if base.retransmit && self.cfg.sequence.enabled => {
-                match self.track(now, frame, stream, seq) {
+                match self.track(now, frame, stream(), seq) {
                     Some(seq) => Some(seq),
                     None => return,
                 }
@@ -453,7 +454,7 @@ impl Engine {
         if let Err(reason) = dispatch(self) {
             if reason == DropReason::QueueFull {
                 if let Some(seq) = tracked {
-                    let last = self.seq.rollback(stream, seq);
+                    let last = self.seq.rollback(stream(), seq);
                     self.send_nack(frame, op, last);
                 }
             }
