@@ -247,17 +247,28 @@ impl Engine {
             return Handled::Consumed;
         }
         if udp.dst_port == ROCEV2_UDP_PORT {
-            return self.roce(now, frame, &udp);
+            return self.roce(now, frame, udp.src_ip, udp.payload_offset, udp.payload);
         }
         self.not_for_us()
     }
 
     /// A RoCEv2 datagram: a collector's response, or not for us. Out of line, so that the report path
     /// around it keeps its registers (responses come in bursts of their own).
+    ///
+    /// Takes the few fields of the view that an ACKNOWLEDGE needs, in registers, so that the report path
+    /// does not keep the whole view in memory for this call; other responses take the view again from
+    /// `frame` (the same view: the caller's came from `UdpView::parse` or its common path).
     #[inline(never)]
-    fn roce(&mut self, now: Instant, frame: &[u8], udp: &UdpView) -> Handled {
-        match self.collectors.iter().position(|c| c.ip == udp.src_ip) {
-            Some(i) => self.handle_roce(now, i, frame, udp),
+    fn roce(
+        &mut self,
+        now: Instant,
+        frame: &[u8],
+        src_ip: [u8; 4],
+        payload_offset: usize,
+        payload: &[u8],
+    ) -> Handled {
+        match self.collectors.iter().position(|c| c.ip == src_ip) {
+            Some(i) => self.handle_roce(now, i, frame, payload_offset, payload),
             None => self.not_for_us(),
         }
     }
@@ -269,9 +280,16 @@ impl Engine {
     /// (dta-protocol tests that both parses agree; the dispatch below is `Requester::on_response_frame`'s
     /// for them).
     #[inline]
-    fn handle_roce(&mut self, now: Instant, i: usize, frame: &[u8], udp: &UdpView) -> Handled {
+    fn handle_roce(
+        &mut self,
+        now: Instant,
+        i: usize,
+        frame: &[u8],
+        payload_offset: usize,
+        payload: &[u8],
+    ) -> Handled {
         let col = &mut self.collectors[i];
-        match FrameRepr::parse_ack_cached(frame, udp.payload_offset, udp.payload, &mut col.icrc) {
+        match FrameRepr::parse_ack_cached(frame, payload_offset, payload, &mut col.icrc) {
             Some(Ok(a)) => {
                 let ours = self.cfg.local.qpn_base + i as u32;
                 let c = &mut self.counters;
@@ -283,7 +301,7 @@ impl Engine {
                 self.qp_event(i);
             }
             Some(Err(e)) => self.count_bad_response(&e),
-            None => match udp.frame(frame) {
+            None => match UdpView::parse(frame).and_then(|udp| udp.frame(frame)) {
                 // The whole envelope, which the general parse reads (`frame` is the view's own frame,
                 // so this is always there).
                 Some(full) => self.handle_roce_frame(now, i, frame, &full),
