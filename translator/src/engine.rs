@@ -18,7 +18,7 @@ mod transmit;
 use std::collections::VecDeque;
 
 use dta_protocol::control::Welcome;
-use dta_protocol::dta::{Body, Opcode, ReportFormat, ReportRepr};
+use dta_protocol::dta::{BaseRepr, Body, KeyWriteRepr, Opcode, ReportFormat, ReportRepr};
 use dta_protocol::layout::Region;
 use dta_protocol::roce::crc_table::key_checksum;
 use dta_protocol::roce::{FrameRepr, QPN_MASK, ROCEV2_UDP_PORT};
@@ -247,17 +247,28 @@ impl Engine {
             return Handled::Consumed;
         }
         if udp.dst_port == ROCEV2_UDP_PORT {
-            return self.roce(now, frame, &udp);
+            return self.roce(now, frame, udp.src_ip, udp.payload_offset, udp.payload);
         }
         self.not_for_us()
     }
 
     /// A RoCEv2 datagram: a collector's response, or not for us. Out of line, so that the report path
     /// around it keeps its registers (responses come in bursts of their own).
+    ///
+    /// Takes the few fields of the view that an ACKNOWLEDGE needs, in registers, so that the report path
+    /// does not keep the whole view in memory for this call; other responses take the view again from
+    /// `frame` (the same view: the caller's came from `UdpView::parse` or its common path).
     #[inline(never)]
-    fn roce(&mut self, now: Instant, frame: &[u8], udp: &UdpView) -> Handled {
-        match self.collectors.iter().position(|c| c.ip == udp.src_ip) {
-            Some(i) => self.handle_roce(now, i, frame, udp),
+    fn roce(
+        &mut self,
+        now: Instant,
+        frame: &[u8],
+        src_ip: [u8; 4],
+        payload_offset: usize,
+        payload: &[u8],
+    ) -> Handled {
+        match self.collectors.iter().position(|c| c.ip == src_ip) {
+            Some(i) => self.handle_roce(now, i, frame, payload_offset, payload),
             None => self.not_for_us(),
         }
     }
@@ -269,9 +280,16 @@ impl Engine {
     /// (dta-protocol tests that both parses agree; the dispatch below is `Requester::on_response_frame`'s
     /// for them).
     #[inline]
-    fn handle_roce(&mut self, now: Instant, i: usize, frame: &[u8], udp: &UdpView) -> Handled {
+    fn handle_roce(
+        &mut self,
+        now: Instant,
+        i: usize,
+        frame: &[u8],
+        payload_offset: usize,
+        payload: &[u8],
+    ) -> Handled {
         let col = &mut self.collectors[i];
-        match FrameRepr::parse_ack_cached(frame, udp.payload_offset, udp.payload, &mut col.icrc) {
+        match FrameRepr::parse_ack_cached(frame, payload_offset, payload, &mut col.icrc) {
             Some(Ok(a)) => {
                 let ours = self.cfg.local.qpn_base + i as u32;
                 let c = &mut self.counters;
@@ -283,7 +301,7 @@ impl Engine {
                 self.qp_event(i);
             }
             Some(Err(e)) => self.count_bad_response(&e),
-            None => match udp.frame(frame) {
+            None => match UdpView::parse(frame).and_then(|udp| udp.frame(frame)) {
                 // The whole envelope, which the general parse reads (`frame` is the view's own frame,
                 // so this is always there).
                 Some(full) => self.handle_roce_frame(now, i, frame, &full),
@@ -397,39 +415,81 @@ impl Engine {
         src_ip: [u8; 4],
         dst_ip: [u8; 4],
     ) {
+        // Key-Write, the common report, parsed straight into its values (the same checks and result as
+        // `parse_quick`'s, which dta-protocol tests), so that its body is not matched twice.
+        if payload.first() == Some(&Opcode::KeyWrite.code()) {
+            let Some((base, kw)) = ReportRepr::parse_key_write(payload, &self.fmt) else {
+                self.malformed(payload);
+                return;
+            };
+            self.report(now, frame, base, src_ip, dst_ip, |e| {
+                e.key_write(&kw, dst_ip)
+            });
+            return;
+        }
         // Fixed offsets for the configured format; a report that does not pass goes through the layered
         // parse for its error (dta-protocol tests that both agree, errors included).
         let Some(r) = ReportRepr::parse_quick(payload, &self.fmt) else {
             self.malformed(payload);
             return;
         };
-        let op = r.base.opcode;
+        self.report(now, frame, r.base, src_ip, dst_ip, |e| {
+            e.dispatch(now, &r, frame, dst_ip)
+        });
+    }
+
+    /// A parsed report with base header `base`: counted, its seqnum tracked, then handed to `dispatch`,
+    /// whose drop is counted (a full queue rolls the seqnum back and NACKs).
+    #[inline(always)]
+    fn report(
+        &mut self,
+        now: Instant,
+        frame: &[u8],
+        base: BaseRepr,
+        src_ip: [u8; 4],
+        dst_ip: [u8; 4],
+        dispatch: impl FnOnce(&mut Self) -> Result<(), DropReason>,
+    ) {
+        let op = base.opcode;
         self.counters.reports_in[opcode_index(op)] += 1;
-        let stream = Stream {
+        // Built where it is used, off the common path (an untracked report needs none).
+        let stream = || Stream {
             reporter: src_ip,
             collector: dst_ip,
             opcode: op,
         };
         // Sequence tracking applies to retransmittable reports in the seq form (the compact form has no
         // seqnum to track).
-        let tracked = match r.base.seqnum {
-            Some(seq) if r.base.retransmit && self.cfg.sequence.enabled => {
-                match self.track(now, frame, stream, seq) {
+        let tracked = match base.seqnum {
+            Some(seq) if base.retransmit && self.cfg.sequence.enabled => {
+                match self.track(now, frame, stream(), seq) {
                     Some(seq) => Some(seq),
                     None => return,
                 }
             }
             _ => None,
         };
-        if let Err(reason) = self.dispatch(now, &r, frame, dst_ip) {
+        if let Err(reason) = dispatch(self) {
             if reason == DropReason::QueueFull {
                 if let Some(seq) = tracked {
-                    let last = self.seq.rollback(stream, seq);
+                    let last = self.seq.rollback(stream(), seq);
                     self.send_nack(frame, op, last);
                 }
             }
             self.counters.drop(reason);
         }
+    }
+
+    /// A Key-Write report to its collector.
+    #[inline(always)]
+    fn key_write(&mut self, kw: &KeyWriteRepr, dst: [u8; 4]) -> Result<(), DropReason> {
+        // Once per report: the entries store it and key-hash routing uses it.
+        let checksum = key_checksum(kw.key);
+        let i = self.route(|| checksum, dst).ok_or(DropReason::NoRegion)?;
+        // Key-Write is written at once: its one outcome is `Accepted`.
+        self.collectors[i]
+            .key_write(kw, checksum)
+            .map(|_: Outcome| ())
     }
 
     /// Counts the drop of a report that does not parse, by [`ReportRepr::parse`]'s reason.
@@ -486,10 +546,8 @@ impl Engine {
     ) -> Result<(), DropReason> {
         let outcome = match r.body {
             Body::KeyWrite(kw) => {
-                // Once per report: the entries store it and key-hash routing uses it.
-                let checksum = key_checksum(kw.key);
-                let i = self.route(|| checksum, dst).ok_or(DropReason::NoRegion)?;
-                self.collectors[i].key_write(&kw, checksum)?
+                self.key_write(&kw, dst)?;
+                Outcome::Accepted
             }
             Body::KeyIncrement(ki) => {
                 let i = self.route_key(ki.key, dst).ok_or(DropReason::NoRegion)?;

@@ -207,6 +207,25 @@ impl<'a> ReportRepr<'a> {
         quick(udp_payload, fmt)
     }
 
+    /// [`parse_quick`](Self::parse_quick) of a Key-Write report, for a caller that has seen opcode byte
+    /// 0x01 and wants the report's values without the [`Body`] to match again: `Some` exactly when
+    /// `parse` accepts the report and it is a Key-Write, with its base header and body; `None` for any
+    /// other report or an error (`parse` gives it). A property test checks this against `parse`.
+    #[inline]
+    pub fn parse_key_write(
+        udp_payload: &'a [u8],
+        fmt: &ReportFormat,
+    ) -> Option<(BaseRepr, KeyWriteRepr<'a>)> {
+        let (flags, seqnum, rest) = quick_base(udp_payload, fmt)?;
+        if udp_payload[0] != Opcode::KeyWrite.code() {
+            return None;
+        }
+        Some((
+            quick_base_repr(Opcode::KeyWrite, seqnum, flags),
+            quick_key_write(rest, fmt)?,
+        ))
+    }
+
     /// Bytes [`emit`](Self::emit) writes under `fmt`.
     pub const fn buffer_len(&self, fmt: &ReportFormat) -> usize {
         fmt.form.header_len() + self.body.buffer_len()
@@ -268,10 +287,10 @@ fn redundancy_ok(n: u8) -> bool {
     n.wrapping_sub(1) < super::N_MAX
 }
 
-/// The report if every check of [`ReportRepr::parse`] passes, read at fixed offsets; `None` otherwise
-/// (the caller then runs `parse` for the error).
-#[inline]
-fn quick<'a>(p: &'a [u8], fmt: &ReportFormat) -> Option<ReportRepr<'a>> {
+/// The base header's flags byte, seqnum and the bytes after it, if the header is there and its reserved
+/// bits are clear (what [`quick`] checks first).
+#[inline(always)]
+fn quick_base<'a>(p: &'a [u8], fmt: &ReportFormat) -> Option<(u8, Option<u8>, &'a [u8])> {
     let hl = fmt.form.header_len();
     let flags = *p.get(hl - 1)?;
     // The reserved bits (the low six of the flags byte, the base header's last byte) must be zero.
@@ -282,21 +301,41 @@ fn quick<'a>(p: &'a [u8], fmt: &ReportFormat) -> Option<ReportRepr<'a>> {
         HeaderForm::Compact => None,
         HeaderForm::Seq => Some(p[1]),
     };
-    let rest = &p[hl..];
+    Some((flags, seqnum, &p[hl..]))
+}
+
+/// The base header of a report that [`quick`] took.
+#[inline(always)]
+fn quick_base_repr(opcode: Opcode, seqnum: Option<u8>, flags: u8) -> BaseRepr {
+    BaseRepr {
+        opcode,
+        seqnum,
+        immediate: flags & 0x80 != 0,
+        retransmit: flags & 0x40 != 0,
+    }
+}
+
+/// A Key-Write body (`rest`, after the base header) at fixed offsets, if every check passes.
+#[inline(always)]
+fn quick_key_write<'a>(rest: &'a [u8], fmt: &ReportFormat) -> Option<KeyWriteRepr<'a>> {
+    let redundancy = *rest.first()?;
+    if rest.len() != keywrite::HEADER_LEN + fmt.keywrite_data_len || !redundancy_ok(redundancy) {
+        return None;
+    }
+    Some(KeyWriteRepr {
+        redundancy,
+        key: be32(rest, 1)?,
+        data: &rest[keywrite::HEADER_LEN..],
+    })
+}
+
+/// The report if every check of [`ReportRepr::parse`] passes, read at fixed offsets; `None` otherwise
+/// (the caller then runs `parse` for the error).
+#[inline]
+fn quick<'a>(p: &'a [u8], fmt: &ReportFormat) -> Option<ReportRepr<'a>> {
+    let (flags, seqnum, rest) = quick_base(p, fmt)?;
     let body = match p[0] {
-        0x01 => {
-            let redundancy = *rest.first()?;
-            if rest.len() != keywrite::HEADER_LEN + fmt.keywrite_data_len
-                || !redundancy_ok(redundancy)
-            {
-                return None;
-            }
-            Body::KeyWrite(KeyWriteRepr {
-                redundancy,
-                key: be32(rest, 1)?,
-                data: &rest[keywrite::HEADER_LEN..],
-            })
-        }
+        0x01 => Body::KeyWrite(quick_key_write(rest, fmt)?),
         0x02 => {
             if rest.len() != append::HEADER_LEN + fmt.append_entry_len {
                 return None;
@@ -369,12 +408,7 @@ fn quick<'a>(p: &'a [u8], fmt: &ReportFormat) -> Option<ReportRepr<'a>> {
         _ => return None,
     };
     Some(ReportRepr {
-        base: BaseRepr {
-            opcode: body.opcode(),
-            seqnum,
-            immediate: flags & 0x80 != 0,
-            retransmit: flags & 0x40 != 0,
-        },
+        base: quick_base_repr(body.opcode(), seqnum, flags),
         body,
     })
 }
@@ -718,6 +752,20 @@ mod tests {
         assert!(ReportFormat::new(HeaderForm::Seq, 4, MAX_APPEND_ENTRY_LEN + 1).is_err());
     }
 
+    /// What [`ReportRepr::parse_key_write`] must return: `parse`'s Key-Write report, `None` otherwise.
+    fn key_write_of<'a>(
+        bytes: &'a [u8],
+        fmt: &ReportFormat,
+    ) -> Option<(BaseRepr, KeyWriteRepr<'a>)> {
+        match ReportRepr::parse(bytes, fmt) {
+            Ok(ReportRepr {
+                base,
+                body: Body::KeyWrite(kw),
+            }) => Some((base, kw)),
+            _ => None,
+        }
+    }
+
     /// Reports of every opcode and both forms, mostly valid, with bytes bent and lengths cut or padded.
     fn reports() -> impl Strategy<Value = (Vec<u8>, ReportFormat)> {
         (
@@ -792,6 +840,7 @@ mod tests {
             prop_assert_eq!(ReportRepr::parse_fast(&bytes, &fmt), ReportRepr::parse(&bytes, &fmt));
             // And the quick path takes every report that parses.
             prop_assert_eq!(quick(&bytes, &fmt), ReportRepr::parse(&bytes, &fmt).ok());
+            prop_assert_eq!(ReportRepr::parse_key_write(&bytes, &fmt), key_write_of(&bytes, &fmt));
         }
 
         #[test]
@@ -802,6 +851,7 @@ mod tests {
             };
             prop_assert_eq!(ReportRepr::parse_fast(&bytes, &fmt), ReportRepr::parse(&bytes, &fmt));
             prop_assert_eq!(quick(&bytes, &fmt), ReportRepr::parse(&bytes, &fmt).ok());
+            prop_assert_eq!(ReportRepr::parse_key_write(&bytes, &fmt), key_write_of(&bytes, &fmt));
         }
     }
 }
