@@ -241,7 +241,7 @@ fn in_place_build_and_receive(eal: &Eal) {
     assert_eq!(moved, 64_000);
 
     // The burst form: one builder call with every room. 40 mbufs, 30 built: among them one declined (0)
-    // and one overrunning its room (dropped, counted); the 10 unbuilt go back to the pool.
+    // and one overrunning its room (dropped, counted); the 10 unbuilt are kept for the next burst.
     let dropped_before = q.tx_stats().dropped;
     let sent = q.send_burst_in_place(40, |rooms, lens| {
         assert_eq!(rooms.len(), 40);
@@ -265,7 +265,10 @@ fn in_place_build_and_receive(eal: &Eal) {
     let mut got = Vec::new();
     q.recv_in_place(|f| got.push(u32::from_be_bytes(f[..4].try_into().unwrap())));
     assert_eq!(got, expected);
+    assert_eq!(q.spare_mbufs(), 10);
+    assert_eq!(port.pool().in_use(), 10);
     // Every frame fitting (the common case): lengths set in place; the builder's claim is capped at n.
+    // The 8 mbufs are spares of the burst before (2 stay spare).
     let sent = q.send_burst_in_place(8, |rooms, lens| {
         for (k, (room, len)) in rooms.iter_mut().zip(lens.iter_mut()).enumerate() {
             room[0] = k as u8;
@@ -277,6 +280,23 @@ fn in_place_build_and_receive(eal: &Eal) {
     let mut got = Vec::new();
     q.recv_in_place(|f| got.push((f[0], f.len())));
     assert_eq!(got, (0..8).map(|k| (k, 60)).collect::<Vec<_>>());
+    assert_eq!(q.spare_mbufs(), 2);
+    // 20 wanted: the 2 spares and 18 fresh ones; 19 built, one kept.
+    let sent = q.send_burst_in_place(20, |rooms, lens| {
+        for (k, (room, len)) in rooms.iter_mut().zip(lens.iter_mut()).take(19).enumerate() {
+            room[..2].copy_from_slice(&[0xAB, k as u8]);
+            *len = 64;
+        }
+        19
+    });
+    assert_eq!(sent, 19);
+    let mut got = Vec::new();
+    q.recv_in_place(|f| got.push((f[0], f[1], f.len())));
+    assert_eq!(got, (0..19).map(|k| (0xAB, k, 64)).collect::<Vec<_>>());
+    assert_eq!(q.spare_mbufs(), 1);
+    assert_eq!(port.pool().in_use(), 1);
+    // Dropping the queue gives the spare back.
+    drop(queues);
     assert_eq!(port.pool().in_use(), 0);
 }
 

@@ -27,13 +27,31 @@ pub struct DpdkQueue {
     mbufs: Box<[*mut rte_mbuf]>,
     /// Lengths of the frames in `mbufs` during a send, to count the bytes of those the device accepted.
     lens: Box<[u16]>,
+    /// Mbufs [`send_burst_in_place`](Self::send_burst_in_place) allocated but its builder left unused,
+    /// kept for the next burst (freeing and allocating them again cost a bulk free and a bulk alloc a
+    /// burst when the engine builds fewer frames than it had pending: FETCH_ADDs held by the atomic limit).
+    /// Untouched since allocation but for bytes in their data rooms, so as fresh as a new one.
+    spare: Box<[*mut rte_mbuf]>,
+    spare_len: usize,
     rx_stats: RxStats,
     tx_stats: TxStats,
 }
 
-// SAFETY: the mbuf pointers in `mbufs` are scratch, only valid during a call on `&mut self`; DPDK allows a
-// queue to be polled from any thread as long as one thread at a time does, which `&mut self` guarantees.
+// SAFETY: the mbuf pointers in `mbufs` are scratch, only valid during a call on `&mut self`, and those in
+// `spare` are owned by this queue alone; DPDK allows a queue to be polled (and an mbuf freed) from any
+// thread as long as one thread at a time does, which `&mut self` guarantees.
 unsafe impl Send for DpdkQueue {}
+
+impl Drop for DpdkQueue {
+    /// Gives the spare mbufs back to the pool (before `port`, which holds the pool, is dropped).
+    fn drop(&mut self) {
+        if self.spare_len > 0 {
+            // SAFETY: the spares are ours, allocated from the live pool, and referenced nowhere else.
+            unsafe { ffi::rte_pktmbuf_free_bulk(self.spare.as_mut_ptr(), self.spare_len as u32) };
+            self.spare_len = 0;
+        }
+    }
+}
 
 impl DpdkQueue {
     /// Most mbufs [`send_burst_in_place`](Self::send_burst_in_place) hands its builder at once (their rooms
@@ -46,6 +64,8 @@ impl DpdkQueue {
             queue_id,
             mbufs: vec![std::ptr::null_mut(); max_burst as usize].into_boxed_slice(),
             lens: vec![0; max_burst as usize].into_boxed_slice(),
+            spare: vec![std::ptr::null_mut(); TX_ROOMS].into_boxed_slice(),
+            spare_len: 0,
             rx_stats: RxStats::default(),
             tx_stats: TxStats::default(),
         }
@@ -53,6 +73,13 @@ impl DpdkQueue {
 
     pub fn port_id(&self) -> u16 {
         self.port.port_id
+    }
+
+    /// Mbufs held for the next [`send_burst_in_place`](Self::send_burst_in_place) (at most
+    /// [`TX_ROOMS`](Self::TX_ROOMS)); they count as in use in the pool until then or until the queue is
+    /// dropped.
+    pub fn spare_mbufs(&self) -> usize {
+        self.spare_len
     }
 
     pub fn queue_id(&self) -> u16 {
@@ -156,7 +183,8 @@ impl DpdkQueue {
     /// `n` mbufs (at most `max_burst` and [`TX_ROOMS`](Self::TX_ROOMS)) and calls `build(rooms, lens)` once with their data
     /// rooms; `build` writes frames into `rooms[..k]`, their lengths into `lens[..k]`, and returns `k`.
     /// Those `k` frames are sent (a length of 0 or beyond its room drops that one, counted as dropped if
-    /// not 0), the other mbufs go back to the pool. Returns how many frames the device took. One call for
+    /// not 0), the other mbufs are kept for the next call (see [`spare_mbufs`](Self::spare_mbufs)). Returns
+    /// how many frames the device took. One call for
     /// the whole burst instead of one per frame: the engine checks its state once a burst.
     pub fn send_burst_in_place(
         &mut self,
@@ -167,14 +195,23 @@ impl DpdkQueue {
         if n == 0 {
             return 0;
         }
+        // The spare mbufs of earlier bursts first, then fresh ones.
+        let reuse = self.spare_len.min(n);
         let pool = self.port.pool.as_ptr();
-        // SAFETY: live pool; the scratch array has room for n pointers.
-        let r = unsafe { ffi::rte_pktmbuf_alloc_bulk(pool, self.mbufs.as_mut_ptr(), n as u32) };
-        if r != 0 {
-            // The pool is empty (frames stuck in rings): drop the burst like a NIC without descriptors.
-            self.tx_stats.dropped += n as u64;
-            return 0;
+        if reuse < n {
+            let fresh = self.mbufs[reuse..n].as_mut_ptr();
+            // SAFETY: live pool; the scratch array has room for the n - reuse pointers from `reuse`.
+            let r = unsafe { ffi::rte_pktmbuf_alloc_bulk(pool, fresh, (n - reuse) as u32) };
+            if r != 0 {
+                // The pool is empty (frames stuck in rings): drop the burst like a NIC without
+                // descriptors (the spares stay spare).
+                self.tx_stats.dropped += n as u64;
+                return 0;
+            }
         }
+        let from = self.spare_len - reuse;
+        self.mbufs[..reuse].copy_from_slice(&self.spare[from..self.spare_len]);
+        self.spare_len = from;
         // The lengths, zeroed for this burst only (a whole array cost a 512-byte memset a burst, which
         // bursts of a frame or two, Append's and Sketch-Merge's, noticed).
         let mut lens_buf = [MaybeUninit::<usize>::uninit(); TX_ROOMS];
@@ -223,12 +260,12 @@ impl DpdkQueue {
                 ready += usize::from(unsafe { self.keep_or_free(m, len, room.len(), ready) });
             }
         }
-        if built < n {
-            // SAFETY: mbufs `built..n` are ours, unused, and were not moved by the packing above.
-            unsafe {
-                ffi::rte_pktmbuf_free_bulk(self.mbufs[built..n].as_mut_ptr(), (n - built) as u32)
-            };
-        }
+        // Mbufs `built..n` are ours, unused, and were not moved by the packing above: kept for the next
+        // burst. They fit: the spares left plus these are at most the spares before (when some stayed) or
+        // n (when all were taken), both at most TX_ROOMS.
+        let unused = n - built;
+        self.spare[self.spare_len..self.spare_len + unused].copy_from_slice(&self.mbufs[built..n]);
+        self.spare_len += unused;
         self.transmit_ready(ready)
     }
 
