@@ -153,7 +153,7 @@ const PLAIN_HEADERS_LEN: usize = IPV4_HEADER_LEN + UDP_LEN + bth::HEADER_LEN;
 const SHORT_TAIL: usize = 24;
 /// Where the variant fields sit in the plain masked headers (offsets from the IPv4 header): IPv4 TOS, TTL
 /// and header checksum, UDP checksum, BTH byte 4.
-const PLAIN_MASKED: [usize; 7] = [
+pub(crate) const PLAIN_MASKED: [usize; 7] = [
     offset::IPV4_TOS,
     offset::IPV4_TTL,
     offset::IPV4_CHECKSUM.start,

@@ -11,7 +11,7 @@
 //! A property test checks the result equals [`icrc::verify`](super::icrc::verify), errors included.
 
 use crate::roce::bth;
-use crate::roce::icrc::{carried_at, compute_at, locate, Offsets, LRH_CRC};
+use crate::roce::icrc::{carried_at, compute_at, locate, Offsets, LRH_CRC, PLAIN_MASKED};
 use crate::roce::short_crc::{Crc32Short, TailCrc};
 use crate::roce::ICRC_LEN;
 use crate::udp::{
@@ -32,17 +32,9 @@ const ID_AT: usize = 4;
 /// The key's bytes as little-endian words (four `u64`s, then the last 4 bytes in a fifth), compared
 /// word by word instead of through a masked copy and `memcmp`.
 const KEY_WORDS: usize = KEY_LEN.div_ceil(8);
-/// Where the variant fields sit in the key (offsets from the IPv4 header): IPv4 TOS, TTL and header
-/// checksum, UDP checksum, BTH byte 4 (FECN, BECN).
-const VARIANT: [usize; 7] = [
-    offset::IPV4_TOS,
-    offset::IPV4_TTL,
-    offset::IPV4_CHECKSUM.start,
-    offset::IPV4_CHECKSUM.start + 1,
-    IPV4_HEADER_LEN + offset::UDP_CHECKSUM.start,
-    IPV4_HEADER_LEN + offset::UDP_CHECKSUM.start + 1,
-    IPV4_HEADER_LEN + UDP_HEADER_LEN + bth::FECN_BECN_OFFSET,
-];
+/// Where the variant fields sit in the key (offsets from the IPv4 header): the ones the plain iCRC path
+/// masks, the key being a prefix of its masked headers.
+const VARIANT: [usize; 7] = PLAIN_MASKED;
 /// Per key word, ones over the bytes a shape fixes: zeros over the variant fields, the ID and past the
 /// key's end.
 const KEY_MASK: [u64; KEY_WORDS] = {
