@@ -389,6 +389,47 @@ impl Shape {
 }
 
 impl Shape {
+    /// For a WRITE ONLY shape whose frames [`write_rdma_write_no_icrc`](Self::write_rdma_write_no_icrc)
+    /// builds (template and payload lengths its short copies take): its frame and payload lengths.
+    /// `None` for other shapes, which are built one frame at a time.
+    #[inline]
+    pub(crate) fn short_write_lens(&self) -> Option<(usize, usize)> {
+        let (len, p) = (self.template.len(), self.payload_len);
+        let copies = |n: usize| n == 0 || (4..=128).contains(&n);
+        (self.opcode == BthOpcode::RdmaWriteOnly
+            && copies(len)
+            && copies(p)
+            && PAYLOAD_AT + p + ICRC_LEN == len)
+            .then_some((len, p))
+    }
+
+    /// A WRITE frame of this shape (one [`short_write_lens`](Self::short_write_lens) gave `Some`, whose
+    /// payload length `payload` has) at the start of `frame` (exactly the frame's length), without its
+    /// iCRC: [`fill_icrcs`](Self::fill_icrcs) writes a burst's at once. `word` is the BTH's AckReq/PSN
+    /// word. The bytes are [`write_rdma_write`](Self::write_rdma_write)'s (the requester's model test
+    /// compares the frames).
+    #[inline(always)]
+    pub(crate) fn write_rdma_write_no_icrc(
+        &self,
+        word: u32,
+        va: u64,
+        rkey: u32,
+        payload: &[u8],
+        frame: &mut [u8],
+    ) {
+        copy_short(frame, &self.template);
+        patch_reth(frame, word, va, rkey);
+        if let Some(p) = frame.get_mut(PAYLOAD_AT..PAYLOAD_AT + payload.len()) {
+            copy_payload(p, payload);
+        }
+    }
+
+    /// The iCRCs of the `frame_len`-byte frames of this shape at the start of `rooms`.
+    #[inline]
+    pub(crate) fn fill_icrcs(&self, rooms: &mut [&mut [u8]], frame_len: usize) {
+        self.prefix.fill_all(rooms, frame_len);
+    }
+
     /// [`write`](Self::write) of a WRITE `op` whose VA, R_Key and payload bytes the caller has read out
     /// (a burst reads them once for several uses; the payload's inline-or-heap test each time it is
     /// looked at was a few instructions).

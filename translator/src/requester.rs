@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use dta_protocol::dta::Opcode;
 use dta_protocol::roce::{
-    aeth::rnr_timer_ns, AckKind, BthOpcode, Extension, FrameRepr, NakCode, QPN_MASK,
+    aeth::rnr_timer_ns, AckKind, BthOpcode, Extension, FrameRepr, NakCode, PSN_MASK, QPN_MASK,
 };
 
 use crate::config::{RateConfig, RequesterConfig};
@@ -404,6 +404,9 @@ impl Requester {
         let Some(shape) = self.builder.last_shape() else {
             return 0;
         };
+        if let Some((frame_len, payload_len)) = shape.short_write_lens() {
+            return self.burst_writes(now, c, bufs, lens, frame_len, payload_len);
+        }
         let cwnd = self.cwnd as usize;
         let (max_atomics, ack_every) = (self.p.max_atomics, self.p.cfg.ack_every);
         let mut psn = self.next_psn;
@@ -473,6 +476,102 @@ impl Requester {
             // `account` for each frame: no rate applies, and `now` is the same for all of them.
             c.roce_frames_out += k as u64;
             c.roce_bytes_out += bytes;
+            if self.rto_armed.is_none() {
+                self.rto_armed = Some(now);
+            }
+        }
+        k
+    }
+
+    /// [`burst_new`](Self::burst_new) when the builder's last shape is a short WRITE ONLY (every
+    /// Key-Write entry, Postcarding chunk and Append head word): the same frames, state and counters, in
+    /// two passes. The first builds each frame but its iCRC, keeping the requester's state in locals
+    /// (none of these frames is an atomic, so the responder's atomic limit stands as it is through the
+    /// burst); the second writes the burst's iCRCs in one call, whose carry-less fold runs in its own
+    /// loop. It stops, as `burst_new` does, before the first work request of another shape or a buffer
+    /// too short, leaving it untouched.
+    #[inline(always)]
+    fn burst_writes(
+        &mut self,
+        now: Instant,
+        c: &mut Counters,
+        bufs: &mut [&mut [u8]],
+        lens: &mut [usize],
+        frame_len: usize,
+        payload_len: usize,
+    ) -> usize {
+        let Some(shape) = self.builder.last_shape() else {
+            return 0;
+        };
+        let cwnd = self.cwnd as usize;
+        let ack_every = self.p.cfg.ack_every;
+        // An atomic next in line that the responder's limit holds back makes a frame the last before a
+        // stall (so it asks for an ACK); whether the limit is reached cannot change in this burst.
+        let atomics_full = self.atomics >= self.p.max_atomics;
+        let queued = self.ring.len();
+        let first = self.win;
+        // The window's room and the queue bound the burst, as `burst_new`'s per-frame checks do.
+        let want = bufs.len().min(lens.len()).min(cwnd.saturating_sub(first));
+        let mut since = self.since_ack_req;
+        let mut psn = self.next_psn;
+        let mut heap = 0;
+        let mut k = 0;
+        while k < want {
+            let at = first + k;
+            let Some(slot) = self.ring.slot_of(at) else {
+                break;
+            };
+            let Some(f) = self.ring.at(slot) else {
+                break;
+            };
+            let Op::Write { va, rkey, payload } = &f.wr.op else {
+                break;
+            };
+            let data: &[u8] = payload;
+            let (Some(buf), true) = (bufs.get_mut(k), data.len() == payload_len) else {
+                break;
+            };
+            let Some(frame) = buf.get_mut(..frame_len) else {
+                break;
+            };
+            let stalls = at + 1 >= queued
+                || (atomics_full
+                    && self
+                        .ring
+                        .next_of(at, slot)
+                        .is_some_and(|next| next.wr.op.is_atomic()));
+            let next_since = since + 1;
+            let ack_req = next_since >= ack_every || at + 1 >= cwnd || stalls;
+            let word = u32::from(ack_req) << 31 | (psn & PSN_MASK);
+            shape.write_rdma_write_no_icrc(word, *va, *rkey, data, frame);
+            heap += usize::from(!ring::is_inline_data(payload, data));
+            let primitive = f.wr.primitive;
+            if let Some(f) = self.ring.at_mut(slot) {
+                f.psn = psn;
+                f.answered = false;
+                f.sent_at = now;
+                f.resent = false;
+            }
+            c.ops_out[opcode_index(primitive)] += 1;
+            since = if ack_req { 0 } else { next_since };
+            psn = psn::add(psn, 1);
+            if let Some(l) = lens.get_mut(k) {
+                *l = frame_len;
+            }
+            k += 1;
+        }
+        if k > 0 {
+            if let Some(built) = bufs.get_mut(..k) {
+                shape.fill_icrcs(built, frame_len);
+            }
+            self.since_ack_req = since;
+            self.next_psn = psn;
+            self.heap_in_win += heap;
+            self.win += k;
+            self.sent += k;
+            // `account` for each frame: no rate applies, and `now` is the same for all of them.
+            c.roce_frames_out += k as u64;
+            c.roce_bytes_out += (k * frame_len) as u64;
             if self.rto_armed.is_none() {
                 self.rto_armed = Some(now);
             }

@@ -305,6 +305,27 @@ impl IcrcPrefix {
         slot.copy_from_slice(&crc.to_le_bytes());
         crc
     }
+
+    /// [`fill`](Self::fill) of the `frame_len`-byte frame at the start of every room, for a burst of
+    /// frames of this prefix's shape: one call, whose carry-less fold runs in its own loop (a call per
+    /// frame made the builder's loop spill and reload its registers around it). Rooms shorter than
+    /// `frame_len` are skipped: a caller builds frames only into rooms that hold them.
+    pub fn fill_all(&self, rooms: &mut [&mut [u8]], frame_len: usize) {
+        let icrc_at = frame_len.wrapping_sub(ICRC_LEN);
+        if frame_len >= ICRC_LEN
+            && icrc_at == self.icrc_at
+            && self.tail.fill_many(rooms, icrc_at, self.zeros)
+        {
+            return;
+        }
+        for room in rooms.iter_mut() {
+            if let Some(frame) = room.get_mut(..frame_len) {
+                if frame.len() >= ICRC_LEN {
+                    self.fill(frame);
+                }
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -399,6 +420,56 @@ mod tests {
             let mut g = f.clone();
             proptest::prop_assert_eq!(prefix.fill(&mut g), compute(&f).unwrap());
             proptest::prop_assert_eq!(verify(&g), Ok(()));
+        }
+
+        /// `fill_all` over a burst of rooms (frames of the template's shape with random variable bytes,
+        /// in rooms longer than the frame) writes each frame's one-pass iCRC, and nothing past it.
+        #[test]
+        fn fill_all_equals_compute_per_frame(
+            payload_len in 0usize..120,
+            fetch_add: bool,
+            frames in proptest::collection::vec(
+                (proptest::prelude::any::<[u8; 4]>(), proptest::collection::vec(proptest::prelude::any::<u8>(), 1..64)),
+                1..20,
+            ),
+            spare in 0usize..40,
+            table_only: bool,
+        ) {
+            let ep = crate::udp::UdpEndpoints::new([2; 6], [4; 6], [10, 0, 0, 1], [10, 0, 0, 2], 49152, 4791);
+            let payload = vec![0u8; payload_len];
+            let repr = if fetch_add {
+                crate::roce::FrameRepr::fetch_add(ep, 0x11, 0, false, 0, 0, 0)
+            } else {
+                crate::roce::FrameRepr::write_only(ep, 0x11, 0, false, 0, 0, &payload)
+            };
+            let mut t = vec![0u8; repr.buffer_len()];
+            repr.emit(&mut t).unwrap();
+            let mut prefix = IcrcPrefix::new(&t).unwrap();
+            if table_only {
+                prefix.tail = TailCrc::new(Crc32Short::table_only(), prefix.tail.len());
+            }
+            let at = 14 + 20 + 8 + bth::ACK_PSN_OFFSET;
+            let mut rooms: Vec<Vec<u8>> = frames
+                .iter()
+                .map(|(psn_word, rest)| {
+                    let mut f = t.clone();
+                    f[at..at + 4].copy_from_slice(psn_word);
+                    let n = t.len() - 4;
+                    for (b, r) in f[at + 4..n].iter_mut().zip(rest.iter().cycle()) {
+                        *b = *r;
+                    }
+                    f.extend(std::iter::repeat_n(0xA5, spare));
+                    f
+                })
+                .collect();
+            let want: Vec<u32> = rooms.iter().map(|r| compute(&r[..t.len()]).unwrap()).collect();
+            let mut views: Vec<&mut [u8]> = rooms.iter_mut().map(Vec::as_mut_slice).collect();
+            prefix.fill_all(&mut views, t.len());
+            for (r, w) in rooms.iter().zip(want) {
+                proptest::prop_assert_eq!(&r[t.len() - 4..t.len()], &w.to_le_bytes()[..]);
+                proptest::prop_assert!(r[t.len()..].iter().all(|&b| b == 0xA5));
+                proptest::prop_assert_eq!(verify(&r[..t.len()]), Ok(()));
+            }
         }
     }
 

@@ -201,6 +201,9 @@ pub struct TailCrc {
     /// The carry-less fold for a window of this many blocks (unrolled up to 4), or `None` for the table
     /// (no carry-less multiply on this CPU, or an empty tail).
     clmul: Option<clmul::Linear>,
+    /// [`fill_many`](Self::fill_many)'s loop for this window (up to 4 blocks), or `None` (the table, or
+    /// a longer tail: those frames take the per-frame path).
+    many: Option<clmul::FillMany>,
 }
 
 impl TailCrc {
@@ -212,6 +215,11 @@ impl TailCrc {
             window,
             skip: window - len,
             clmul: (short.clmul && len > 0).then(|| clmul::for_blocks(window / 16)),
+            many: if short.clmul && len > 0 {
+                clmul::fill_many_for_blocks(window / 16)
+            } else {
+                None
+            },
         }
     }
 
@@ -245,6 +253,28 @@ impl TailCrc {
         // always has) on this CPU, to the fold for `window / 16` blocks: the slice is exactly those
         // blocks (at least one: `clmul` needs `len > 0`), and `skip` is below 16.
         Some(unsafe { f(&covered[start..], self.skip) })
+    }
+
+    /// Writes the iCRC of the frame at the start of every room: each frame's tail ends at `icrc_at`, its
+    /// register is `!(zeros ^ linear)` (see [`IcrcPrefix`](super::IcrcPrefix)), written little-endian at
+    /// `icrc_at`. One call for a burst of frames of one shape, so that the fold runs inlined in its own
+    /// loop instead of a call per frame that made the frame builder's loop spill its registers. Returns
+    /// false (nothing written) without the carry-less multiply or for tails over 64 bytes; rooms shorter
+    /// than `icrc_at + 4` are skipped (a caller builds frames only into rooms that hold them).
+    #[inline]
+    #[allow(unsafe_code)]
+    pub fn fill_many(&self, rooms: &mut [&mut [u8]], icrc_at: usize, zeros: u32) -> bool {
+        let Some(f) = self.many else {
+            return false;
+        };
+        if icrc_at < self.window {
+            return false;
+        }
+        // SAFETY: `many` is set only when `clmul_available` found PCLMULQDQ on this CPU, to the loop for
+        // `window / 16` blocks (1 to 4); `skip` is below 16, and `icrc_at` is at least the window, so
+        // each room's tail window starts inside it (the loop checks each room's length).
+        unsafe { f(rooms, icrc_at, self.skip, zeros) };
+        true
     }
 
     /// [`linear`](Self::linear) through the table (out of line: the carry-less path is the common one).
@@ -317,6 +347,56 @@ mod clmul {
             x = fold(x, _mm_loadu_si128(p.add(i)));
         }
         reduce(x)
+    }
+
+    /// [`TailCrc::fill_many`]'s loop: rooms, the iCRC offset, the skipped bytes, the prefix's zeros.
+    pub(crate) type FillMany = unsafe fn(&mut [&mut [u8]], usize, usize, u32);
+
+    /// The loop for windows of `blocks` blocks, up to 4 (`None` beyond: per frame there).
+    pub(super) fn fill_many_for_blocks(blocks: usize) -> Option<FillMany> {
+        match blocks {
+            1 => Some(fill_many_n::<1>),
+            2 => Some(fill_many_n::<2>),
+            3 => Some(fill_many_n::<3>),
+            4 => Some(fill_many_n::<4>),
+            _ => None,
+        }
+    }
+
+    /// For each room holding at least `icrc_at + 4` bytes: [`linear_n`] of the `N` blocks ending at
+    /// `icrc_at` (the first `skip` bytes taken as zero), and `!(zeros ^ that)` written little-endian at
+    /// `icrc_at`.
+    ///
+    /// # Safety
+    /// The CPU must have PCLMULQDQ; `N` at least 1, `skip` below 16 and `icrc_at` at least `16 * N`.
+    #[target_feature(enable = "pclmulqdq,sse2")]
+    unsafe fn fill_many_n<const N: usize>(
+        rooms: &mut [&mut [u8]],
+        icrc_at: usize,
+        skip: usize,
+        zeros: u32,
+    ) {
+        debug_assert!(N >= 1 && skip < 16 && icrc_at >= 16 * N);
+        // SAFETY: as in `linear`.
+        let keep = _mm_loadu_si128(KEEP_MASKS.as_ptr().add(16 - (skip & 15)) as *const __m128i);
+        let Some(start) = icrc_at.checked_sub(16 * N) else {
+            return;
+        };
+        for room in rooms.iter_mut() {
+            let Some(f) = room.get_mut(start..icrc_at + 4) else {
+                continue;
+            };
+            let p = f.as_ptr() as *const __m128i;
+            // SAFETY: `f` has 16 * N + 4 bytes, so the N blocks from its start are inside it.
+            let mut x = _mm_and_si128(_mm_loadu_si128(p), keep);
+            for i in 1..N {
+                x = fold(x, _mm_loadu_si128(p.add(i)));
+            }
+            let crc = !(zeros ^ reduce(x));
+            if let Some(slot) = f.get_mut(16 * N..16 * N + 4) {
+                slot.copy_from_slice(&crc.to_le_bytes());
+            }
+        }
     }
 
     /// The register after `state` and `blocks` (a non-empty multiple of 16 bytes).
@@ -394,6 +474,14 @@ mod clmul {
     /// Never called: `clmul` is false off x86_64.
     pub(super) fn for_blocks(_: usize) -> Linear {
         linear
+    }
+
+    /// As on x86_64.
+    pub(crate) type FillMany = unsafe fn(&mut [&mut [u8]], usize, usize, u32);
+
+    /// Never called: `clmul` is false off x86_64.
+    pub(super) fn fill_many_for_blocks(_: usize) -> Option<FillMany> {
+        None
     }
 
     /// Never called: `clmul` is false off x86_64.
