@@ -508,56 +508,53 @@ impl Requester {
         // An atomic next in line that the responder's limit holds back makes a frame the last before a
         // stall (so it asks for an ACK); whether the limit is reached cannot change in this burst.
         let atomics_full = self.atomics >= self.p.max_atomics;
-        let queued = self.ring.len();
         let first = self.win;
-        // The window's room and the queue bound the burst, as `burst_new`'s per-frame checks do.
-        let want = bufs.len().min(lens.len()).min(cwnd.saturating_sub(first));
+        // A frame is the window's last, or the queue's, when the next element is past this (AckReq).
+        let last = cwnd.min(self.ring.len());
+        let (slots, head, mask) = self.ring.slots_mut();
         let mut since = self.since_ack_req;
         let mut psn = self.next_psn;
         let mut heap = 0;
         let mut k = 0;
-        while k < want {
+        // The window's room and the queue bound the burst, as `burst_new`'s per-frame checks do.
+        for (buf, len_out) in bufs.iter_mut().zip(lens.iter_mut()) {
             let at = first + k;
-            let Some(slot) = self.ring.slot_of(at) else {
+            if at >= last {
                 break;
-            };
-            let Some(f) = self.ring.at(slot) else {
+            }
+            let slot = (head + at) & mask;
+            // An atomic next in line, looked at only when the limit holds atomics back.
+            let stalls = at + 1 >= last
+                || (atomics_full
+                    && slots
+                        .get((slot + 1) & mask)
+                        .is_some_and(|next| next.wr.op.is_atomic()));
+            let Some(f) = slots.get_mut(slot) else {
                 break;
             };
             let Op::Write { va, rkey, payload } = &f.wr.op else {
                 break;
             };
             let data: &[u8] = payload;
-            let (Some(buf), true) = (bufs.get_mut(k), data.len() == payload_len) else {
+            if data.len() != payload_len {
                 break;
-            };
+            }
             let Some(frame) = buf.get_mut(..frame_len) else {
                 break;
             };
-            let stalls = at + 1 >= queued
-                || (atomics_full
-                    && self
-                        .ring
-                        .next_of(at, slot)
-                        .is_some_and(|next| next.wr.op.is_atomic()));
             let next_since = since + 1;
-            let ack_req = next_since >= ack_every || at + 1 >= cwnd || stalls;
+            let ack_req = next_since >= ack_every || stalls;
             let word = u32::from(ack_req) << 31 | (psn & PSN_MASK);
             shape.write_rdma_write_no_icrc(word, *va, *rkey, data, frame);
             heap += usize::from(!ring::is_inline_data(payload, data));
-            let primitive = f.wr.primitive;
-            if let Some(f) = self.ring.at_mut(slot) {
-                f.psn = psn;
-                f.answered = false;
-                f.sent_at = now;
-                f.resent = false;
-            }
-            c.ops_out[opcode_index(primitive)] += 1;
+            f.psn = psn;
+            f.answered = false;
+            f.sent_at = now;
+            f.resent = false;
+            c.ops_out[opcode_index(f.wr.primitive)] += 1;
             since = if ack_req { 0 } else { next_since };
             psn = psn::add(psn, 1);
-            if let Some(l) = lens.get_mut(k) {
-                *l = frame_len;
-            }
+            *len_out = frame_len;
             k += 1;
         }
         if k > 0 {
@@ -1297,6 +1294,15 @@ mod ring {
         #[inline]
         pub(super) fn at_mut(&mut self, slot: usize) -> Option<&mut InFlight> {
             self.slots.get_mut(slot)
+        }
+
+        /// The slots, the slot of element 0 and the mask that wraps a slot index: for a loop over many
+        /// elements that keeps them in registers (element `i` is in slot `(head + i) & mask`, for `i`
+        /// below [`len`](Self::len)).
+        #[inline]
+        pub(super) fn slots_mut(&mut self) -> (&mut [InFlight], usize, usize) {
+            let mask = self.slots.len().wrapping_sub(1);
+            (&mut self.slots, self.head, mask)
         }
 
         /// Element `i + 1`, given the slot of element `i`, if there are more than `i + 1`.
