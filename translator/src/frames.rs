@@ -424,6 +424,30 @@ impl Shape {
         }
     }
 
+    /// For a FETCH_ADD shape: its frame length (every FETCH_ADD frame has the template's). `None` for
+    /// other shapes.
+    #[inline]
+    pub(crate) fn fetch_add_len(&self) -> Option<usize> {
+        let len = self.template.len();
+        (self.opcode == BthOpcode::FetchAdd && ATOMIC_END + ICRC_LEN == len).then_some(len)
+    }
+
+    /// A FETCH_ADD frame of this shape (one [`fetch_add_len`](Self::fetch_add_len) gave `Some`) at the
+    /// start of `frame` (exactly the frame's length), without its iCRC, as
+    /// [`write_rdma_write_no_icrc`](Self::write_rdma_write_no_icrc) is for WRITEs.
+    #[inline(always)]
+    pub(crate) fn write_fetch_add_no_icrc(
+        &self,
+        word: u32,
+        va: u64,
+        rkey: u32,
+        add: u64,
+        frame: &mut [u8],
+    ) {
+        copy_short(frame, &self.template);
+        patch_atomic_eth(frame, word, va, rkey, add);
+    }
+
     /// The iCRCs of the `frame_len`-byte frames of this shape at the start of `rooms`.
     #[inline]
     pub(crate) fn fill_icrcs(&self, rooms: &mut [&mut [u8]], frame_len: usize) {

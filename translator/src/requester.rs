@@ -407,6 +407,9 @@ impl Requester {
         if let Some((frame_len, payload_len)) = shape.short_write_lens() {
             return self.burst_writes(now, c, bufs, lens, frame_len, payload_len);
         }
+        if let Some(frame_len) = shape.fetch_add_len() {
+            return self.burst_fetch_adds(now, c, bufs, lens, frame_len);
+        }
         let cwnd = self.cwnd as usize;
         let (max_atomics, ack_every) = (self.p.max_atomics, self.p.cfg.ack_every);
         let mut psn = self.next_psn;
@@ -567,6 +570,85 @@ impl Requester {
             self.win += k;
             self.sent += k;
             // `account` for each frame: no rate applies, and `now` is the same for all of them.
+            c.roce_frames_out += k as u64;
+            c.roce_bytes_out += (k * frame_len) as u64;
+            if self.rto_armed.is_none() {
+                self.rto_armed = Some(now);
+            }
+        }
+        k
+    }
+
+    /// [`burst_new`](Self::burst_new) when the builder's last shape is FETCH_ADD (Key-Increment's
+    /// flushes): as [`burst_writes`](Self::burst_writes), with the responder's atomic limit counted
+    /// frame by frame (each of these frames is an atomic).
+    #[inline(always)]
+    fn burst_fetch_adds(
+        &mut self,
+        now: Instant,
+        c: &mut Counters,
+        bufs: &mut [&mut [u8]],
+        lens: &mut [usize],
+        frame_len: usize,
+    ) -> usize {
+        let Some(shape) = self.builder.last_shape() else {
+            return 0;
+        };
+        let cwnd = self.cwnd as usize;
+        let (max_atomics, ack_every) = (self.p.max_atomics, self.p.cfg.ack_every);
+        let first = self.win;
+        let last = cwnd.min(self.ring.len());
+        let (slots, head, mask) = self.ring.slots_mut();
+        let mut since = self.since_ack_req;
+        let mut psn = self.next_psn;
+        let mut atomics = self.atomics;
+        let mut k = 0;
+        for (buf, len_out) in bufs.iter_mut().zip(lens.iter_mut()) {
+            let at = first + k;
+            if at >= last || atomics >= max_atomics {
+                break;
+            }
+            let slot = (head + at) & mask;
+            // This frame is an atomic under the limit, so the next waits only if it is an atomic and
+            // this one takes the last answer the responder keeps (`burst_new`'s rule, `atomic` true).
+            let stalls = at + 1 >= last
+                || (atomics + 1 >= max_atomics
+                    && slots
+                        .get((slot + 1) & mask)
+                        .is_some_and(|next| next.wr.op.is_atomic()));
+            let Some(f) = slots.get_mut(slot) else {
+                break;
+            };
+            let Op::FetchAdd { va, rkey, add } = f.wr.op else {
+                break;
+            };
+            let Some(frame) = buf.get_mut(..frame_len) else {
+                break;
+            };
+            let next_since = since + 1;
+            let ack_req = next_since >= ack_every || stalls;
+            let word = u32::from(ack_req) << 31 | (psn & PSN_MASK);
+            shape.write_fetch_add_no_icrc(word, va, rkey, add, frame);
+            f.psn = psn;
+            f.answered = false;
+            f.sent_at = now;
+            f.resent = false;
+            c.ops_out[opcode_index(f.wr.primitive)] += 1;
+            since = if ack_req { 0 } else { next_since };
+            psn = psn::add(psn, 1);
+            atomics += 1;
+            *len_out = frame_len;
+            k += 1;
+        }
+        if k > 0 {
+            if let Some(built) = bufs.get_mut(..k) {
+                shape.fill_icrcs(built, frame_len);
+            }
+            self.since_ack_req = since;
+            self.next_psn = psn;
+            self.atomics = atomics;
+            self.win += k;
+            self.sent += k;
             c.roce_frames_out += k as u64;
             c.roce_bytes_out += (k * frame_len) as u64;
             if self.rto_armed.is_none() {
