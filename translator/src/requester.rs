@@ -86,6 +86,21 @@ struct InFlight {
     resent: bool,
 }
 
+/// Whether the responder's atomic limit (`max` atomics in the window) holds back the next work request
+/// after a frame that is an atomic or not (`atomic`), sent with `atomics` atomics in the window before
+/// it; `next_atomic` says whether the next is an atomic, and is asked only when the limit could bite.
+/// Such a frame is the last before a stall, so it asks for an ACK (or the window waits for the timeout).
+/// The one rule for every transmit path.
+#[inline(always)]
+fn atomic_limit_stalls(
+    atomic: bool,
+    atomics: u32,
+    max: u32,
+    next_atomic: impl FnOnce() -> bool,
+) -> bool {
+    atomics + u32::from(atomic) >= max && next_atomic()
+}
+
 /// The least window loss shrinks it to (frames).
 const MIN_CWND: u32 = 8;
 
@@ -301,10 +316,9 @@ impl Requester {
             None => true,
             Some(next) => {
                 // `next` cannot follow at once: the responder's atomic limit, or the rate.
-                let next_atomic = next.wr.op.is_atomic();
-                (next_atomic && self.atomics >= self.p.max_atomics)
-                    || (atomic && next_atomic && self.atomics + 1 >= self.p.max_atomics)
-                    || (self.limited && self.rate.ready_at(now, next.wr.op.frame_len()) > now)
+                atomic_limit_stalls(atomic, self.atomics, self.p.max_atomics, || {
+                    next.wr.op.is_atomic()
+                }) || (self.limited && self.rate.ready_at(now, next.wr.op.frame_len()) > now)
             }
         };
         let ack_req = self.since_ack_req >= self.p.cfg.ack_every || window_full || stalls;
@@ -436,9 +450,9 @@ impl Requester {
                 None => true,
                 Some(next) => {
                     // As in `transmit`, without the rate (none applies).
-                    let next_atomic = next.wr.op.is_atomic();
-                    (next_atomic && self.atomics >= max_atomics)
-                        || (atomic && next_atomic && self.atomics + 1 >= max_atomics)
+                    atomic_limit_stalls(atomic, self.atomics, max_atomics, || {
+                        next.wr.op.is_atomic()
+                    })
                 }
             };
             let ack_req = since >= ack_every || at + 1 >= cwnd || stalls;
@@ -508,9 +522,8 @@ impl Requester {
         };
         let cwnd = self.cwnd as usize;
         let ack_every = self.p.cfg.ack_every;
-        // An atomic next in line that the responder's limit holds back makes a frame the last before a
-        // stall (so it asks for an ACK); whether the limit is reached cannot change in this burst.
-        let atomics_full = self.atomics >= self.p.max_atomics;
+        // None of these frames is an atomic, so the atomic limit stands as it is through the burst.
+        let (atomics, max_atomics) = (self.atomics, self.p.max_atomics);
         let first = self.win;
         // A frame is the window's last, or the queue's, when the next element is past this (AckReq).
         let last = cwnd.min(self.ring.len());
@@ -526,12 +539,12 @@ impl Requester {
                 break;
             }
             let slot = (head + at) & mask;
-            // An atomic next in line, looked at only when the limit holds atomics back.
             let stalls = at + 1 >= last
-                || (atomics_full
-                    && slots
+                || atomic_limit_stalls(false, atomics, max_atomics, || {
+                    slots
                         .get((slot + 1) & mask)
-                        .is_some_and(|next| next.wr.op.is_atomic()));
+                        .is_some_and(|next| next.wr.op.is_atomic())
+                });
             let Some(f) = slots.get_mut(slot) else {
                 break;
             };
@@ -609,13 +622,12 @@ impl Requester {
                 break;
             }
             let slot = (head + at) & mask;
-            // This frame is an atomic under the limit, so the next waits only if it is an atomic and
-            // this one takes the last answer the responder keeps (`burst_new`'s rule, `atomic` true).
             let stalls = at + 1 >= last
-                || (atomics + 1 >= max_atomics
-                    && slots
+                || atomic_limit_stalls(true, atomics, max_atomics, || {
+                    slots
                         .get((slot + 1) & mask)
-                        .is_some_and(|next| next.wr.op.is_atomic()));
+                        .is_some_and(|next| next.wr.op.is_atomic())
+                });
             let Some(f) = slots.get_mut(slot) else {
                 break;
             };
