@@ -22,7 +22,7 @@ use dta_protocol::roce::{
 use crate::config::{RateConfig, RequesterConfig};
 use crate::counters::{opcode_index, Counters};
 use crate::dcqcn::Dcqcn;
-use crate::frames::{FrameBuilder, FrameOut, Op};
+use crate::frames::{FrameBuilder, FrameOut, Op, Shape};
 use crate::psn;
 use crate::rate::RateLimiter;
 use crate::rtt::RttEstimator;
@@ -419,10 +419,32 @@ impl Requester {
             return 0;
         };
         if let Some((frame_len, payload_len)) = shape.short_write_lens() {
-            return self.burst_writes(now, c, bufs, lens, frame_len, payload_len);
+            return self.burst_templated::<false>(
+                now,
+                c,
+                (bufs, lens),
+                frame_len,
+                |s, op, w, f| {
+                    let Op::Write { va, rkey, payload } = op else {
+                        return None;
+                    };
+                    let data: &[u8] = payload;
+                    if data.len() != payload_len {
+                        return None;
+                    }
+                    s.write_rdma_write_no_icrc(w, *va, *rkey, data, f);
+                    Some(!ring::is_inline_data(payload, data))
+                },
+            );
         }
         if let Some(frame_len) = shape.fetch_add_len() {
-            return self.burst_fetch_adds(now, c, bufs, lens, frame_len);
+            return self.burst_templated::<true>(now, c, (bufs, lens), frame_len, |s, op, w, f| {
+                let Op::FetchAdd { va, rkey, add } = *op else {
+                    return None;
+                };
+                s.write_fetch_add_no_icrc(w, va, rkey, add, f);
+                Some(false)
+            });
         }
         let cwnd = self.cwnd as usize;
         let (max_atomics, ack_every) = (self.p.max_atomics, self.p.cfg.ack_every);
@@ -501,108 +523,22 @@ impl Requester {
     }
 
     /// [`burst_new`](Self::burst_new) when the builder's last shape is a short WRITE ONLY (every
-    /// Key-Write entry, Postcarding chunk and Append head word): the same frames, state and counters, in
-    /// two passes. The first builds each frame but its iCRC, keeping the requester's state in locals
-    /// (none of these frames is an atomic, so the responder's atomic limit stands as it is through the
-    /// burst); the second writes the burst's iCRCs in one call, whose carry-less fold runs in its own
-    /// loop. It stops, as `burst_new` does, before the first work request of another shape or a buffer
-    /// too short, leaving it untouched.
+    /// Key-Write entry, Postcarding chunk and Append head word) or FETCH_ADD (Key-Increment): the same
+    /// frames, state and counters, in two passes. The first builds each frame but its iCRC (`build`
+    /// writes the frame of a work request of the shape, and says whether its payload is on the heap, or
+    /// gives `None` for another shape), keeping the requester's state in locals; the second writes the
+    /// burst's iCRCs in one call, whose carry-less fold runs in its own loop. Every frame of the burst is
+    /// an atomic (`ATOMIC`) or none is, so the responder's atomic limit is counted in a local or stands
+    /// as it is. It stops, as `burst_new` does, before the first work request of another shape or a
+    /// buffer too short, leaving it untouched.
     #[inline(always)]
-    fn burst_writes(
+    fn burst_templated<const ATOMIC: bool>(
         &mut self,
         now: Instant,
         c: &mut Counters,
-        bufs: &mut [&mut [u8]],
-        lens: &mut [usize],
+        (bufs, lens): (&mut [&mut [u8]], &mut [usize]),
         frame_len: usize,
-        payload_len: usize,
-    ) -> usize {
-        let Some(shape) = self.builder.last_shape() else {
-            return 0;
-        };
-        let cwnd = self.cwnd as usize;
-        let ack_every = self.p.cfg.ack_every;
-        // None of these frames is an atomic, so the atomic limit stands as it is through the burst.
-        let (atomics, max_atomics) = (self.atomics, self.p.max_atomics);
-        let first = self.win;
-        // A frame is the window's last, or the queue's, when the next element is past this (AckReq).
-        let last = cwnd.min(self.ring.len());
-        let (slots, head, mask) = self.ring.slots_mut();
-        let mut since = self.since_ack_req;
-        let mut psn = self.next_psn;
-        let mut heap = 0;
-        let mut k = 0;
-        // The window's room and the queue bound the burst, as `burst_new`'s per-frame checks do.
-        for (buf, len_out) in bufs.iter_mut().zip(lens.iter_mut()) {
-            let at = first + k;
-            if at >= last {
-                break;
-            }
-            let slot = (head + at) & mask;
-            let stalls = at + 1 >= last
-                || atomic_limit_stalls(false, atomics, max_atomics, || {
-                    slots
-                        .get((slot + 1) & mask)
-                        .is_some_and(|next| next.wr.op.is_atomic())
-                });
-            let Some(f) = slots.get_mut(slot) else {
-                break;
-            };
-            let Op::Write { va, rkey, payload } = &f.wr.op else {
-                break;
-            };
-            let data: &[u8] = payload;
-            if data.len() != payload_len {
-                break;
-            }
-            let Some(frame) = buf.get_mut(..frame_len) else {
-                break;
-            };
-            let next_since = since + 1;
-            let ack_req = next_since >= ack_every || stalls;
-            let word = u32::from(ack_req) << 31 | (psn & PSN_MASK);
-            shape.write_rdma_write_no_icrc(word, *va, *rkey, data, frame);
-            heap += usize::from(!ring::is_inline_data(payload, data));
-            f.psn = psn;
-            f.answered = false;
-            f.sent_at = now;
-            f.resent = false;
-            c.ops_out[opcode_index(f.wr.primitive)] += 1;
-            since = if ack_req { 0 } else { next_since };
-            psn = psn::add(psn, 1);
-            *len_out = frame_len;
-            k += 1;
-        }
-        if k > 0 {
-            if let Some(built) = bufs.get_mut(..k) {
-                shape.fill_icrcs(built, frame_len);
-            }
-            self.since_ack_req = since;
-            self.next_psn = psn;
-            self.heap_in_win += heap;
-            self.win += k;
-            self.sent += k;
-            // `account` for each frame: no rate applies, and `now` is the same for all of them.
-            c.roce_frames_out += k as u64;
-            c.roce_bytes_out += (k * frame_len) as u64;
-            if self.rto_armed.is_none() {
-                self.rto_armed = Some(now);
-            }
-        }
-        k
-    }
-
-    /// [`burst_new`](Self::burst_new) when the builder's last shape is FETCH_ADD (Key-Increment's
-    /// flushes): as [`burst_writes`](Self::burst_writes), with the responder's atomic limit counted
-    /// frame by frame (each of these frames is an atomic).
-    #[inline(always)]
-    fn burst_fetch_adds(
-        &mut self,
-        now: Instant,
-        c: &mut Counters,
-        bufs: &mut [&mut [u8]],
-        lens: &mut [usize],
-        frame_len: usize,
+        build: impl Fn(&Shape, &Op, u32, &mut [u8]) -> Option<bool>,
     ) -> usize {
         let Some(shape) = self.builder.last_shape() else {
             return 0;
@@ -610,37 +546,37 @@ impl Requester {
         let cwnd = self.cwnd as usize;
         let (max_atomics, ack_every) = (self.p.max_atomics, self.p.cfg.ack_every);
         let first = self.win;
+        // A frame is the window's last, or the queue's, when the next element is past this (AckReq).
         let last = cwnd.min(self.ring.len());
         let (slots, head, mask) = self.ring.slots_mut();
         let mut since = self.since_ack_req;
         let mut psn = self.next_psn;
         let mut atomics = self.atomics;
+        let mut heap = 0;
         let mut k = 0;
+        // The window's room and the queue bound the burst, as `burst_new`'s per-frame checks do.
         for (buf, len_out) in bufs.iter_mut().zip(lens.iter_mut()) {
             let at = first + k;
-            if at >= last || atomics >= max_atomics {
+            if at >= last || (ATOMIC && atomics >= max_atomics) {
                 break;
             }
             let slot = (head + at) & mask;
             let stalls = at + 1 >= last
-                || atomic_limit_stalls(true, atomics, max_atomics, || {
+                || atomic_limit_stalls(ATOMIC, atomics, max_atomics, || {
                     slots
                         .get((slot + 1) & mask)
                         .is_some_and(|next| next.wr.op.is_atomic())
                 });
-            let Some(f) = slots.get_mut(slot) else {
-                break;
-            };
-            let Op::FetchAdd { va, rkey, add } = f.wr.op else {
-                break;
-            };
-            let Some(frame) = buf.get_mut(..frame_len) else {
+            let (Some(f), Some(frame)) = (slots.get_mut(slot), buf.get_mut(..frame_len)) else {
                 break;
             };
             let next_since = since + 1;
             let ack_req = next_since >= ack_every || stalls;
             let word = u32::from(ack_req) << 31 | (psn & PSN_MASK);
-            shape.write_fetch_add_no_icrc(word, va, rkey, add, frame);
+            let Some(on_heap) = build(shape, &f.wr.op, word, frame) else {
+                break;
+            };
+            heap += usize::from(on_heap);
             f.psn = psn;
             f.answered = false;
             f.sent_at = now;
@@ -648,7 +584,7 @@ impl Requester {
             c.ops_out[opcode_index(f.wr.primitive)] += 1;
             since = if ack_req { 0 } else { next_since };
             psn = psn::add(psn, 1);
-            atomics += 1;
+            atomics += u32::from(ATOMIC);
             *len_out = frame_len;
             k += 1;
         }
@@ -659,8 +595,10 @@ impl Requester {
             self.since_ack_req = since;
             self.next_psn = psn;
             self.atomics = atomics;
+            self.heap_in_win += heap;
             self.win += k;
             self.sent += k;
+            // `account` for each frame: no rate applies, and `now` is the same for all of them.
             c.roce_frames_out += k as u64;
             c.roce_bytes_out += (k * frame_len) as u64;
             if self.rto_armed.is_none() {
