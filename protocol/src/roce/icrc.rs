@@ -387,6 +387,27 @@ mod tests {
         }
     }
 
+    /// A frame template: a FETCH_ADD, or a WRITE ONLY of `payload_len` zero bytes, at PSN 0.
+    fn template(payload_len: usize, fetch_add: bool) -> Vec<u8> {
+        let ep = crate::udp::UdpEndpoints::new(
+            [2; 6],
+            [4; 6],
+            [10, 0, 0, 1],
+            [10, 0, 0, 2],
+            49152,
+            4791,
+        );
+        let payload = vec![0u8; payload_len];
+        let repr = if fetch_add {
+            crate::roce::FrameRepr::fetch_add(ep, 0x11, 0, false, 0, 0, 0)
+        } else {
+            crate::roce::FrameRepr::write_only(ep, 0x11, 0, false, 0, 0, &payload)
+        };
+        let mut t = vec![0u8; repr.buffer_len()];
+        repr.emit(&mut t).unwrap();
+        t
+    }
+
     proptest::proptest! {
         /// The prefix state plus the table CRC of the rest equals the one-pass iCRC, for any frame whose
         /// bytes after the prefix (PSN word, extension headers, payload) are anything.
@@ -398,15 +419,7 @@ mod tests {
             fetch_add: bool,
         ) {
             // Templates of many lengths, WRITEs and FETCH_ADDs.
-            let ep = crate::udp::UdpEndpoints::new([2; 6], [4; 6], [10, 0, 0, 1], [10, 0, 0, 2], 49152, 4791);
-            let payload = vec![0u8; payload_len];
-            let repr = if fetch_add {
-                crate::roce::FrameRepr::fetch_add(ep, 0x11, 0, false, 0, 0, 0)
-            } else {
-                crate::roce::FrameRepr::write_only(ep, 0x11, 0, false, 0, 0, &payload)
-            };
-            let mut t = vec![0u8; repr.buffer_len()];
-            repr.emit(&mut t).unwrap();
+            let t = template(payload_len, fetch_add);
             let prefix = IcrcPrefix::new(&t).unwrap();
             // A frame of the template's length whose variable bytes are random (the template's total
             // length stays, so the prefix is the same).
@@ -435,15 +448,7 @@ mod tests {
             spare in 0usize..40,
             table_only: bool,
         ) {
-            let ep = crate::udp::UdpEndpoints::new([2; 6], [4; 6], [10, 0, 0, 1], [10, 0, 0, 2], 49152, 4791);
-            let payload = vec![0u8; payload_len];
-            let repr = if fetch_add {
-                crate::roce::FrameRepr::fetch_add(ep, 0x11, 0, false, 0, 0, 0)
-            } else {
-                crate::roce::FrameRepr::write_only(ep, 0x11, 0, false, 0, 0, &payload)
-            };
-            let mut t = vec![0u8; repr.buffer_len()];
-            repr.emit(&mut t).unwrap();
+            let t = template(payload_len, fetch_add);
             let mut prefix = IcrcPrefix::new(&t).unwrap();
             if table_only {
                 prefix.tail = TailCrc::new(Crc32Short::table_only(), prefix.tail.len());
