@@ -6,15 +6,9 @@
 mod support;
 
 use dta_protocol::dta::{AppendRepr, Body, KeyIncrementRepr, KeyWriteRepr, PostcardRepr};
-use dta_protocol::roce::{AckKind, Extension, FrameRepr, NakCode};
-use dta_translator::{Config, Engine, Instant};
+use dta_protocol::roce::{AckKind, FrameRepr, NakCode};
+use dta_translator::{Engine, Instant};
 use support::*;
-
-fn engine() -> Engine {
-    let mut cfg = Config::default();
-    cfg.sequence.enabled = true;
-    Engine::new(cfg, &[welcome()], Instant(0)).unwrap()
-}
 
 /// A mixed stream, as `transmit_into.rs` sends: Key-Write with N of 1 to 3, Key-Increment, Append,
 /// Postcarding, and retransmittable reports with sequence gaps (DTA NACKs).
@@ -111,28 +105,12 @@ fn drain_both(a: &mut Engine, b: &mut Engine, now: Instant, rng: &mut Rng) -> Ve
     }
 }
 
-/// Answers every AckReq and every atomic in `frames`, as a responder would, to both engines.
-fn answer(a: &mut Engine, b: &mut Engine, now: Instant, frames: &[Vec<u8>]) {
-    for f in frames {
-        let Ok(r) = FrameRepr::parse(f) else {
-            // A DTA NACK, not RoCE.
-            continue;
-        };
-        let atomic = matches!(r.ext, Extension::Atomic(_));
-        if atomic || r.bth.ack_req {
-            let resp = response(r.bth.psn, AckKind::Ack { credits: 31 }, atomic.then_some(7));
-            a.handle_frame(now, &resp);
-            b.handle_frame(now, &resp);
-        }
-    }
-}
-
 #[test]
 fn a_burst_equals_frames_one_at_a_time() {
     let mut total = 0;
     for seed in 1..40u64 {
         let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
-        let (mut a, mut b) = (engine(), engine());
+        let (mut a, mut b) = (seq_engine(), seq_engine());
         let mut now = Instant(1_000);
         let mut sent = 0;
         let all = reports();
@@ -148,7 +126,7 @@ fn a_burst_equals_frames_one_at_a_time() {
             sent += frames.len();
             // Sometimes leave the window unanswered for a while, so it fills and atomics stall.
             if rng.below(4) != 0 {
-                answer(&mut a, &mut b, now, &frames);
+                answer_all(&mut [&mut a, &mut b], now, &frames);
             } else if let Some(f) = frames.iter().find_map(|f| FrameRepr::parse(f).ok()) {
                 // Or lose one: a sequence NAK for it, and go-back-N.
                 let nak = response(f.bth.psn, AckKind::Nak(NakCode::PsnSequenceError), None);

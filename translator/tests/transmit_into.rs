@@ -5,15 +5,9 @@
 mod support;
 
 use dta_protocol::dta::{AppendRepr, Body, KeyIncrementRepr, KeyWriteRepr, PostcardRepr};
-use dta_protocol::roce::{AckKind, Extension, FrameRepr, NakCode};
-use dta_translator::{Config, Engine, Instant};
+use dta_protocol::roce::{AckKind, FrameRepr, NakCode};
+use dta_translator::{Engine, Instant};
 use support::*;
-
-fn engine() -> Engine {
-    let mut cfg = Config::default();
-    cfg.sequence.enabled = true;
-    Engine::new(cfg, &[welcome()], Instant(0)).unwrap()
-}
 
 /// A mixed stream: Key-Write with N of 1 to 3, Key-Increment, Append, Postcarding, and retransmittable
 /// reports with a sequence gap (a DTA NACK).
@@ -87,7 +81,7 @@ fn drain_both(a: &mut Engine, b: &mut Engine, now: Instant) -> Vec<Vec<u8>> {
 
 #[test]
 fn into_a_buffer_equals_into_a_vec() {
-    let (mut a, mut b) = (engine(), engine());
+    let (mut a, mut b) = (seq_engine(), seq_engine());
     let mut now = Instant(1_000);
     let mut sent = 0;
     for chunk in reports().chunks(16) {
@@ -97,18 +91,7 @@ fn into_a_buffer_equals_into_a_vec() {
         }
         let frames = drain_both(&mut a, &mut b, now);
         sent += frames.len();
-        // Answer every AckReq and every atomic, as a responder would (DTA NACKs are not RoCE: skipped).
-        for f in &frames {
-            let Ok(r) = FrameRepr::parse(f) else {
-                continue;
-            };
-            let atomic = matches!(r.ext, Extension::Atomic(_));
-            if atomic || r.bth.ack_req {
-                let resp = response(r.bth.psn, AckKind::Ack { credits: 31 }, atomic.then_some(7));
-                a.handle_frame(now, &resp);
-                b.handle_frame(now, &resp);
-            }
-        }
+        answer_all(&mut [&mut a, &mut b], now, &frames);
         now = Instant(now.0 + 10_000);
     }
     assert!(sent > 300, "{sent} frames");
@@ -141,7 +124,7 @@ fn into_a_buffer_equals_into_a_vec() {
 
 #[test]
 fn a_short_buffer_leaves_the_frame_queued() {
-    let mut e = engine();
+    let mut e = seq_engine();
     let data = [9u8; 4];
     let kw = Body::KeyWrite(KeyWriteRepr {
         redundancy: 1,

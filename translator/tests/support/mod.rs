@@ -165,6 +165,34 @@ pub fn drain(e: &mut dta_translator::Engine, now: dta_translator::Instant) -> Ve
     out
 }
 
+/// An engine with the default configuration and sequence tracking on, welcomed by [`welcome`].
+pub fn seq_engine() -> dta_translator::Engine {
+    let mut cfg = dta_translator::Config::default();
+    cfg.sequence.enabled = true;
+    dta_translator::Engine::new(cfg, &[welcome()], dta_translator::Instant(0)).unwrap()
+}
+
+/// Answers every AckReq and every atomic in `frames` to each of `engines`, as a responder would (an ACK,
+/// or an ATOMIC ACKNOWLEDGE with original value 7). DTA NACKs among them are not RoCE: skipped.
+pub fn answer_all(
+    engines: &mut [&mut dta_translator::Engine],
+    now: dta_translator::Instant,
+    frames: &[Vec<u8>],
+) {
+    for f in frames {
+        let Ok(r) = FrameRepr::parse(f) else {
+            continue;
+        };
+        let atomic = matches!(r.ext, Extension::Atomic(_));
+        if atomic || r.bth.ack_req {
+            let resp = response(r.bth.psn, AckKind::Ack { credits: 31 }, atomic.then_some(7));
+            for e in engines.iter_mut() {
+                e.handle_frame(now, &resp);
+            }
+        }
+    }
+}
+
 /// (PSN, AckReq) of RoCE frames.
 pub fn psns(frames: &[Vec<u8>]) -> Vec<(u32, bool)> {
     frames
