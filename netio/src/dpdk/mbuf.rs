@@ -37,3 +37,11 @@ pub(crate) unsafe fn set_len(m: *mut rte_mbuf, len: usize) {
     mb.data_len = len as u16;
     mb.pkt_len = len as u32;
 }
+
+/// The length of the frame in a single-segment mbuf (its `data_len`).
+///
+/// # Safety
+/// `m` must point to a valid mbuf owned by the caller.
+pub(crate) unsafe fn len(m: *const rte_mbuf) -> usize {
+    usize::from((*m).data_len)
+}
