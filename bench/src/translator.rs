@@ -391,6 +391,32 @@ pub fn run(mode: Mode, workers: usize, secs: f64, eal: Vec<String>) -> Result<Ru
 mod tests {
     use super::*;
 
+    /// A sent frame too short for a BTH is an error, not a panic, whatever it holds; one that asks for
+    /// nothing queues nothing.
+    #[test]
+    fn short_frames_are_refused() {
+        let mut a = Acker::new(0x123).unwrap();
+        let ep = workloads::roce_endpoints();
+        let mut buf = vec![0u8; 200];
+        let n = FrameRepr::write_only(ep, 17, 5, true, 0, 1, &[0; 8])
+            .emit(&mut buf)
+            .unwrap();
+        for len in [
+            0,
+            1,
+            HEADERS_LEN - 1,
+            HEADERS_LEN,
+            HEADERS_LEN + bth::HEADER_LEN - 1,
+        ] {
+            assert!(a.observe(&buf[..len]).is_err(), "{len} bytes");
+        }
+        assert!(a.lens.is_empty());
+        // The BTH alone is enough to decide (the AckReq write gets its ACK).
+        a.observe(&buf[..HEADERS_LEN + bth::HEADER_LEN]).unwrap();
+        a.observe(&buf[..n]).unwrap();
+        assert_eq!(a.lens.len(), 2);
+    }
+
     /// The templated responses are byte for byte what `FrameRepr` emits, PSN and MSN wraps included.
     #[test]
     fn templated_acks_equal_full_emits() {
