@@ -46,6 +46,7 @@ fn dpdk_suite() {
     ring_loop_returns_exact_frames(eal);
     ring_full_drops_and_counts(eal);
     in_place_build_and_receive(eal);
+    burst_in_place_drops_and_counts(eal);
     null_device_with_rss_queues_on_two_threads(eal);
     errors_name_the_call(eal);
     af_packet_vdev_on_a_veth_in_a_namespace(eal);
@@ -297,6 +298,111 @@ fn in_place_build_and_receive(eal: &Eal) {
     assert_eq!(port.pool().in_use(), 1);
     // Dropping the queue gives the spare back.
     drop(queues);
+    assert_eq!(port.pool().in_use(), 0);
+}
+
+/// `send_burst_in_place` around its rule (every built frame fits its room): a bad length first, in the
+/// middle or last sends the others in order and counts their bytes, and the unbuilt mbufs stay spare; a
+/// device that takes part of a burst is charged only the bytes it took.
+fn burst_in_place_drops_and_counts(eal: &Eal) {
+    let (port, mut queues) = Port::open(eal, "net_ring0", &PortConfig::default()).unwrap();
+    let q = &mut queues[0];
+    // Builds `built` of the rooms: frame k, or `bad(k)` as its length when that is Some (nothing written).
+    fn burst(
+        q: &mut dta_netio::dpdk::DpdkQueue,
+        n: usize,
+        built: usize,
+        bad: impl Fn(usize) -> Option<usize>,
+    ) -> usize {
+        q.send_burst_in_place(n, |rooms, lens| {
+            for (k, (room, len)) in rooms
+                .iter_mut()
+                .zip(lens.iter_mut())
+                .take(built)
+                .enumerate()
+            {
+                *len = bad(k).unwrap_or_else(|| {
+                    let f = frame(k as u32);
+                    room[..f.len()].copy_from_slice(&f);
+                    f.len()
+                });
+            }
+            built
+        })
+    }
+    /// Mbufs asked for, frames built, and the frames given a bad length: (k, length).
+    type Case = (usize, usize, &'static [(usize, usize)]);
+    let cases: [Case; 5] = [
+        (12, 10, &[(0, 2049)]),
+        (12, 10, &[(4, 5000), (6, 0)]),
+        (12, 10, &[(9, 2049)]),
+        (12, 10, &[(3, 0), (4, 0)]),
+        (12, 10, &[(0, 0), (1, 9000), (9, usize::MAX)]),
+    ];
+    let mut spares = 0;
+    for (n, built, bad) in cases {
+        let before = q.tx_stats();
+        let sent = burst(q, n, built, |k| {
+            bad.iter().find(|(b, _)| *b == k).map(|&(_, l)| l)
+        });
+        let expected: Vec<u32> = (0..built as u32)
+            .filter(|k| bad.iter().all(|(b, _)| *b != *k as usize))
+            .collect();
+        assert_eq!(sent, expected.len(), "{bad:?}");
+        let after = q.tx_stats();
+        assert_eq!(after.frames - before.frames, expected.len() as u64);
+        assert_eq!(
+            after.bytes - before.bytes,
+            expected.iter().map(|&k| frame(k).len() as u64).sum::<u64>(),
+            "{bad:?}"
+        );
+        let overruns = bad.iter().filter(|(_, l)| *l != 0).count() as u64;
+        assert_eq!(after.dropped - before.dropped, overruns, "{bad:?}");
+        let mut got = Vec::new();
+        q.recv_in_place(|f| {
+            assert_eq!(
+                f,
+                &frame(u32::from_be_bytes(f[..4].try_into().unwrap()))[..]
+            );
+            got.push(u32::from_be_bytes(f[..4].try_into().unwrap()))
+        });
+        assert_eq!(got, expected, "{bad:?}");
+        // The spares of the burst before cover this one's first mbufs; the unbuilt ones stay.
+        spares = spares - spares.min(n) + (n - built);
+        assert_eq!(q.spare_mbufs(), spares);
+        assert_eq!(port.pool().in_use() as usize, spares);
+    }
+
+    // The ring takes 1023 frames: fill it to 1000, then a burst of 40 (2 of them the spares left above)
+    // fits 23.
+    let mut queued = 0;
+    while queued < 1000 {
+        queued += q.send_in_place(25, |_, room| {
+            room[..60].fill(0xCC);
+            60
+        });
+    }
+    assert_eq!(queued, 1000);
+    let before = q.tx_stats();
+    assert_eq!(burst(q, 40, 40, |_| None), 23);
+    let after = q.tx_stats();
+    assert_eq!(after.frames - before.frames, 23);
+    assert_eq!(
+        after.bytes - before.bytes,
+        (0..23).map(|k| frame(k).len() as u64).sum::<u64>()
+    );
+    assert_eq!(after.dropped - before.dropped, 17);
+    assert_eq!(q.spare_mbufs(), 0);
+    // Draining returns every mbuf: the refused ones were freed.
+    let mut drained = 0;
+    loop {
+        let k = q.recv_in_place(|_| {});
+        if k == 0 {
+            break;
+        }
+        drained += k;
+    }
+    assert_eq!(drained, 1023);
     assert_eq!(port.pool().in_use(), 0);
 }
 
