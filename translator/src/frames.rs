@@ -10,6 +10,7 @@ use std::fmt;
 use std::ops::{Deref, DerefMut};
 
 use dta_protocol::roce::frame::pad_for;
+use dta_protocol::roce::short_crc::Write8;
 use dta_protocol::roce::{
     atomic_eth, bth, reth, BthOpcode, FrameRepr, IcrcPrefix, ICRC_LEN, PSN_MASK,
 };
@@ -221,6 +222,9 @@ pub(crate) struct Shape {
     payload_len: usize,
     template: Vec<u8>,
     prefix: IcrcPrefix,
+    /// For an RDMA WRITE ONLY of 8 payload bytes (Key-Write's entry for 4-byte values) on a CPU with the
+    /// carry-less multiply: the builder that puts a burst's frames together in registers.
+    write8: Option<Write8>,
 }
 
 /// Builds the frames of one QP.
@@ -304,11 +308,13 @@ impl FrameBuilder {
         let mut template = vec![0u8; op.frame_len()];
         self.repr(op, 0, false).emit(&mut template).ok()?;
         let prefix = IcrcPrefix::new(&template).ok()?;
+        let write8 = prefix.write8(&template);
         self.shapes.push(Shape {
             opcode,
             payload_len: len,
             template,
             prefix,
+            write8,
         });
         self.last = self.shapes.len() - 1;
         Some(self.last)
@@ -446,6 +452,12 @@ impl Shape {
     ) {
         copy_short(frame, &self.template);
         patch_atomic_eth(frame, word, va, rkey, add);
+    }
+
+    /// The [`Write8`] builder of this shape's frames, if it has one.
+    #[inline]
+    pub(crate) fn write8(&self) -> Option<&Write8> {
+        self.write8.as_ref()
     }
 
     /// The iCRCs of the `frame_len`-byte frames of this shape at the start of `rooms`.

@@ -22,13 +22,16 @@ use dta_protocol::roce::{
 use crate::config::{RateConfig, RequesterConfig};
 use crate::counters::{opcode_index, Counters};
 use crate::dcqcn::Dcqcn;
-use crate::frames::{FrameBuilder, FrameOut, Op, Shape};
+use crate::frames::{FrameBuilder, FrameOut, Op};
 use crate::psn;
 use crate::rate::RateLimiter;
 use crate::rtt::RttEstimator;
 use crate::time::{nanos, Instant};
 
+use self::burst::{BurstBuild, FetchAdds, Writes, Writes8};
 use self::ring::Ring;
+
+mod burst;
 
 /// An operation and the primitive it serves (for per-primitive counters).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -419,32 +422,14 @@ impl Requester {
             return 0;
         };
         if let Some((frame_len, payload_len)) = shape.short_write_lens() {
-            return self.burst_templated::<false>(
-                now,
-                c,
-                (bufs, lens),
-                frame_len,
-                |s, op, w, f| {
-                    let Op::Write { va, rkey, payload } = op else {
-                        return None;
-                    };
-                    let data: &[u8] = payload;
-                    if data.len() != payload_len {
-                        return None;
-                    }
-                    s.write_rdma_write_no_icrc(w, *va, *rkey, data, f);
-                    Some(!ring::is_inline_data(payload, data))
-                },
-            );
+            if shape.write8().is_some() {
+                return self.burst_templated(now, c, (bufs, lens), frame_len, Writes8::new());
+            }
+            let writes = Writes { payload_len };
+            return self.burst_templated(now, c, (bufs, lens), frame_len, writes);
         }
         if let Some(frame_len) = shape.fetch_add_len() {
-            return self.burst_templated::<true>(now, c, (bufs, lens), frame_len, |s, op, w, f| {
-                let Op::FetchAdd { va, rkey, add } = *op else {
-                    return None;
-                };
-                s.write_fetch_add_no_icrc(w, va, rkey, add, f);
-                Some(false)
-            });
+            return self.burst_templated(now, c, (bufs, lens), frame_len, FetchAdds);
         }
         let cwnd = self.cwnd as usize;
         let (max_atomics, ack_every) = (self.p.max_atomics, self.p.cfg.ack_every);
@@ -524,21 +509,21 @@ impl Requester {
 
     /// [`burst_new`](Self::burst_new) when the builder's last shape is a short WRITE ONLY (every
     /// Key-Write entry, Postcarding chunk and Append head word) or FETCH_ADD (Key-Increment): the same
-    /// frames, state and counters, in two passes. The first builds each frame but its iCRC (`build`
-    /// writes the frame of a work request of the shape, and says whether its payload is on the heap, or
-    /// gives `None` for another shape), keeping the requester's state in locals; the second writes the
-    /// burst's iCRCs in one call, whose carry-less fold runs in its own loop. Every frame of the burst is
-    /// an atomic (`ATOMIC`) or none is, so the responder's atomic limit is counted in a local or stands
-    /// as it is. It stops, as `burst_new` does, before the first work request of another shape or a
-    /// buffer too short, leaving it untouched.
+    /// frames, state and counters, in two passes. The first walks the work requests, keeping the
+    /// requester's state in locals, and stages each frame through `b` (writing it but for its iCRC, or
+    /// only its fields); the second finishes the burst in one call (its iCRCs, or the whole frames),
+    /// whose carry-less fold runs in its own loop. Every frame of the burst is an atomic
+    /// (`B::ATOMIC`) or none is, so the responder's atomic limit is counted in a local or stands as it is.
+    /// It stops, as `burst_new` does, before the first work request of another shape or a buffer too
+    /// short, leaving it untouched.
     #[inline(always)]
-    fn burst_templated<const ATOMIC: bool>(
+    fn burst_templated<B: BurstBuild>(
         &mut self,
         now: Instant,
         c: &mut Counters,
         (bufs, lens): (&mut [&mut [u8]], &mut [usize]),
         frame_len: usize,
-        build: impl Fn(&Shape, &Op, u32, &mut [u8]) -> Option<bool>,
+        mut b: B,
     ) -> usize {
         let Some(shape) = self.builder.last_shape() else {
             return 0;
@@ -554,15 +539,16 @@ impl Requester {
         let mut atomics = self.atomics;
         let mut heap = 0;
         let mut k = 0;
+        let cap = b.cap();
         // The window's room and the queue bound the burst, as `burst_new`'s per-frame checks do.
         for (buf, len_out) in bufs.iter_mut().zip(lens.iter_mut()) {
             let at = first + k;
-            if at >= last || (ATOMIC && atomics >= max_atomics) {
+            if at >= last || k >= cap || (B::ATOMIC && atomics >= max_atomics) {
                 break;
             }
             let slot = (head + at) & mask;
             let stalls = at + 1 >= last
-                || atomic_limit_stalls(ATOMIC, atomics, max_atomics, || {
+                || atomic_limit_stalls(B::ATOMIC, atomics, max_atomics, || {
                     slots
                         .get((slot + 1) & mask)
                         .is_some_and(|next| next.wr.op.is_atomic())
@@ -573,7 +559,7 @@ impl Requester {
             let next_since = since + 1;
             let ack_req = next_since >= ack_every || stalls;
             let word = u32::from(ack_req) << 31 | (psn & PSN_MASK);
-            let Some(on_heap) = build(shape, &f.wr.op, word, frame) else {
+            let Some(on_heap) = b.stage(shape, k, &f.wr.op, word, frame) else {
                 break;
             };
             heap += usize::from(on_heap);
@@ -584,13 +570,13 @@ impl Requester {
             c.ops_out[opcode_index(f.wr.primitive)] += 1;
             since = if ack_req { 0 } else { next_since };
             psn = psn::add(psn, 1);
-            atomics += u32::from(ATOMIC);
+            atomics += u32::from(B::ATOMIC);
             *len_out = frame_len;
             k += 1;
         }
         if k > 0 {
             if let Some(built) = bufs.get_mut(..k) {
-                shape.fill_icrcs(built, frame_len);
+                b.finish(shape, built, frame_len);
             }
             self.since_ack_req = since;
             self.next_psn = psn;

@@ -13,10 +13,11 @@
 //! last bytes: 4 bytes of AckReq and PSN, the extension header and the payload.
 
 use crate::roce::crc_table::CRC32_ISO_HDLC;
-use crate::roce::short_crc::{Crc32Short, TailCrc};
+use crate::roce::short_crc::{Crc32Short, TailCrc, Write8, WRITE8_LEN};
 use crate::roce::{bth, ICRC_LEN};
 use crate::udp::{
-    offset, ETHERTYPE_IPV4, ETH_HEADER_LEN as ETH_LEN, IPV4_HEADER_LEN, UDP_HEADER_LEN as UDP_LEN,
+    offset, ETHERTYPE_IPV4, ETH_HEADER_LEN as ETH_LEN, HEADERS_LEN, IPV4_HEADER_LEN,
+    UDP_HEADER_LEN as UDP_LEN,
 };
 use crate::{Error, Result};
 
@@ -306,6 +307,20 @@ impl IcrcPrefix {
         crc
     }
 
+    /// The builder of `template`'s frames as [`Write8`] does them, for an RDMA WRITE ONLY of 8 payload
+    /// bytes without IPv4 options (this prefix's template): `None` for another template, or without the
+    /// carry-less multiply.
+    pub fn write8(&self, template: &[u8]) -> Option<Write8> {
+        let o = locate(template).ok()?;
+        let ok = o.bth == HEADERS_LEN
+            && template.get(o.bth) == Some(&bth::BthOpcode::RdmaWriteOnly.code())
+            && o.icrc == WRITE8_LEN - ICRC_LEN
+            && template.len() == WRITE8_LEN
+            && self.resume_at == o.bth + bth::ACK_PSN_OFFSET
+            && self.icrc_at == o.icrc;
+        ok.then(|| Write8::new(template, self.zeros)).flatten()
+    }
+
     /// [`fill`](Self::fill) of the `frame_len`-byte frame at the start of every room, for a burst of
     /// frames of this prefix's shape: one call, whose carry-less fold runs in its own loop (a call per
     /// frame made the builder's loop spill and reload its registers around it). Rooms shorter than
@@ -476,6 +491,90 @@ mod tests {
                 proptest::prop_assert_eq!(verify(&r[..t.len()]), Ok(()));
             }
         }
+    }
+
+    proptest::proptest! {
+        /// `Write8` frames (template head, window built in registers, iCRC folded from them) are byte for
+        /// byte `FrameRepr::write_only`'s emit, whose iCRC is the one-pass crc32fast one, over random
+        /// fields and QPs; rooms longer than the frame keep their bytes past it, a short room ends the
+        /// burst.
+        #[test]
+        fn write8_equals_full_emit(
+            qp in 0u32..0x100_0000,
+            frames in proptest::collection::vec(
+                (0u32..0x100_0000, proptest::prelude::any::<bool>(), proptest::prelude::any::<u64>(),
+                 proptest::prelude::any::<u32>(), proptest::prelude::any::<[u8; 8]>()),
+                1..40,
+            ),
+            short_at in proptest::option::of(0usize..40),
+        ) {
+            let ep = crate::udp::UdpEndpoints::new([2; 6], [4; 6], [10, 0, 0, 1], [10, 0, 0, 2], 49152, 4791);
+            let t = {
+                let r = crate::roce::FrameRepr::write_only(ep, qp, 0, false, 0, 0, &[0; 8]);
+                let mut t = vec![0u8; r.buffer_len()];
+                r.emit(&mut t).unwrap();
+                t
+            };
+            let Some(w) = IcrcPrefix::new(&t).unwrap().write8(&t) else {
+                // No carry-less multiply on this CPU: nothing to compare.
+                return Ok(());
+            };
+            let fields: Vec<_> = frames
+                .iter()
+                .map(|&(psn, ack_req, va, rkey, payload)| crate::roce::short_crc::Write8Fields {
+                    word: u32::from(ack_req) << 31 | psn,
+                    va,
+                    rkey,
+                    payload,
+                })
+                .collect();
+            let mut rooms: Vec<Vec<u8>> = (0..frames.len())
+                .map(|k| vec![0xA5; if Some(k) == short_at { 81 } else { 100 }])
+                .collect();
+            let mut views: Vec<&mut [u8]> = rooms.iter_mut().map(Vec::as_mut_slice).collect();
+            let n = w.write_all(&mut views, &fields);
+            proptest::prop_assert_eq!(n, short_at.map_or(frames.len(), |s| s.min(frames.len())));
+            for (k, &(psn, ack_req, va, rkey, payload)) in frames.iter().enumerate().take(n) {
+                let r = crate::roce::FrameRepr::write_only(ep, qp, psn, ack_req, va, rkey, &payload);
+                let mut want = vec![0u8; r.buffer_len()];
+                r.emit(&mut want).unwrap();
+                proptest::prop_assert_eq!(&rooms[k][..82], &want[..]);
+                proptest::prop_assert!(rooms[k][82..].iter().all(|&b| b == 0xA5));
+            }
+            for room in &rooms[n..] {
+                proptest::prop_assert!(room.iter().all(|&b| b == 0xA5));
+            }
+        }
+    }
+
+    /// Templates `write8` does not take: another payload length, a FETCH_ADD, IPv4 options.
+    #[test]
+    fn write8_only_for_its_frame() {
+        let ep =
+            crate::udp::UdpEndpoints::new([2; 6], [4; 6], [10, 0, 0, 1], [10, 0, 0, 2], 1, 4791);
+        for payload_len in [0usize, 4, 12, 16] {
+            let t = template(payload_len, false);
+            assert!(
+                IcrcPrefix::new(&t).unwrap().write8(&t).is_none(),
+                "{payload_len}"
+            );
+        }
+        let t = template(0, true);
+        assert!(IcrcPrefix::new(&t).unwrap().write8(&t).is_none());
+        let r = crate::roce::FrameRepr::write_only(ep, 1, 0, false, 0, 0, &[0; 4]);
+        let mut t = vec![0u8; r.buffer_len()];
+        r.emit(&mut t).unwrap();
+        // Same length as a Write8 frame (82), but an IPv4 header of 24 bytes and a 4-byte payload.
+        let mut opts = t[..14].to_vec();
+        opts.push(0x46);
+        opts.extend_from_slice(&t[15..16]);
+        opts.extend_from_slice(&((t.len() - 14 + 4) as u16).to_be_bytes());
+        opts.extend_from_slice(&t[18..34]);
+        opts.extend_from_slice(&[1, 1, 1, 1]);
+        opts.extend_from_slice(&t[34..]);
+        assert_eq!(opts.len(), 82);
+        let p = IcrcPrefix::new(&opts).unwrap();
+        assert!(p.write8(&opts).is_none());
     }
 
     /// The iCRC as the annex describes it, byte by byte: the reference for [`compute`]'s paths.

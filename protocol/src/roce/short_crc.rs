@@ -285,6 +285,73 @@ impl TailCrc {
     }
 }
 
+/// The length of a [`Write8`] frame: Ethernet, IPv4 without options, UDP, BTH, RETH, 8 payload bytes,
+/// iCRC.
+pub const WRITE8_LEN: usize = 82;
+
+/// The per-frame fields of a [`Write8`] frame.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Write8Fields {
+    /// The BTH's AckReq/PSN word (AckReq in the top bit, the PSN in the low 24).
+    pub word: u32,
+    /// The RETH's virtual address.
+    pub va: u64,
+    /// The RETH's R_Key.
+    pub rkey: u32,
+    /// The payload (a Key-Write entry: the key's checksum and 4 data bytes).
+    pub payload: [u8; 8],
+}
+
+/// RDMA WRITE ONLY frames with an 8-byte payload (Key-Write's entry for 4-byte values, the common frame)
+/// of one QP, built a burst at a time: the iCRC window (the PSN word to the payload's end, 28 bytes
+/// after 4 the prefix state covers) is exactly two 16-byte blocks, which are put together in registers
+/// from the fields, stored, and folded for the iCRC without a copy of the template's tail, a patch of
+/// each field, or a reload. Only with the carry-less multiply ([`new`](Self::new) says `None` without
+/// it, and the caller builds such frames another way).
+#[derive(Clone, Debug)]
+pub struct Write8 {
+    /// The template's first 48 bytes (to just past the BTH's P_Key; bytes 46..48 are rewritten).
+    head: [u8; 48],
+    /// The template's 4 bytes before the PSN word (the BTH's reserved byte and destination QP), as a
+    /// little-endian word.
+    before_psn: u32,
+    /// The template's RETH DMA length (8), as a little-endian word of its big-endian bytes.
+    dma_len: u32,
+    /// The raw register the prefix state reaches over the 28-byte tail in zero bytes.
+    zeros: u32,
+}
+
+impl Write8 {
+    /// For frames of `template`, whose iCRC prefix state over everything before the PSN word reaches
+    /// the raw register `zeros` over 28 zero bytes. `None` without the carry-less multiply on this CPU,
+    /// or for a template of another length (the caller checks it is an RDMA WRITE ONLY of 8 bytes).
+    pub fn new(template: &[u8], zeros: u32) -> Option<Self> {
+        if !Crc32Short::detect().uses_clmul() || template.len() != WRITE8_LEN {
+            return None;
+        }
+        let word = |at: usize| -> Option<u32> {
+            Some(u32::from_le_bytes(
+                template.get(at..at + 4)?.try_into().ok()?,
+            ))
+        };
+        Some(Write8 {
+            head: template.get(..48)?.try_into().ok()?,
+            before_psn: word(46)?,
+            dma_len: word(66)?,
+            zeros,
+        })
+    }
+
+    /// Writes frame `k` with `fields[k]` at the start of `rooms[k]`, iCRC included, for as many as both
+    /// have (stopping at a room shorter than [`WRITE8_LEN`]); how many it wrote.
+    #[inline]
+    #[allow(unsafe_code)]
+    pub fn write_all(&self, rooms: &mut [&mut [u8]], fields: &[Write8Fields]) -> usize {
+        // SAFETY: `new` built `self` only where `clmul_available` found PCLMULQDQ on this CPU.
+        unsafe { clmul::write8(rooms, fields, self) }
+    }
+}
+
 #[cfg(target_arch = "x86_64")]
 fn clmul_available() -> bool {
     std::arch::is_x86_feature_detected!("pclmulqdq")
@@ -399,6 +466,60 @@ mod clmul {
         }
     }
 
+    /// [`Write8`](super::Write8)'s frames: for each room (at least [`WRITE8_LEN`](super::WRITE8_LEN)
+    /// bytes; a shorter one ends the loop) and its fields, the template's head, the two blocks of the
+    /// iCRC's window built in registers from the fields (no copy and patch of the template's tail), and
+    /// the iCRC folded from those same registers. How many frames it built.
+    ///
+    /// # Safety
+    /// The CPU must have PCLMULQDQ.
+    #[target_feature(enable = "pclmulqdq,sse2")]
+    pub(super) unsafe fn write8(
+        rooms: &mut [&mut [u8]],
+        fields: &[super::Write8Fields],
+        k: &super::Write8,
+    ) -> usize {
+        use super::WRITE8_LEN;
+        // The head, as three blocks held in registers through the loop (bytes 46..48 are overwritten by
+        // the first window block).
+        let head = k.head.as_ptr() as *const __m128i;
+        // SAFETY: `head` is 48 bytes.
+        let (h0, h1, h2) = (
+            _mm_loadu_si128(head),
+            _mm_loadu_si128(head.add(1)),
+            _mm_loadu_si128(head.add(2)),
+        );
+        // The window's first 4 bytes are in the prefix state: masked out of the fold.
+        // SAFETY: as in `linear` (skip 4).
+        let keep = _mm_loadu_si128(KEEP_MASKS.as_ptr().add(12) as *const __m128i);
+        let mut n = 0;
+        for (room, f) in rooms.iter_mut().zip(fields) {
+            let Some(frame) = room.get_mut(..WRITE8_LEN) else {
+                break;
+            };
+            // Little-endian words whose bytes are the frame's: the template's 4 bytes before the PSN
+            // word, then the big-endian word and VA; the big-endian R_Key, the template's DMA length,
+            // then the payload.
+            let w1 = u64::from(k.before_psn) | u64::from(f.word.to_be()) << 32;
+            let b1 = _mm_set_epi64x(f.va.to_be() as i64, w1 as i64);
+            let w2 = u64::from(f.rkey.to_be()) | u64::from(k.dma_len) << 32;
+            let b2 = _mm_set_epi64x(i64::from_le_bytes(f.payload), w2 as i64);
+            let p = frame.as_mut_ptr() as *mut __m128i;
+            // SAFETY: `frame` is WRITE8_LEN (82) bytes: blocks at 0, 16, 32, 46 and 62 end by 78.
+            _mm_storeu_si128(p, h0);
+            _mm_storeu_si128(p.add(1), h1);
+            _mm_storeu_si128(p.add(2), h2);
+            _mm_storeu_si128(frame.as_mut_ptr().add(46) as *mut __m128i, b1);
+            _mm_storeu_si128(frame.as_mut_ptr().add(62) as *mut __m128i, b2);
+            let crc = !(k.zeros ^ reduce(fold(_mm_and_si128(b1, keep), b2)));
+            if let Some(slot) = frame.get_mut(78..82) {
+                slot.copy_from_slice(&crc.to_le_bytes());
+            }
+            n += 1;
+        }
+        n
+    }
+
     /// The register after `state` and `blocks` (a non-empty multiple of 16 bytes).
     ///
     /// # Safety
@@ -482,6 +603,15 @@ mod clmul {
     /// Never called: `clmul` is false off x86_64.
     pub(super) fn fill_many_for_blocks(_: usize) -> Option<FillMany> {
         None
+    }
+
+    /// Never called: `Write8::new` needs the carry-less multiply.
+    pub(super) unsafe fn write8(
+        _: &mut [&mut [u8]],
+        _: &[super::Write8Fields],
+        _: &super::Write8,
+    ) -> usize {
+        0
     }
 
     /// Never called: `clmul` is false off x86_64.

@@ -1,0 +1,135 @@
+//! How [`Requester::burst_templated`](super::Requester) builds a burst of one frame shape: each frame's
+//! fields are staged while the requester's state is walked, then the burst is finished in one call (its
+//! iCRCs, or the whole frames), so that the carry-less fold runs in a loop of its own.
+
+use dta_protocol::roce::short_crc::Write8Fields;
+
+use super::ring;
+use crate::frames::{Op, Shape};
+
+/// One way of building a burst of frames of one shape.
+pub(super) trait BurstBuild {
+    /// Whether every frame of the shape is an atomic (FETCH_ADD) or none is.
+    const ATOMIC: bool;
+
+    /// At most how many frames one burst takes.
+    fn cap(&self) -> usize {
+        usize::MAX
+    }
+
+    /// Frame `k` of the burst, of work request `op` with the BTH's AckReq/PSN `word`, into `frame` (its
+    /// room, exactly the frame's length) or staged for [`finish`](Self::finish): whether its payload is
+    /// on the heap, or `None` (nothing done) for a work request of another shape.
+    fn stage(
+        &mut self,
+        shape: &Shape,
+        k: usize,
+        op: &Op,
+        word: u32,
+        frame: &mut [u8],
+    ) -> Option<bool>;
+
+    /// Completes the burst's `built` frames, each `frame_len` bytes, once all are staged.
+    fn finish(&mut self, shape: &Shape, built: &mut [&mut [u8]], frame_len: usize);
+}
+
+/// Short WRITE ONLY frames (payload `payload_len`): the frame is written at staging, its iCRC at the end.
+pub(super) struct Writes {
+    pub(super) payload_len: usize,
+}
+
+impl BurstBuild for Writes {
+    const ATOMIC: bool = false;
+
+    #[inline(always)]
+    fn stage(&mut self, s: &Shape, _: usize, op: &Op, word: u32, frame: &mut [u8]) -> Option<bool> {
+        let Op::Write { va, rkey, payload } = op else {
+            return None;
+        };
+        let data: &[u8] = payload;
+        if data.len() != self.payload_len {
+            return None;
+        }
+        s.write_rdma_write_no_icrc(word, *va, *rkey, data, frame);
+        Some(!ring::is_inline_data(payload, data))
+    }
+
+    #[inline(always)]
+    fn finish(&mut self, s: &Shape, built: &mut [&mut [u8]], frame_len: usize) {
+        s.fill_icrcs(built, frame_len);
+    }
+}
+
+/// FETCH_ADD frames: as [`Writes`].
+pub(super) struct FetchAdds;
+
+impl BurstBuild for FetchAdds {
+    const ATOMIC: bool = true;
+
+    #[inline(always)]
+    fn stage(&mut self, s: &Shape, _: usize, op: &Op, word: u32, frame: &mut [u8]) -> Option<bool> {
+        let Op::FetchAdd { va, rkey, add } = *op else {
+            return None;
+        };
+        s.write_fetch_add_no_icrc(word, va, rkey, add, frame);
+        Some(false)
+    }
+
+    #[inline(always)]
+    fn finish(&mut self, s: &Shape, built: &mut [&mut [u8]], frame_len: usize) {
+        s.fill_icrcs(built, frame_len);
+    }
+}
+
+/// Frames the most bursts of [`Writes8`] take: a transmit burst's usual size (a longer one goes on in
+/// the next call).
+const WRITES8_CAP: usize = 64;
+
+/// WRITE ONLY frames of 8 payload bytes (the shape's [`Write8`](dta_protocol::roce::short_crc::Write8)
+/// builder): only the fields are staged; the finish builds the whole frames.
+pub(super) struct Writes8 {
+    pub(super) fields: [Write8Fields; WRITES8_CAP],
+}
+
+impl Writes8 {
+    pub(super) fn new() -> Self {
+        Writes8 {
+            fields: [Write8Fields::default(); WRITES8_CAP],
+        }
+    }
+}
+
+impl BurstBuild for Writes8 {
+    const ATOMIC: bool = false;
+
+    fn cap(&self) -> usize {
+        WRITES8_CAP
+    }
+
+    #[inline(always)]
+    fn stage(&mut self, _: &Shape, k: usize, op: &Op, word: u32, _: &mut [u8]) -> Option<bool> {
+        let Op::Write { va, rkey, payload } = op else {
+            return None;
+        };
+        let data: &[u8] = payload;
+        let (Ok(bytes), Some(f)) = (<[u8; 8]>::try_from(data), self.fields.get_mut(k)) else {
+            return None;
+        };
+        *f = Write8Fields {
+            word,
+            va: *va,
+            rkey: *rkey,
+            payload: bytes,
+        };
+        Some(!ring::is_inline_data(payload, data))
+    }
+
+    #[inline(always)]
+    fn finish(&mut self, s: &Shape, built: &mut [&mut [u8]], _: usize) {
+        if let Some(w) = s.write8() {
+            // Every room holds a frame (the staging checked each one's length), so it builds them all.
+            let n = w.write_all(built, &self.fields[..built.len().min(WRITES8_CAP)]);
+            debug_assert_eq!(n, built.len());
+        }
+    }
+}
