@@ -267,7 +267,12 @@ impl Engine {
         payload_offset: usize,
         payload: &[u8],
     ) -> Handled {
-        match self.collectors.iter().position(|c| c.ip == src_ip) {
+        // The first collector on its own first: with one (the common case), no search loop.
+        let i = match self.collectors.first() {
+            Some(c) if c.ip == src_ip => Some(0),
+            _ => self.collectors.iter().position(|c| c.ip == src_ip),
+        };
+        match i {
             Some(i) => self.handle_roce(now, i, frame, payload_offset, payload),
             None => self.not_for_us(),
         }
@@ -298,7 +303,11 @@ impl Engine {
                 } else {
                     col.qp.on_response(now, a.psn, a.aeth.kind, a.orig, c);
                 }
-                self.qp_event(i);
+                // `qp_event`'s test on the collector at hand (not found again by index, with its
+                // bounds check, for every response).
+                if col.qp.error().is_some() {
+                    self.qp_event(i);
+                }
             }
             Some(Err(e)) => self.count_bad_response(&e),
             None => match UdpView::parse(frame).and_then(|udp| udp.frame(frame)) {
@@ -886,11 +895,14 @@ mod ack_dispatch_tests {
         }
     }
 
-    fn welcome() -> Welcome {
+    /// Collector `c`'s answer (`c` from 0; collector `c` is at `COLLECTOR_IP` plus `c`).
+    fn welcome(c: u8) -> Welcome {
+        let mut ip = COLLECTOR_IP;
+        ip[3] += c;
         Welcome {
             version: CONTROL_VERSION,
-            mac: [2, 0, 0, 0, 0, 2],
-            ip: COLLECTOR_IP,
+            mac: [2, 0, 0, 0, 0, 2 + c],
+            ip,
             qps: vec![ResponderQp {
                 qpn: COLLECTOR_QPN,
                 peer_qpn: TRANSLATOR_QPN,
@@ -951,12 +963,9 @@ mod ack_dispatch_tests {
     /// ACKNOWLEDGEs of PSNs in or near the window, some NAKs, RNR NAKs, CNPs, other QPs, and now and
     /// then a changed byte in the RoCE part or the IPv4/UDP fields the UDP parse does not read, its
     /// iCRC recomputed or not. The IPv4 ID varies, as a NIC's does.
-    fn response(rng: &mut Rng, next_psn: u32) -> Vec<u8> {
-        let src = if rng.chance(2) {
-            [198, 18, 0, 9]
-        } else {
-            COLLECTOR_IP
-        };
+    fn response(rng: &mut Rng, c: u8, next_psn: u32) -> Vec<u8> {
+        let mut src = COLLECTOR_IP;
+        src[3] += if rng.chance(2) { 7 } else { c };
         let ep = UdpEndpoints::new(
             [2, 0, 0, 0, 0, 2],
             [2, 0, 0, 0, 0, 1],
@@ -987,11 +996,8 @@ mod ack_dispatch_tests {
         } else {
             rng.below(1 << 24) as u32
         };
-        let qp = if rng.chance(95) {
-            TRANSLATOR_QPN
-        } else {
-            TRANSLATOR_QPN + 1
-        };
+        // Collector `c`'s local QPN is `qpn_base + c`.
+        let qp = TRANSLATOR_QPN + u32::from(c) + u32::from(rng.chance(5));
         let f = match rng.below(100) {
             0..=44 => FrameRepr::acknowledge(ep, qp, psn, aeth),
             45..=97 => FrameRepr::atomic_acknowledge(ep, qp, psn, aeth, rng.next()),
@@ -1035,7 +1041,9 @@ mod ack_dispatch_tests {
 
     fn same(a: &mut Engine, b: &mut Engine, now: Instant, step: usize) {
         assert_eq!(a.counters(), b.counters(), "step {step}");
-        assert_eq!(a.qp_stats(0), b.qp_stats(0), "step {step}");
+        for i in 0..a.collectors.len() {
+            assert_eq!(a.qp_stats(i), b.qp_stats(i), "step {step}");
+        }
         assert_eq!(a.poll_timeout(), b.poll_timeout(), "step {step}");
         assert_eq!(a.is_idle(), b.is_idle(), "step {step}");
         loop {
@@ -1044,8 +1052,9 @@ mod ack_dispatch_tests {
             match ea {
                 Some(Event::QpError { collector, .. }) => {
                     let psn = a.qp_stats(collector).map_or(0, |s| s.next_psn);
-                    a.reestablish(collector, &welcome(), psn, now).unwrap();
-                    b.reestablish(collector, &welcome(), psn, now).unwrap();
+                    let w = welcome(collector as u8);
+                    a.reestablish(collector, &w, psn, now).unwrap();
+                    b.reestablish(collector, &w, psn, now).unwrap();
                 }
                 None => break,
             }
@@ -1068,8 +1077,10 @@ mod ack_dispatch_tests {
             let mut cfg = Config::default();
             cfg.requester.retransmit_timeout_us = 50;
             cfg.requester.ack_every = 1 + rng.below(4) as u32;
-            let mut a = Engine::new(cfg.clone(), &[welcome()], Instant(0)).unwrap();
-            let mut b = Engine::new(cfg, &[welcome()], Instant(0)).unwrap();
+            // One collector, or two (the second found past the first).
+            let collectors: Vec<Welcome> = (0..1 + (seed % 2) as u8).map(welcome).collect();
+            let mut a = Engine::new(cfg.clone(), &collectors, Instant(0)).unwrap();
+            let mut b = Engine::new(cfg, &collectors, Instant(0)).unwrap();
             let mut now = Instant(0);
             let mut seq = 0u8;
             for step in 0..3000 {
@@ -1087,8 +1098,9 @@ mod ack_dispatch_tests {
                         b.handle_timeout(now);
                     }
                     _ => {
-                        let next = a.qp_stats(0).map_or(0, |s| s.next_psn);
-                        let f = response(&mut rng, next);
+                        let c = rng.below(collectors.len() as u64) as u8;
+                        let next = a.qp_stats(usize::from(c)).map_or(0, |s| s.next_psn);
+                        let f = response(&mut rng, c, next);
                         now = Instant(now.0 + rng.below(2_000));
                         assert_eq!(
                             a.handle_frame(now, &f),
