@@ -18,6 +18,7 @@ use crate::{Error, Result};
 const ACK_LEN: usize = bth::HEADER_LEN + aeth::HEADER_LEN + ICRC_LEN;
 /// ... and of an ATOMIC ACKNOWLEDGE: BTH, AETH, AtomicAckETH, iCRC.
 const ATOMIC_ACK_LEN: usize = ACK_LEN + atomic_ack_eth::HEADER_LEN;
+// `classify` reads the AtomicAckETH where an ACKNOWLEDGE's iCRC would be: right after the AETH.
 const _: () = assert!(bth::HEADER_LEN + aeth::HEADER_LEN == ACK_LEN - ICRC_LEN);
 
 impl<'a> FrameRepr<'a> {
