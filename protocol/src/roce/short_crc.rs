@@ -520,6 +520,16 @@ mod clmul {
         n
     }
 
+    /// The zero-init register of exactly one block ([`Crc32Short::linear_block`]).
+    ///
+    /// # Safety
+    /// The CPU must have PCLMULQDQ.
+    #[target_feature(enable = "pclmulqdq,sse2")]
+    pub(super) unsafe fn linear_block(block: &[u8; 16]) -> u32 {
+        // SAFETY: `block` is 16 bytes (an unaligned load).
+        reduce(_mm_loadu_si128(block.as_ptr() as *const __m128i))
+    }
+
     /// The register after `state` and `blocks` (a non-empty multiple of 16 bytes).
     ///
     /// # Safety
@@ -621,6 +631,11 @@ mod clmul {
     }
 
     /// Never called: `clmul` is false off x86_64.
+    pub(super) unsafe fn linear_block(block: &[u8; 16]) -> u32 {
+        super::CRC32_ISO_HDLC.update(0, block)
+    }
+
+    /// Never called: `clmul` is false off x86_64.
     pub(super) unsafe fn from_state(state: u32, blocks: &[u8]) -> u32 {
         super::CRC32_ISO_HDLC.update(state, blocks)
     }
@@ -708,52 +723,9 @@ impl Crc32Short {
         if self.clmul {
             // SAFETY: `clmul` is true only when `clmul_available` found PCLMULQDQ (and SSE2, which
             // x86_64 always has) on this CPU; `block` is one whole block.
-            return unsafe { one_block::linear(block) };
+            return unsafe { clmul::linear_block(block) };
         }
         CRC32_ISO_HDLC.update(0, block)
-    }
-}
-
-/// [`Crc32Short::linear_block`]'s carry-less path.
-#[cfg(target_arch = "x86_64")]
-#[allow(unsafe_code)]
-mod one_block {
-    use super::PAIRS;
-    use std::arch::x86_64::*;
-
-    /// The zero-init register of one block: its remainder reduced as `clmul::reduce` does (the same
-    /// steps and constants; that function is private to its module, which is not this one's to change).
-    ///
-    /// # Safety
-    /// The CPU must have PCLMULQDQ.
-    #[target_feature(enable = "pclmulqdq,sse2")]
-    pub(super) unsafe fn linear(block: &[u8; 16]) -> u32 {
-        // SAFETY: `block` is 16 bytes (an unaligned load); `PAIRS` is 16-byte aligned and each pair
-        // below is one of its four 16-byte entries.
-        let x = _mm_loadu_si128(block.as_ptr() as *const __m128i);
-        let k = _mm_load_si128(PAIRS.0[1].as_ptr() as *const __m128i);
-        // H·x^96 folded with x^95 mod P, plus L·x^32.
-        let y = _mm_xor_si128(
-            _mm_clmulepi64_si128(x, k, 0x00),
-            _mm_slli_si128(_mm_srli_si128(x, 8), 4),
-        );
-        // The top 32 bits folded with x^63 mod P into the low 64.
-        let z = _mm_srli_si128(_mm_xor_si128(_mm_clmulepi64_si128(y, k, 0x10), y), 8);
-        // Barrett: the remainder in bits 32..63 of z + q·P.
-        let b = _mm_load_si128(PAIRS.0[2].as_ptr() as *const __m128i);
-        let low32 = _mm_load_si128(PAIRS.0[3].as_ptr() as *const __m128i);
-        let q = _mm_and_si128(_mm_clmulepi64_si128(z, b, 0x00), low32);
-        let r = _mm_xor_si128(_mm_clmulepi64_si128(q, b, 0x10), z);
-        (_mm_cvtsi128_si64(r) as u64 >> 32) as u32
-    }
-}
-
-/// Never called: `clmul` is false off x86_64.
-#[cfg(not(target_arch = "x86_64"))]
-#[allow(unsafe_code)]
-mod one_block {
-    pub(super) unsafe fn linear(block: &[u8; 16]) -> u32 {
-        super::CRC32_ISO_HDLC.update(0, block)
     }
 }
 
