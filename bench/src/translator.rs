@@ -14,7 +14,10 @@ use std::time::Duration;
 
 use anyhow::{anyhow, Context, Result};
 use dta_netio::dpdk::{eal_init, register_thread, DpdkQueue, Port, PortConfig};
-use dta_protocol::roce::{bth, AckKind, AethRepr, FrameRepr, IcrcPrefix, ROCEV2_UDP_PORT};
+use dta_protocol::roce::short_crc::Crc32Short;
+use dta_protocol::roce::{
+    bth, AckKind, AethRepr, FrameRepr, IcrcPrefix, ICRC_LEN, ROCEV2_UDP_PORT,
+};
 use dta_protocol::udp::{UdpEndpoints, HEADERS_LEN};
 use dta_translator::{Engine, Instant};
 use serde::Serialize;
@@ -63,7 +66,15 @@ struct AckTemplate {
     frame: [u8; ACK_LEN],
     len: usize,
     prefix: IcrcPrefix,
+    short: Crc32Short,
+    /// For a frame whose iCRC tail (its PSN word to its iCRC) is one 16-byte block, an ATOMIC
+    /// ACKNOWLEDGE's: the raw register its invariant prefix reaches over 16 zero bytes, to which the
+    /// block's own part is added (the CRC is linear), without the prefix's general tail path.
+    one_block: Option<u32>,
 }
+
+/// Where an ACK's iCRC tail starts: its BTH's AckReq/PSN word.
+const ACK_TAIL_AT: usize = HEADERS_LEN + bth::ACK_PSN_OFFSET;
 
 impl AckTemplate {
     fn new(f: FrameRepr) -> Result<Self> {
@@ -74,7 +85,18 @@ impl AckTemplate {
         let mut frame = [0u8; ACK_LEN];
         f.emit(&mut frame[..len]).map_err(|e| anyhow!("ACK: {e}"))?;
         let prefix = IcrcPrefix::new(&frame[..len]).map_err(|e| anyhow!("ACK: {e}"))?;
-        Ok(AckTemplate { frame, len, prefix })
+        // The template's iCRC is !(zeros ^ linear(tail)): zeros from the template's own iCRC and tail.
+        let one_block = tail_block(&frame, len).map(|tail| {
+            let crc = prefix.finish(&frame[..len], len - ICRC_LEN);
+            !crc ^ Crc32Short::detect().linear_block(tail)
+        });
+        Ok(AckTemplate {
+            frame,
+            len,
+            prefix,
+            short: Crc32Short::detect(),
+            one_block,
+        })
     }
 
     /// The template with `psn` and `msn` (24-bit values) patched in, written to `out`; returns its length.
@@ -84,10 +106,24 @@ impl AckTemplate {
         *out = self.frame;
         out[ACK_PSN_AT..ACK_PSN_AT + 3].copy_from_slice(&psn.to_be_bytes()[1..]);
         out[ACK_MSN_AT..ACK_MSN_AT + 3].copy_from_slice(&msn.to_be_bytes()[1..]);
+        if let (Some(zeros), Some(tail)) = (self.one_block, tail_block(out, self.len)) {
+            let crc = !(zeros ^ self.short.linear_block(tail));
+            let at = self.len - ICRC_LEN;
+            out[at..at + ICRC_LEN].copy_from_slice(&crc.to_le_bytes());
+            return self.len;
+        }
         let f = &mut out[..self.len];
         self.prefix.fill(f);
         self.len
     }
+}
+
+/// The iCRC tail of a `len`-byte response in `frame`, if it is exactly one 16-byte block.
+fn tail_block(frame: &[u8; ACK_LEN], len: usize) -> Option<&[u8; 16]> {
+    frame
+        .get(ACK_TAIL_AT..len.checked_sub(ICRC_LEN)?)?
+        .try_into()
+        .ok()
 }
 
 impl Acker {
