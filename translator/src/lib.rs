@@ -19,6 +19,8 @@ pub mod rate;
 pub mod requester;
 pub mod rtt;
 pub mod sequence;
+#[cfg(test)]
+mod test_rng;
 pub mod time;
 
 pub use collector::RegionsFile;

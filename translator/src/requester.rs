@@ -1484,24 +1484,7 @@ mod tests {
     use super::ring::{is_inline, Ring};
     use super::*;
     use crate::frames::Payload;
-
-    /// xorshift64*: a reproducible stream without a dependency.
-    struct Rng(u64);
-
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 >> 12;
-            self.0 ^= self.0 << 25;
-            self.0 ^= self.0 >> 27;
-            self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-        }
-        fn below(&mut self, n: u64) -> u64 {
-            self.next() % n
-        }
-        fn chance(&mut self, percent: u64) -> bool {
-            self.below(100) < percent
-        }
-    }
+    use crate::test_rng::Rng;
 
     fn builder(dest_qp: u32) -> FrameBuilder {
         let ep = UdpEndpoints::new(

@@ -4,6 +4,7 @@
 //! `handle_roce_frame` alone, agree on counters, QP gauges, events, timers and frames after every step.
 
 use super::*;
+use crate::test_rng::Rng;
 use dta_protocol::control::{ResponderQp, CONTROL_VERSION};
 use dta_protocol::dta::{Body, HeaderForm, KeyIncrementRepr, KeyWriteRepr};
 use dta_protocol::layout::{Geometry, KeyIncrementGeometry, KeyWriteGeometry};
@@ -14,24 +15,6 @@ const COLLECTOR_IP: [u8; 4] = [198, 18, 0, 2];
 const TRANSLATOR_IP: [u8; 4] = [198, 18, 0, 1];
 const COLLECTOR_QPN: u32 = 0x11;
 const TRANSLATOR_QPN: u32 = 0x100;
-
-/// xorshift64*, seeded.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
-    }
-}
 
 /// Collector `c`'s answer (`c` from 0; collector `c` is at `COLLECTOR_IP` plus `c`).
 fn welcome(c: u8) -> Welcome {
