@@ -362,9 +362,10 @@ impl<'a> UdpView<'a> {
         let Some(h) = frame.first_chunk::<HEADERS_LEN>() else {
             return Err(Uncommon);
         };
-        let be32 = |at: usize| u32::from_be_bytes([h[at], h[at + 1], h[at + 2], h[at + 3]]);
-        // EtherType IPv4, then version 4 with IHL 5 (TOS, the fourth byte, is free).
-        if be32(12) & 0xFFFF_FF00 != 0x0800_4500 {
+        // EtherType IPv4, then version 4 with IHL 5 (TOS, the next byte, is free). Compared as a 16-bit and
+        // an 8-bit field, each against an immediate: a masked 32-bit compare kept its mask and value in
+        // two registers across the engine's whole receive loop, which then spilled others.
+        if u16::from_be_bytes([h[12], h[13]]) != 0x0800 || h[14] != 0x45 {
             return Err(Uncommon);
         }
         Ok(Self::common(frame, h))
@@ -373,9 +374,9 @@ impl<'a> UdpView<'a> {
     /// The rest of [`parse_common`](Self::parse_common) once the EtherType, version and IHL passed.
     #[inline(always)]
     fn common(frame: &'a [u8], h: &[u8; HEADERS_LEN]) -> Option<Self> {
-        let be32 = |at: usize| u32::from_be_bytes([h[at], h[at + 1], h[at + 2], h[at + 3]]);
-        // Flags and fragment offset (no fragment: only DF may be set), TTL (free), protocol UDP.
-        if be32(20) & 0x3FFF_00FF != 0x0000_0011 {
+        // Flags and fragment offset (no fragment: only DF may be set), TTL (free), protocol UDP; as
+        // above, fields against immediates rather than one masked word.
+        if u16::from_be_bytes([h[20], h[21]]) & 0x3FFF != 0 || h[23] != 0x11 {
             return None;
         }
         let ip_end = ETH_HEADER_LEN + usize::from(u16::from_be_bytes([h[16], h[17]]));
