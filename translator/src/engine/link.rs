@@ -69,7 +69,7 @@ impl Collector {
     /// outcome for Key-Write, `Accepted`) with the region's placement
     /// read once at setup: the same checks in the same order (region, queue room, then the primitive's
     /// `Placement::write`, which `offer`'s path runs too), so the same outcome (a test compares them).
-    /// Inlined into the engine's receive loop: out of line, the report went through the stack and the
+    /// Inlined into the engine's `key_write_parts`: called, the report went through the stack and the
     /// result was packed and unpacked around the call.
     #[inline(always)]
     pub(super) fn key_write(&mut self, r: &KeyWriteRepr, checksum: u32) -> Result<(), DropReason> {

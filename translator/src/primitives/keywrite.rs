@@ -133,8 +133,9 @@ impl Placement {
         let mut entry = [0u8; INLINE_PAYLOAD];
         entry[..KEY_WRITE_CHECKSUM_LEN].copy_from_slice(&checksum.to_le_bytes());
         put_data(&mut entry[KEY_WRITE_CHECKSUM_LEN..len], r.data);
-        // The entry moves in as the payload's inline buffer, built in the work request's ring slot
-        // (`len` fits the buffer, so `from_array` always gives it and the copy is never made).
+        // The entry moves in as the payload's inline buffer, the payload made by `push_write_with` once it
+        // has the ring slot, so that it is written there rather than kept on the stack across the ring's
+        // growth check (`len` fits the buffer, so `from_array` always gives it and the copy is never made).
         let payload =
             || Payload::from_array(entry, len).unwrap_or_else(|| Payload::from_slice(&entry));
         // `g.offset(key, n)` through the table CRCs; copy 0 continues the checksum's CRC (it hashes the
