@@ -362,9 +362,10 @@ impl<'a> UdpView<'a> {
         let Some(h) = frame.first_chunk::<HEADERS_LEN>() else {
             return Err(Uncommon);
         };
-        let be32 = |at: usize| u32::from_be_bytes([h[at], h[at + 1], h[at + 2], h[at + 3]]);
-        // EtherType IPv4, then version 4 with IHL 5 (TOS, the fourth byte, is free).
-        if be32(12) & 0xFFFF_FF00 != 0x0800_4500 {
+        // EtherType IPv4, then version 4 with IHL 5 (TOS, the next byte, is free). Compared as a 16-bit and
+        // an 8-bit field, each against an immediate: a masked 32-bit compare kept its mask and value in
+        // two registers across the engine's whole receive loop, which then spilled others.
+        if u16::from_be_bytes([h[12], h[13]]) != 0x0800 || h[14] != 0x45 {
             return Err(Uncommon);
         }
         Ok(Self::common(frame, h))
@@ -373,22 +374,24 @@ impl<'a> UdpView<'a> {
     /// The rest of [`parse_common`](Self::parse_common) once the EtherType, version and IHL passed.
     #[inline(always)]
     fn common(frame: &'a [u8], h: &[u8; HEADERS_LEN]) -> Option<Self> {
-        let be32 = |at: usize| u32::from_be_bytes([h[at], h[at + 1], h[at + 2], h[at + 3]]);
-        // Flags and fragment offset (no fragment: only DF may be set), TTL (free), protocol UDP.
-        if be32(20) & 0x3FFF_00FF != 0x0000_0011 {
+        // Flags and fragment offset (no fragment: only DF may be set), TTL (free), protocol UDP; as
+        // above, fields against immediates rather than one masked word.
+        if u16::from_be_bytes([h[20], h[21]]) & 0x3FFF != 0 || h[23] != 0x11 {
             return None;
         }
         let ip_end = ETH_HEADER_LEN + usize::from(u16::from_be_bytes([h[16], h[17]]));
-        // The IPv4 header and the UDP header within the total length, the total within the frame.
-        if ip_end < HEADERS_LEN || ip_end > frame.len() {
-            return None;
-        }
         let udp_end = match usize::from(u16::from_be_bytes([h[38], h[39]])) {
             // etherparse reads a UDP length of 0 as "to the end of the IPv4 payload".
             0 => ip_end,
-            n if n < UDP_HEADER_LEN || HEADERS_LEN - UDP_HEADER_LEN + n > ip_end => return None,
             n => HEADERS_LEN - UDP_HEADER_LEN + n,
         };
+        // The UDP length within the IPv4 total length, the total within the frame; the UDP header within
+        // the UDP length (a length of at least 8, or 0 with a total that holds both headers) is the
+        // payload's range below (`udp_end >= HEADERS_LEN`). The same checks as the total's two and the
+        // UDP length's two (`length_fields_agree_exhaustively`), in two compares here.
+        if udp_end > ip_end || ip_end > frame.len() {
+            return None;
+        }
         Some(UdpView {
             src_ip: [h[26], h[27], h[28], h[29]],
             dst_ip: [h[30], h[31], h[32], h[33]],
@@ -531,6 +534,30 @@ mod tests {
             prop_assert_eq!(UdpFrame::parse_etherparse(&f).is_ok(), UdpFrame::parse_direct(&f).is_ok());
             prop_assert_eq!(UdpFrame::parse(&f), UdpFrame::parse_etherparse(&f));
             view_agrees(&f)?;
+        }
+    }
+
+    /// Every IPv4 total length and UDP length around the headers and the frame's end (zero, below the
+    /// headers, within, past the total and the frame), in frames of several sizes: the common path's
+    /// length checks agree with `parse_direct` on each.
+    #[test]
+    fn length_fields_agree_exhaustively() {
+        let ep = UdpEndpoints::new([1; 6], [2; 6], [10, 0, 0, 1], [10, 0, 0, 2], 5000, 40040);
+        for payload in [0usize, 1, 7, 8, 20] {
+            let mut f = vec![0u8; HEADERS_LEN + payload];
+            ep.emit_frame(&mut f, &vec![0xAB; payload]).unwrap();
+            for pad in [0usize, 3] {
+                let mut g = f.clone();
+                g.resize(f.len() + pad, 0);
+                for tl in 0u16..80 {
+                    for udp_len in 0u16..70 {
+                        g[ETH_HEADER_LEN + 2..ETH_HEADER_LEN + 4]
+                            .copy_from_slice(&tl.to_be_bytes());
+                        g[38..40].copy_from_slice(&udp_len.to_be_bytes());
+                        view_agrees(&g).unwrap();
+                    }
+                }
+            }
         }
     }
 

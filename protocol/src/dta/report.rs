@@ -211,18 +211,45 @@ impl<'a> ReportRepr<'a> {
     /// 0x01 and wants the report's values without the [`Body`] to match again: `Some` exactly when
     /// `parse` accepts the report and it is a Key-Write, with its base header and body; `None` for any
     /// other report or an error (`parse` gives it). A property test checks this against `parse`.
-    #[inline]
+    #[inline(always)]
     pub fn parse_key_write(
         udp_payload: &'a [u8],
         fmt: &ReportFormat,
     ) -> Option<(BaseRepr, KeyWriteRepr<'a>)> {
-        let (flags, seqnum, rest) = quick_base(udp_payload, fmt)?;
-        if udp_payload[0] != Opcode::KeyWrite.code() {
+        // The base header and the Key-Write header as one fixed-size array per form, so that every field
+        // is read at a fixed offset with no bounds check of its own; the data is the rest. The checks of
+        // `quick_base` and `quick_key_write` (the length as `rest.len() == HEADER_LEN + D`).
+        let (h, data, seqnum) = match fmt.form {
+            HeaderForm::Seq => {
+                let (h, data) =
+                    udp_payload.split_first_chunk::<{ base::SEQ_LEN + keywrite::HEADER_LEN }>()?;
+                (&h[base::SEQ_LEN - 1..], data, Some(h[1]))
+            }
+            HeaderForm::Compact => {
+                let (h, data) = udp_payload
+                    .split_first_chunk::<{ base::COMPACT_LEN + keywrite::HEADER_LEN }>()?;
+                (&h[base::COMPACT_LEN - 1..], data, None)
+            }
+        };
+        // `h`: the flags byte (the base header's last), the redundancy, the key.
+        let &[flags, redundancy, k0, k1, k2, k3] = h else {
+            return None;
+        };
+        // The reserved bits (the low six of the flags byte) must be zero.
+        if udp_payload[0] != Opcode::KeyWrite.code()
+            || flags & 0x3F != 0
+            || data.len() != fmt.keywrite_data_len
+            || !redundancy_ok(redundancy)
+        {
             return None;
         }
         Some((
             quick_base_repr(Opcode::KeyWrite, seqnum, flags),
-            quick_key_write(rest, fmt)?,
+            KeyWriteRepr {
+                redundancy,
+                key: u32::from_be_bytes([k0, k1, k2, k3]),
+                data,
+            },
         ))
     }
 

@@ -65,19 +65,17 @@ impl Collector {
         p.handle(now, r, region, &mut out)
     }
 
-    /// [`offer`](Self::offer) of a Key-Write report (`checksum` is its key's) with the region's placement
+    /// [`offer`](Self::offer) of a Key-Write report (`checksum` is its key's; `Ok` is `offer`'s only
+    /// outcome for Key-Write, `Accepted`) with the region's placement
     /// read once at setup: the same checks in the same order (region, queue room, then the primitive's
     /// `Placement::write`, which `offer`'s path runs too), so the same outcome (a test compares them).
-    #[inline]
-    pub(super) fn key_write(
-        &mut self,
-        r: &KeyWriteRepr,
-        checksum: u32,
-    ) -> Result<Outcome, DropReason> {
+    /// Inlined into the engine's `key_write_parts`: called, the report went through the stack and the
+    /// result was packed and unpacked around the call.
+    #[inline(always)]
+    pub(super) fn key_write(&mut self, r: &KeyWriteRepr, checksum: u32) -> Result<(), DropReason> {
         let p = self.key_write.as_ref().ok_or(DropReason::NoRegion)?;
         room(&self.qp, usize::from(r.redundancy))?;
         p.write(r, checksum, &mut self.qp)
-            .map(|()| Outcome::Accepted)
     }
 
     /// [`offer`](Self::offer) of an Append report whose list is `regions.append[k]`: the same checks in
@@ -382,7 +380,7 @@ mod tests {
                         data: bytes,
                     };
                     let checksum = key_checksum(r.key);
-                    let fast = a.key_write(&r, checksum);
+                    let fast = a.key_write(&r, checksum).map(|()| Outcome::Accepted);
                     let kw = KeyWriteReport { repr: r, checksum };
                     let slow = b.offer(now, |p| &mut p.key_write, &kw, &mut cb);
                     assert_eq!(fast, slow, "step {step}");

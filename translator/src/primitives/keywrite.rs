@@ -84,12 +84,13 @@ pub struct Placement {
     mask: u64,
     /// Entry size in bytes.
     size: u64,
-    /// Entry size as a length, at most [`INLINE_PAYLOAD`] when `fits`.
+    /// Entry size as a length, at most [`INLINE_PAYLOAD`] when `data_len` is not `usize::MAX`.
     len: usize,
     n_max: u8,
+    /// Data bytes per entry; `usize::MAX`, which no report's data matches, when an entry does not fit a
+    /// work request's inline payload: then every report is refused as a geometry mismatch, by the same
+    /// one compare per report that checks the data's length.
     data_len: usize,
-    /// Whether an entry fits a work request's inline payload.
-    fits: bool,
 }
 
 impl Placement {
@@ -106,29 +107,37 @@ impl Placement {
             size: u64::from(g.entry_size()),
             len,
             n_max: g.n_max(),
-            data_len: g.data_len(),
-            fits: len <= INLINE_PAYLOAD,
+            data_len: if len <= INLINE_PAYLOAD {
+                g.data_len()
+            } else {
+                usize::MAX
+            },
         })
     }
 
     /// Queues the N writes of `r`, whose key's checksum is `checksum`. The caller has checked the queue
     /// has room for N.
-    #[inline]
+    #[inline(always)]
     pub fn write(
         &self,
         r: &KeyWriteRepr,
         checksum: u32,
         qp: &mut Requester,
     ) -> Result<(), DropReason> {
-        if r.redundancy > self.n_max || r.data.len() != self.data_len || !self.fits {
+        if r.redundancy > self.n_max || r.data.len() != self.data_len {
             return Err(DropReason::GeometryMismatch);
         }
         let len = self.len;
         // The layout of `KeyWriteGeometry::encode_entry`, with the checksum given (a test checks they
-        // agree). `len` fits the buffer (`fits`) and is the checksum and the data (`data_len`).
+        // agree). `len` fits the buffer (`data_len` matched) and is the checksum and the data.
         let mut entry = [0u8; INLINE_PAYLOAD];
         entry[..KEY_WRITE_CHECKSUM_LEN].copy_from_slice(&checksum.to_le_bytes());
         put_data(&mut entry[KEY_WRITE_CHECKSUM_LEN..len], r.data);
+        // The entry moves in as the payload's inline buffer, the payload made by `push_write_with` once it
+        // has the ring slot, so that it is written there rather than kept on the stack across the ring's
+        // growth check (`len` fits the buffer, so `from_array` always gives it and the copy is never made).
+        let payload =
+            || Payload::from_array(entry, len).unwrap_or_else(|| Payload::from_slice(&entry));
         // `g.offset(key, n)` through the table CRCs; copy 0 continues the checksum's CRC (it hashes the
         // same key bytes with the same polynomial, then n = 0). A test checks both against the layout.
         for n in 0..r.redundancy {
@@ -137,17 +146,17 @@ impl Placement {
             } else {
                 placement_hash(r.key, n)
             };
-            // The entry moves in as the payload's inline buffer (`len` fits: checked above).
-            let payload = Payload::from_array(entry, len).ok_or(DropReason::GeometryMismatch)?;
-            super::write(
-                qp,
-                Opcode::KeyWrite,
-                self.va + (u64::from(h) & self.mask) * self.size,
-                self.rkey,
-                payload,
-            );
+            qp.push_write_with(Opcode::KeyWrite, self.va_of(h), self.rkey, payload);
         }
         Ok(())
+    }
+}
+
+impl Placement {
+    /// The address of the slot that placement hash `h` picks.
+    #[inline(always)]
+    fn va_of(&self, h: u32) -> u64 {
+        self.va + (u64::from(h) & self.mask) * self.size
     }
 }
 

@@ -23,8 +23,8 @@ use dta_protocol::layout::Region;
 use crate::collector::Regions;
 use crate::config::Config;
 use crate::counters::{Counters, DropReason};
-use crate::frames::{Op, Payload};
-use crate::requester::{Requester, WorkRequest};
+use crate::frames::Payload;
+use crate::requester::Requester;
 use crate::time::Instant;
 
 use append::AppendLists;
@@ -195,11 +195,9 @@ impl Hasher for IdHasher {
 /// A map keyed by a configured id, hashed with [`IdHasher`].
 pub(crate) type IdMap<V> = HashMap<u32, V, BuildHasherDefault<IdHasher>>;
 
-/// Queues a WRITE of `payload` at `va`.
+/// Queues a WRITE of `payload` at `va`, written into its ring slot in place (`Requester::push_write`,
+/// which queues what `push` of the same work request does).
 #[inline]
 pub(crate) fn write(qp: &mut Requester, primitive: Opcode, va: u64, rkey: u32, payload: Payload) {
-    qp.push(WorkRequest {
-        op: Op::Write { va, rkey, payload },
-        primitive,
-    });
+    qp.push_write(primitive, va, rkey, payload);
 }
