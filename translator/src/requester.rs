@@ -1036,7 +1036,55 @@ impl Requester {
                 }
             }
         }
-        self.on_ack_any(now, psn, atomic, c);
+        self.on_ack_past_front(now, psn, atomic, c);
+    }
+
+    /// [`on_ack_any`](Self::on_ack_any), with its common case first: a plain ACK past the front, with
+    /// no probe out, no heap buffer and no atomic in the window (Key-Write's one ACK per `ack_every`
+    /// writes, which retires them all). Every step of `on_ack_any` whose outcome those facts fix is
+    /// left out (the atomic checks, `retire_before`'s `retirable` scan and clamps, the probe's
+    /// rewind): it counts, samples the RTT, moves the ring's head past all of them and re-arms the
+    /// timer once (callgrind: ~160 instructions an ACK of 16 writes through `on_ack_any`, ~60 here).
+    /// Out of line, and not in [`on_ack`](Self::on_ack): there it made the per-response path of
+    /// atomics (Key-Increment's ATOMIC ACKNOWLEDGE of the front) an instruction longer.
+    #[inline(never)]
+    fn on_ack_past_front(&mut self, now: Instant, psn: u32, atomic: bool, c: &mut Counters) {
+        if atomic
+            || self.win == 0
+            || self.probe.is_some()
+            || self.heap_in_win != 0
+            || self.atomics != 0
+        {
+            return self.on_ack_any(now, psn, atomic, c);
+        }
+        // `index_of(psn)`, `win > 0`.
+        let Some(front) = self.ring.get(0) else {
+            return self.on_ack_any(now, psn, atomic, c);
+        };
+        let i = psn::distance(front.psn, psn) as usize;
+        if i == 0 || i >= self.win {
+            // The front (an ACK for an atomic there), or not in the window (stale).
+            return self.on_ack_any(now, psn, atomic, c);
+        }
+        // `i < win`: in the ring (`on_ack_any` does nothing otherwise, as here).
+        let Some(f) = self.ring.get(i) else {
+            return;
+        };
+        c.acks += 1;
+        if !f.resent {
+            self.rtt.sample_ns(now.0.saturating_sub(f.sent_at.0));
+        }
+        let n = i + 1;
+        // `retire_before(n)`: `n <= win`, no atomic to stop at, no heap buffer to give back.
+        self.ring.advance(n);
+        self.win -= n;
+        self.sent = self.sent.saturating_sub(n);
+        if self.cwnd < self.p.cfg.window {
+            for _ in 0..n {
+                self.on_acked(1);
+            }
+        }
+        self.progress(now);
     }
 
     /// [`on_ack`](Self::on_ack), any case.
@@ -1108,6 +1156,8 @@ impl Requester {
     }
 
     /// The next instant [`on_timeout`](Self::on_timeout) has work, if any.
+    // Inline: the engine asks once per burst, and the call cost about as much as the answer.
+    #[inline]
     pub fn poll_timeout(&self) -> Option<Instant> {
         if self.error.is_some() {
             return None;
@@ -1855,6 +1905,83 @@ mod tests {
     #[test]
     fn burst_equals_repeated_transmit_into() {
         drive_against_model(true);
+    }
+
+    /// Key-Write's ACK path against the model: writes only (now and then one with a heap buffer), sent
+    /// in bursts and answered mostly by plain ACKs anywhere in and around the window (the cumulative
+    /// ACK of `on_ack_past_front`), with NAKs, ATOMIC ACKs of writes, timeouts and the probes they
+    /// send mixed in: the same frames, counters, timers and state after every step.
+    #[test]
+    fn cumulative_acks_of_writes_equal_the_model() {
+        let mut fast = 0;
+        for seed in 1..200u64 {
+            let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+            let p = params(&mut rng);
+            let mut now = Instant(1_000_000);
+            let mut r = Requester::new(p.clone(), builder(0x11), now);
+            let mut m = RefRequester::new(p, builder(0x11), now);
+            let (mut rc, mut mc) = (Counters::default(), Counters::default());
+            let mut tag = 0;
+            for step in 0..400 {
+                let at = format!("seed {seed} step {step}");
+                match rng.below(10) {
+                    0..=2 => {
+                        for _ in 0..rng.below(8) + 1 {
+                            tag += 1;
+                            let wr = loop {
+                                let wr = work(&mut rng, tag);
+                                let heap = ring::on_heap(&wr.op);
+                                if !wr.op.is_atomic() && (!heap || rng.chance(5)) {
+                                    break wr;
+                                }
+                            };
+                            r.push(wr.clone());
+                            m.push(wr);
+                        }
+                    }
+                    3..=5 => burst_step(&mut rng, now, (&mut r, &mut rc), (&mut m, &mut mc), &at),
+                    6..=8 => {
+                        let win = m.window_occupancy() as u32;
+                        let front = psn::add(m.next_psn(), 0u32.wrapping_sub(win));
+                        let psn = psn::add(
+                            front,
+                            (rng.below(u64::from(win) + 4) as u32).wrapping_sub(2),
+                        );
+                        let k = if rng.chance(90) {
+                            AckKind::Ack { credits: 31 }
+                        } else {
+                            kind(&mut rng)
+                        };
+                        let atomic = rng.chance(3).then(|| rng.next());
+                        let i = psn::distance(front, psn) as usize;
+                        fast += usize::from(
+                            atomic.is_none()
+                                && i > 0
+                                && i < r.win
+                                && r.probe.is_none()
+                                && r.heap_in_win == 0
+                                && matches!(k, AckKind::Ack { .. }),
+                        );
+                        r.on_response(now, psn, k, atomic, &mut rc);
+                        m.on_response(now, psn, k, atomic, &mut mc);
+                    }
+                    _ => {
+                        now = now
+                            + Duration::from_nanos(
+                                [0, 1_000, 50_000, 1_000_000, 20_000_000][rng.below(5) as usize],
+                            );
+                        assert_eq!(
+                            r.on_timeout(now, &mut rc),
+                            m.on_timeout(now, &mut mc),
+                            "{at}"
+                        );
+                    }
+                }
+                same(&r, &m, &rc, &mc, &at);
+            }
+        }
+        // The cumulative path ran, often.
+        assert!(fast > 2_000, "{fast}");
     }
 
     /// A burst of `k` buffers, some too short, through `r.transmit_burst` and the model frame by frame.
