@@ -33,7 +33,7 @@ use crate::primitives::postcard::Postcard;
 use crate::primitives::{FlushMode, Outcome, Sink};
 use crate::requester::{QpError, Response};
 use crate::sequence::{nack_frame, SequenceTracker, Stream, Verdict};
-use crate::time::{earliest, Instant};
+use crate::time::Instant;
 use link::Collector;
 
 /// What the engine did with a frame.
@@ -696,12 +696,13 @@ impl Engine {
 
     /// The next instant [`handle_timeout`](Self::handle_timeout) has work.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let mut t = None;
+        // One fold over every requester's and primitive's deadline (see `Earliest`).
+        let mut t = crate::requester::Earliest::NONE;
         for c in &self.collectors {
-            t = earliest(t, c.qp.poll_timeout());
-            t = earliest(t, c.prims.poll_timeout());
+            c.qp.add_timeouts(&mut t);
+            c.prims.add_timeouts(&mut t);
         }
-        t
+        t.get()
     }
 
     /// Runs every timer due at `now`.

@@ -1159,17 +1159,24 @@ impl Requester {
     // Inline: the engine asks once per burst, and the call cost about as much as the answer.
     #[inline]
     pub fn poll_timeout(&self) -> Option<Instant> {
+        let mut t = Earliest::NONE;
+        self.add_timeouts(&mut t);
+        t.get()
+    }
+
+    /// [`poll_timeout`](Self::poll_timeout) folded into `t`: for a caller that takes the earliest of
+    /// many deadlines (the engine's), without an `Option` made and taken apart per requester.
+    #[inline]
+    pub(crate) fn add_timeouts(&self, t: &mut Earliest) {
         if self.error.is_some() {
-            return None;
+            return;
         }
-        let mut t = if self.win > 0 {
-            self.rto_deadline()
-        } else {
-            None
-        };
-        t = crate::time::earliest(t, self.rnr_until);
-        t = crate::time::earliest(t, self.dcqcn.poll_timeout());
-        crate::time::earliest(t, self.rate_wait)
+        if self.win > 0 {
+            t.add(self.rto_deadline());
+        }
+        t.add(self.rnr_until);
+        t.add(self.dcqcn.poll_timeout());
+        t.add(self.rate_wait);
     }
 
     /// Fires the retransmit timer if due. Returns the error if the QP just failed.
@@ -1568,6 +1575,39 @@ mod ring {
             }
             self.len = kept;
         }
+    }
+}
+
+/// The earliest of deadlines added one at a time, as [`earliest`](crate::time::earliest) folds them:
+/// the least instant added and whether any was, kept apart (two registers, a compare and a move per
+/// deadline) instead of an `Option` rebuilt per step (callgrind: ~7 instructions a step). `get` is
+/// `None` exactly when no deadline was added, and a deadline at `u64::MAX` ns stays one.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Earliest {
+    min: u64,
+    any: bool,
+}
+
+impl Earliest {
+    /// No deadline yet.
+    pub(crate) const NONE: Earliest = Earliest {
+        min: u64::MAX,
+        any: false,
+    };
+
+    /// Adds `t`, if any.
+    #[inline(always)]
+    pub(crate) fn add(&mut self, t: Option<Instant>) {
+        if let Some(t) = t {
+            self.min = self.min.min(t.0);
+            self.any = true;
+        }
+    }
+
+    /// The earliest added.
+    #[inline(always)]
+    pub(crate) fn get(self) -> Option<Instant> {
+        self.any.then_some(Instant(self.min))
     }
 }
 

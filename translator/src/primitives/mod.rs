@@ -24,8 +24,9 @@ use crate::collector::Regions;
 use crate::config::Config;
 use crate::counters::{Counters, DropReason};
 use crate::frames::Payload;
+use crate::requester::Earliest;
 use crate::requester::Requester;
-use crate::time::{earliest, Instant};
+use crate::time::Instant;
 
 use append::AppendLists;
 use keyincrement::Coalescer;
@@ -153,11 +154,19 @@ impl Primitives {
     /// `filter_map(poll_timeout).min()` over them (a test checks).
     #[inline]
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let mut t = self.key_write.poll_timeout();
-        t = earliest(t, self.key_increment.poll_timeout());
-        t = earliest(t, self.postcard.poll_timeout());
-        t = earliest(t, self.append.poll_timeout());
-        earliest(t, self.sketch.poll_timeout())
+        let mut t = Earliest::NONE;
+        self.add_timeouts(&mut t);
+        t.get()
+    }
+
+    /// [`poll_timeout`](Self::poll_timeout) folded into `t` (see [`Earliest`]).
+    #[inline]
+    pub(crate) fn add_timeouts(&self, t: &mut Earliest) {
+        t.add(self.key_write.poll_timeout());
+        t.add(self.key_increment.poll_timeout());
+        t.add(self.postcard.poll_timeout());
+        t.add(self.append.poll_timeout());
+        t.add(self.sketch.poll_timeout());
     }
 }
 
@@ -177,7 +186,8 @@ mod poll_timeout_tests {
         assert_eq!(p.poll_timeout(), dyn_min(&mut p));
     }
 
-    /// The fold of `earliest` the direct form takes equals `filter_map(..).min()` of the five answers,
+    /// The fold of [`Earliest`] the direct form takes equals `filter_map(..).min()` of the five answers
+    /// (and `earliest`'s fold),
     /// for every five drawn from `None`, ties, and the largest instant.
     #[test]
     fn earliest_fold_equals_filter_min() {
@@ -185,8 +195,15 @@ mod poll_timeout_tests {
         let n = vals.len();
         for code in 0..n.pow(5) {
             let v: [Option<Instant>; 5] = std::array::from_fn(|k| vals[code / n.pow(k as u32) % n]);
-            let folded = v[1..].iter().fold(v[0], |t, &x| earliest(t, x));
-            assert_eq!(folded, v.iter().filter_map(|&t| t).min(), "{v:?}");
+            let mut t = Earliest::NONE;
+            for x in v {
+                t.add(x);
+            }
+            let folded = v[1..]
+                .iter()
+                .fold(v[0], |t, &x| crate::time::earliest(t, x));
+            assert_eq!(t.get(), v.iter().filter_map(|&t| t).min(), "{v:?}");
+            assert_eq!(t.get(), folded, "{v:?}");
         }
     }
 }
