@@ -1001,8 +1001,9 @@ impl Requester {
     /// An ACKNOWLEDGE (`atomic`: an ATOMIC ACKNOWLEDGE) of `psn`: the per-response path, apart from the
     /// NAKs so it stays small. In line, the common case: the response of the window's front (an ACK of a
     /// write, an ATOMIC ACKNOWLEDGE of an atomic), no probe out, no heap buffer to give back, which
-    /// retires the front. Everything else goes to [`on_ack_any`](Self::on_ack_any), of which this is the
-    /// same steps with the facts of that case known (callgrind: ~150 instructions an ATOMIC ACKNOWLEDGE
+    /// retires the front. Everything else goes to [`on_ack_past_front`](Self::on_ack_past_front) (a
+    /// cumulative ACK of writes) and from there to [`on_ack_any`](Self::on_ack_any), of which this is
+    /// the same steps with the facts of that case known (callgrind: ~150 instructions an ATOMIC ACKNOWLEDGE
     /// before, most of them finding the front twice, the checks of cases that cannot be, and the timeout
     /// computed on every response).
     #[inline(always)]
@@ -1044,7 +1045,8 @@ impl Requester {
     /// writes, which retires them all). Every step of `on_ack_any` whose outcome those facts fix is
     /// left out (the atomic checks, `retire_before`'s `retirable` scan and clamps, the probe's
     /// rewind): it counts, samples the RTT, moves the ring's head past all of them and re-arms the
-    /// timer once (callgrind: ~160 instructions an ACK of 16 writes through `on_ack_any`, ~60 here).
+    /// timer once (callgrind: ~160 instructions an ACK of 16 writes through `on_ack_any` and
+    /// `retire_before`, ~100 here).
     /// Out of line, and not in [`on_ack`](Self::on_ack): there it made the per-response path of
     /// atomics (Key-Increment's ATOMIC ACKNOWLEDGE of the front) an instruction longer.
     #[inline(never)]
