@@ -8,7 +8,7 @@ use dta_protocol::roce::crc_table::{key_checksum, placement_hash, placement_hash
 use super::{FlushMode, Outcome, Primitive, Sink, Timed};
 use crate::collector::Regions;
 use crate::counters::DropReason;
-use crate::frames::{Payload, INLINE_PAYLOAD};
+use crate::frames::{Op, Payload, INLINE_PAYLOAD};
 use crate::requester::Requester;
 use crate::time::Instant;
 
@@ -133,21 +133,27 @@ impl Placement {
         let mut entry = [0u8; INLINE_PAYLOAD];
         entry[..KEY_WRITE_CHECKSUM_LEN].copy_from_slice(&checksum.to_le_bytes());
         put_data(&mut entry[KEY_WRITE_CHECKSUM_LEN..len], r.data);
-        // The entry moves in as the payload's inline buffer, the payload made by `push_write_with` once it
+        // The entry moves in as the payload's inline buffer, the payload made by `push_n_with` once it
         // has the ring slot, so that it is written there rather than kept on the stack across the ring's
         // growth check (`len` fits the buffer, so `from_array` always gives it and the copy is never made).
         let payload =
             || Payload::from_array(entry, len).unwrap_or_else(|| Payload::from_slice(&entry));
         // `g.offset(key, n)` through the table CRCs; copy 0 continues the checksum's CRC (it hashes the
         // same key bytes with the same polynomial, then n = 0). A test checks both against the layout.
-        for n in 0..r.redundancy {
+        // All N ring slots taken at once (one growth check and length update), each copy written in its
+        // slot.
+        qp.push_n_with(Opcode::KeyWrite, r.redundancy, |n| {
             let h = if n == 0 {
                 placement_hash0_from_checksum(checksum)
             } else {
                 placement_hash(r.key, n)
             };
-            qp.push_write_with(Opcode::KeyWrite, self.va_of(h), self.rkey, payload);
-        }
+            Op::Write {
+                va: self.va_of(h),
+                rkey: self.rkey,
+                payload: payload(),
+            }
+        });
         Ok(())
     }
 }
