@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use dta_protocol::dta::{KeyIncrementRepr, Opcode};
 use dta_protocol::layout::{Geometry, Region};
-use dta_protocol::roce::crc_table::placement_hash;
+use dta_protocol::roce::crc_table::placement_hash5;
 
 use super::{FlushMode, Outcome, Primitive, Sink, Timed};
 use crate::collector::Regions;
@@ -99,7 +99,7 @@ impl Primitive for Coalescer {
         let mask = g.slots() - 1;
         // `g.offset(key, n)` (8 · slot) through the table CRC, ~4x cheaper on a 5-byte input; the hash
         // equals dta-protocol's (its property test) and the primitives tests read the addresses.
-        let va = |n: u8| region.va + (u64::from(placement_hash(r.key, n)) & mask) * 8;
+        let va = |n: u8| region.va + (u64::from(placement_hash5(r.key, n)) & mask) * 8;
         if self.window.is_zero() {
             // No coalescing: one FETCH_ADD per copy, the window not tested per copy.
             for n in 0..r.redundancy {

@@ -3,7 +3,7 @@
 
 use dta_protocol::dta::{KeyWriteRepr, Opcode};
 use dta_protocol::layout::{Geometry, Region, KEY_WRITE_CHECKSUM_LEN};
-use dta_protocol::roce::crc_table::{key_checksum, placement_hash, placement_hash0_from_checksum};
+use dta_protocol::roce::crc_table::{key_checksum, placement_hash0_from_checksum, placement_hash5};
 
 use super::{FlushMode, Outcome, Primitive, Sink, Timed};
 use crate::collector::Regions;
@@ -146,7 +146,7 @@ impl Placement {
             let h = if n == 0 {
                 placement_hash0_from_checksum(checksum)
             } else {
-                placement_hash(r.key, n)
+                placement_hash5(r.key, n)
             };
             Op::Write {
                 va: self.va_of(h),
