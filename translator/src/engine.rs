@@ -494,11 +494,27 @@ impl Engine {
     /// A Key-Write report to its collector.
     #[inline(always)]
     fn key_write(&mut self, kw: &KeyWriteRepr, dst: [u8; 4]) -> Result<(), DropReason> {
+        self.key_write_with::<false>(kw, dst)
+    }
+
+    /// [`key_write`](Self::key_write), through `Collector::key_write_unrolled` when `UNROLL` (the
+    /// out-of-line call's; the receive loop's inlined copy stays the loop).
+    #[inline(always)]
+    fn key_write_with<const UNROLL: bool>(
+        &mut self,
+        kw: &KeyWriteRepr,
+        dst: [u8; 4],
+    ) -> Result<(), DropReason> {
         // Once per report: the entries store it and key-hash routing uses it.
         let checksum = key_checksum(kw.key);
         let i = self.route(|| checksum, dst).ok_or(DropReason::NoRegion)?;
         // Key-Write is written at once: its one outcome is `Accepted`.
-        self.collectors[i].key_write(kw, checksum)
+        let c = &mut self.collectors[i];
+        if UNROLL {
+            c.key_write_unrolled(kw, checksum)
+        } else {
+            c.key_write(kw, checksum)
+        }
     }
 
     /// [`key_write`](Self::key_write) of the report `redundancy`, `key`, `data`, its fields in registers.
@@ -519,7 +535,7 @@ impl Engine {
             key,
             data,
         };
-        self.key_write(&kw, dst)
+        self.key_write_with::<true>(&kw, dst)
     }
 
     /// Counts the drop of a report that does not parse, by [`ReportRepr::parse`]'s reason.
