@@ -469,15 +469,17 @@ impl Engine {
         };
         // Sequence tracking applies to retransmittable reports in the seq form (the compact form has no
         // seqnum to track).
-        let tracked = match base.seqnum {
-            Some(seq) if base.retransmit && self.cfg.sequence.enabled => {
-                match self.track(now, frame, stream(), seq) {
-                    Some(seq) => Some(seq),
-                    None => return,
-                }
+        // Set inside the tracked branch rather than matched out of it: the match made the untracked
+        // path store a `None` and test it again before `dispatch` (~2 instructions a report).
+        let mut tracked = None;
+        if let Some(seq) = base.seqnum {
+            if base.retransmit && self.cfg.sequence.enabled {
+                let Some(seq) = self.track(now, frame, stream(), seq) else {
+                    return;
+                };
+                tracked = Some(seq);
             }
-            _ => None,
-        };
+        }
         if let Err(reason) = dispatch(self) {
             if reason == DropReason::QueueFull {
                 if let Some(seq) = tracked {
@@ -492,11 +494,27 @@ impl Engine {
     /// A Key-Write report to its collector.
     #[inline(always)]
     fn key_write(&mut self, kw: &KeyWriteRepr, dst: [u8; 4]) -> Result<(), DropReason> {
+        self.key_write_with::<false>(kw, dst)
+    }
+
+    /// [`key_write`](Self::key_write), through `Collector::key_write_unrolled` when `UNROLL` (the
+    /// out-of-line call's; the receive loop's inlined copy stays the loop).
+    #[inline(always)]
+    fn key_write_with<const UNROLL: bool>(
+        &mut self,
+        kw: &KeyWriteRepr,
+        dst: [u8; 4],
+    ) -> Result<(), DropReason> {
         // Once per report: the entries store it and key-hash routing uses it.
         let checksum = key_checksum(kw.key);
         let i = self.route(|| checksum, dst).ok_or(DropReason::NoRegion)?;
         // Key-Write is written at once: its one outcome is `Accepted`.
-        self.collectors[i].key_write(kw, checksum)
+        let c = &mut self.collectors[i];
+        if UNROLL {
+            c.key_write_unrolled(kw, checksum)
+        } else {
+            c.key_write(kw, checksum)
+        }
     }
 
     /// [`key_write`](Self::key_write) of the report `redundancy`, `key`, `data`, its fields in registers.
@@ -517,7 +535,7 @@ impl Engine {
             key,
             data,
         };
-        self.key_write(&kw, dst)
+        self.key_write_with::<true>(&kw, dst)
     }
 
     /// Counts the drop of a report that does not parse, by [`ReportRepr::parse`]'s reason.

@@ -293,6 +293,27 @@ impl Requester {
         ));
     }
 
+    /// Queues `n` work requests for `primitive`, the `k`th's operation `op(k)` (`k` in `0..n`): what `n`
+    /// [`push`](Self::push)es of them queue, with the ring's growth checked and its length moved once
+    /// for all `n` and each operation built in its slot (Key-Write's and Key-Increment's N copies a
+    /// report).
+    #[inline(always)]
+    pub fn push_n_with(&mut self, primitive: Opcode, n: u8, mut op: impl FnMut(u8) -> Op) {
+        // Their `psn`, `sent_at` and flags are set when they enter the window.
+        let (slots, first, mask) = self.ring.push_back_n_in_place(usize::from(n));
+        for k in 0..n {
+            // Always there: `mask` wraps an index into the slots (a power of two of them).
+            let Some(slot) = slots.get_mut((first + usize::from(k)) & mask) else {
+                continue;
+            };
+            let wr = &mut slot.wr;
+            wr.primitive = primitive;
+            // The slot holds a retired work request without a heap buffer (see `ring::Ring::push_back`):
+            // nothing to drop.
+            std::mem::forget(std::mem::replace(&mut wr.op, op(k)));
+        }
+    }
+
     /// Writes the next frame to send into `out`, if any may go now.
     pub fn poll_transmit(&mut self, now: Instant, c: &mut Counters, out: &mut Vec<u8>) -> bool {
         self.transmit(now, c, out).is_some()
@@ -1487,6 +1508,22 @@ mod ring {
             Some(&mut slot.wr)
         }
 
+        /// Appends `n` elements whose work requests the caller then writes in place, as `n`
+        /// [`push_back_in_place`](Self::push_back_in_place)es (growing the ring until they fit): the
+        /// slots, the slot of the first new element and the mask that wraps a slot index (element
+        /// `len + k` before the call is in slot `(first + k) & mask`). One growth check and one length
+        /// update for all `n`.
+        #[inline(always)]
+        pub(super) fn push_back_n_in_place(&mut self, n: usize) -> (&mut [InFlight], usize, usize) {
+            while self.len + n > self.slots.len() {
+                self.grow();
+            }
+            let first = self.slot(self.len);
+            self.len += n;
+            let mask = self.slots.len().wrapping_sub(1);
+            (&mut self.slots, first, mask)
+        }
+
         /// Twice the slots (at least `INITIAL`), the elements moved to the front in order.
         #[cold]
         #[inline(never)]
@@ -1816,6 +1853,78 @@ mod tests {
             rate,
             max_atomics: rng.below(4) as u32 + 1,
             start_psn: 0xFF_FFF0 + rng.below(32) as u32,
+        }
+    }
+
+    /// `push_n_with` queues what `push` of each of the same work requests queues, groups of 0 to 8 (a
+    /// Key-Write or Key-Increment report's N) with the ring growing under them: the same work requests,
+    /// frames and counters, no heap buffer left out of use.
+    #[test]
+    fn push_n_with_equals_pushes() {
+        for seed in 1..40u64 {
+            let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+            let p = params(&mut rng);
+            let (mut a, mut b) = (
+                Requester::new(p.clone(), builder(0x11), Instant(0)),
+                Requester::new(p, builder(0x11), Instant(0)),
+            );
+            let (mut ca, mut cb) = (Counters::default(), Counters::default());
+            let (mut fa, mut fb) = (Vec::new(), Vec::new());
+            let mut tag = 0u32;
+            for step in 0..200u64 {
+                for _ in 0..rng.below(12) {
+                    let n = rng.below(9) as u8;
+                    let primitive = [Opcode::KeyWrite, Opcode::KeyIncrement, Opcode::Append]
+                        [rng.below(3) as usize];
+                    let mut twins = Vec::new();
+                    for _ in 0..n {
+                        tag += 1;
+                        // The same work request twice (a clone would not keep a heap payload's storage).
+                        let wr = work(&mut Rng(rng.0), tag);
+                        twins.push(Some(work(&mut rng, tag).op));
+                        a.push(WorkRequest {
+                            op: wr.op,
+                            primitive,
+                        });
+                    }
+                    let mut calls = 0u8;
+                    b.push_n_with(primitive, n, |k| {
+                        assert_eq!(k, calls);
+                        calls += 1;
+                        twins[usize::from(k)].take().unwrap()
+                    });
+                    assert_eq!(calls, n);
+                }
+                assert_eq!(a.ring.len(), b.ring.len());
+                for i in 0..a.ring.len() {
+                    let (x, y) = (a.ring.get(i), b.ring.get(i));
+                    assert_eq!(
+                        x.map(|f| &f.wr),
+                        y.map(|f| &f.wr),
+                        "seed {seed} step {step}"
+                    );
+                    let heap = |f: Option<&InFlight>| f.map(|f| ring::on_heap(&f.wr.op));
+                    assert_eq!(heap(x), heap(y));
+                }
+                let now = Instant(step * 1_000);
+                for _ in 0..rng.below(60) {
+                    let (sa, sb) = (
+                        a.poll_transmit(now, &mut ca, &mut fa),
+                        b.poll_transmit(now, &mut cb, &mut fb),
+                    );
+                    assert_eq!(sa, sb);
+                    if !sa {
+                        break;
+                    }
+                    assert_eq!(fa, fb);
+                }
+                if rng.chance(70) {
+                    a.assume_delivered();
+                    b.assume_delivered();
+                }
+                assert_eq!(b.ring.heap_out_of_use(), 0);
+            }
+            assert_eq!(ca, cb);
         }
     }
 

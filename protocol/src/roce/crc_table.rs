@@ -95,6 +95,65 @@ pub static PLACEMENT_TABLES: [Crc32Table; 8] = [
     Crc32Table::new(PLACEMENT_POLYNOMIALS[7]),
 ];
 
+/// Slice-by-5 tables of one reflected CRC-32 polynomial, for inputs of exactly a word and a byte: the
+/// byte goes into the same lookups as the word's (`t[k][b]` is byte `b` followed by `k` zero bytes), so
+/// the five bytes take five independent lookups, not the word's four and then the byte's, which waited
+/// on them.
+pub struct Crc32Table5 {
+    t: [[u32; 256]; 5],
+}
+
+impl Crc32Table5 {
+    /// Tables for the polynomial `poly` in normal (MSB-first) form, as [`Crc32Table::new`].
+    pub const fn new(poly: u32) -> Self {
+        let four = Crc32Table::new(poly).t;
+        let mut t = [[0u32; 256]; 5];
+        let mut s = 0;
+        while s < 4 {
+            t[s] = four[s];
+            s += 1;
+        }
+        let mut i = 0;
+        while i < 256 {
+            let prev = t[3][i];
+            t[4][i] = (prev >> 8) ^ t[0][(prev & 0xFF) as usize];
+            i += 1;
+        }
+        Crc32Table5 { t }
+    }
+
+    /// The register after the bytes `word.to_le_bytes()` then `b`: `update_byte(update_u32_le(state,
+    /// word), b)` of [`Crc32Table`] (a test checks they agree).
+    #[inline]
+    pub fn update_u32_le_byte(&self, state: u32, word: u32, b: u8) -> u32 {
+        let x = state ^ word;
+        self.t[4][(x & 0xFF) as usize]
+            ^ self.t[3][((x >> 8) & 0xFF) as usize]
+            ^ self.t[2][((x >> 16) & 0xFF) as usize]
+            ^ self.t[1][(x >> 24) as usize]
+            ^ self.t[0][usize::from(b)]
+    }
+}
+
+/// [`PLACEMENT_TABLES`] as slice-by-5 tables, for [`placement_hash5`].
+pub static PLACEMENT_TABLES5: [Crc32Table5; 8] = [
+    Crc32Table5::new(PLACEMENT_POLYNOMIALS[0]),
+    Crc32Table5::new(PLACEMENT_POLYNOMIALS[1]),
+    Crc32Table5::new(PLACEMENT_POLYNOMIALS[2]),
+    Crc32Table5::new(PLACEMENT_POLYNOMIALS[3]),
+    Crc32Table5::new(PLACEMENT_POLYNOMIALS[4]),
+    Crc32Table5::new(PLACEMENT_POLYNOMIALS[5]),
+    Crc32Table5::new(PLACEMENT_POLYNOMIALS[6]),
+    Crc32Table5::new(PLACEMENT_POLYNOMIALS[7]),
+];
+
+/// [`placement_hash`] through the slice-by-5 tables: the five bytes `key_le ‖ n` in five independent
+/// lookups (the same result, which a test checks).
+#[inline]
+pub fn placement_hash5(key: u32, n: u8) -> u32 {
+    !PLACEMENT_TABLES5[usize::from(n % 8)].update_u32_le_byte(!0, key, n)
+}
+
 /// [`hash::key_checksum`](crate::hash::key_checksum) through the table: `crc32(key_le)`.
 #[inline]
 pub fn key_checksum(key: u32) -> u32 {
@@ -300,6 +359,25 @@ mod tests {
         assert_eq!(c.checksum(b"123456789"), 0xe306_9283); // CRC-32C
     }
 
+    /// Every polynomial's slice-by-5 step equals the slice-by-4 word then the byte, for any state, word
+    /// and byte.
+    #[test]
+    fn slice_by_5_equals_word_then_byte() {
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        for _ in 0..20_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let (state, word, b) = (x as u32, (x >> 32) as u32, (x >> 24) as u8);
+            for (t4, t5) in PLACEMENT_TABLES.iter().zip(&PLACEMENT_TABLES5) {
+                assert_eq!(
+                    t5.update_u32_le_byte(state, word, b),
+                    t4.update_byte(t4.update_u32_le(state, word), b)
+                );
+            }
+        }
+    }
+
     proptest! {
         #[test]
         fn equals_the_reference_crates(bytes in proptest::collection::vec(any::<u8>(), 0..80)) {
@@ -313,6 +391,7 @@ mod tests {
             let checksum = key_checksum(key);
             prop_assert_eq!(checksum, hash::key_checksum(key));
             prop_assert_eq!(placement_hash(key, n), hash::placement_hash(key, n));
+            prop_assert_eq!(placement_hash5(key, n), hash::placement_hash(key, n));
             prop_assert_eq!(placement_hash0_from_checksum(checksum), hash::placement_hash(key, 0));
             let slots = 1u64 << (n % 40);
             prop_assert_eq!(placement(key, n, slots), hash::placement(key, n, slots));

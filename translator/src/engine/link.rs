@@ -73,9 +73,33 @@ impl Collector {
     /// result was packed and unpacked around the call.
     #[inline(always)]
     pub(super) fn key_write(&mut self, r: &KeyWriteRepr, checksum: u32) -> Result<(), DropReason> {
+        self.key_write_with::<false>(r, checksum)
+    }
+
+    /// [`key_write`](Self::key_write) through `Placement::write_unrolled` (the same work requests), for
+    /// the engine's out-of-line Key-Write call.
+    #[inline(always)]
+    pub(super) fn key_write_unrolled(
+        &mut self,
+        r: &KeyWriteRepr,
+        checksum: u32,
+    ) -> Result<(), DropReason> {
+        self.key_write_with::<true>(r, checksum)
+    }
+
+    #[inline(always)]
+    fn key_write_with<const UNROLL: bool>(
+        &mut self,
+        r: &KeyWriteRepr,
+        checksum: u32,
+    ) -> Result<(), DropReason> {
         let p = self.key_write.as_ref().ok_or(DropReason::NoRegion)?;
         room(&self.qp, usize::from(r.redundancy))?;
-        p.write(r, checksum, &mut self.qp)
+        if UNROLL {
+            p.write_unrolled(r, checksum, &mut self.qp)
+        } else {
+            p.write(r, checksum, &mut self.qp)
+        }
     }
 
     /// [`offer`](Self::offer) of an Append report whose list is `regions.append[k]`: the same checks in
@@ -380,7 +404,13 @@ mod tests {
                         data: bytes,
                     };
                     let checksum = key_checksum(r.key);
-                    let fast = a.key_write(&r, checksum).map(|()| Outcome::Accepted);
+                    // Both of the engine's paths, in turn.
+                    let fast = if step % 2 == 0 {
+                        a.key_write(&r, checksum)
+                    } else {
+                        a.key_write_unrolled(&r, checksum)
+                    }
+                    .map(|()| Outcome::Accepted);
                     let kw = KeyWriteReport { repr: r, checksum };
                     let slow = b.offer(now, |p| &mut p.key_write, &kw, &mut cb);
                     assert_eq!(fast, slow, "step {step}");

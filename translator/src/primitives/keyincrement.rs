@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use dta_protocol::dta::{KeyIncrementRepr, Opcode};
 use dta_protocol::layout::{Geometry, Region};
-use dta_protocol::roce::crc_table::placement_hash;
+use dta_protocol::roce::crc_table::placement_hash5;
 
 use super::{FlushMode, Outcome, Primitive, Sink, Timed};
 use crate::collector::Regions;
@@ -99,9 +99,14 @@ impl Primitive for Coalescer {
         let mask = g.slots() - 1;
         // `g.offset(key, n)` (8 · slot) through the table CRC, ~4x cheaper on a 5-byte input; the hash
         // equals dta-protocol's (its property test) and the primitives tests read the addresses.
-        let va = |n: u8| region.va + (u64::from(placement_hash(r.key, n)) & mask) * 8;
+        let va = |n: u8| region.va + (u64::from(placement_hash5(r.key, n)) & mask) * 8;
         if self.window.is_zero() {
             // No coalescing: one FETCH_ADD per copy, the window not tested per copy.
+            // N = 1, the common redundancy, on its own: no loop, copy 0's table at a fixed address.
+            if r.redundancy == 1 {
+                fetch_add(out.qp, va(0), region.rkey, r.counter);
+                return Ok(Outcome::Accepted);
+            }
             for n in 0..r.redundancy {
                 fetch_add(out.qp, va(n), region.rkey, r.counter);
             }
@@ -185,8 +190,9 @@ mod tests {
         let mut out = Vec::new();
         for i in 0..2000u32 {
             let key = i.wrapping_mul(0x9E37_79B1) ^ i >> 5;
+            // Every N, so that N = 1's own path is checked too.
             let r = KeyIncrementRepr {
-                redundancy: 8,
+                redundancy: (i % 8) as u8 + 1,
                 key,
                 counter: u64::from(i),
             };
@@ -200,7 +206,7 @@ mod tests {
                 ki.handle(Instant(0), &r, &reg, &mut sink),
                 Ok(Outcome::Accepted)
             );
-            for n in 0..8 {
+            for n in 0..r.redundancy {
                 assert!(qp.poll_transmit(Instant(0), &mut c, &mut out));
                 let f = FrameRepr::parse(&out).unwrap();
                 let Extension::Atomic(a) = f.ext else {
@@ -209,6 +215,7 @@ mod tests {
                 assert_eq!(a.va, region.va + g.offset(key, n), "key {key} copy {n}");
                 assert_eq!(a.swap_add, u64::from(i));
             }
+            assert!(!qp.poll_transmit(Instant(0), &mut c, &mut out));
             qp.assume_delivered();
         }
     }
