@@ -1895,37 +1895,48 @@ mod tests {
                     });
                     assert_eq!(calls, n);
                 }
-                assert_eq!(a.ring.len(), b.ring.len());
-                for i in 0..a.ring.len() {
-                    let (x, y) = (a.ring.get(i), b.ring.get(i));
-                    assert_eq!(
-                        x.map(|f| &f.wr),
-                        y.map(|f| &f.wr),
-                        "seed {seed} step {step}"
-                    );
-                    let heap = |f: Option<&InFlight>| f.map(|f| ring::on_heap(&f.wr.op));
-                    assert_eq!(heap(x), heap(y));
-                }
-                let now = Instant(step * 1_000);
-                for _ in 0..rng.below(60) {
-                    let (sa, sb) = (
-                        a.poll_transmit(now, &mut ca, &mut fa),
-                        b.poll_transmit(now, &mut cb, &mut fb),
-                    );
-                    assert_eq!(sa, sb);
-                    if !sa {
-                        break;
-                    }
-                    assert_eq!(fa, fb);
-                }
-                if rng.chance(70) {
-                    a.assume_delivered();
-                    b.assume_delivered();
-                }
-                assert_eq!(b.ring.heap_out_of_use(), 0);
+                same_rings_and_frames(
+                    (&mut a, &mut ca, &mut fa),
+                    (&mut b, &mut cb, &mut fb),
+                    &mut rng,
+                    Instant(step * 1_000),
+                    &format!("seed {seed} step {step}"),
+                );
             }
             assert_eq!(ca, cb);
         }
+    }
+
+    /// After the same work went into `a` and `b` (one way each): the same work requests in the same
+    /// slots with the same heap-ness, then the same frames as both send at `now`; sometimes everything in
+    /// flight is delivered. No heap buffer is left in a slot out of use in `b`.
+    fn same_rings_and_frames(
+        (a, ca, fa): (&mut Requester, &mut Counters, &mut Vec<u8>),
+        (b, cb, fb): (&mut Requester, &mut Counters, &mut Vec<u8>),
+        rng: &mut Rng,
+        now: Instant,
+        at: &str,
+    ) {
+        assert_eq!(a.ring.len(), b.ring.len(), "{at}");
+        for i in 0..a.ring.len() {
+            let (x, y) = (a.ring.get(i), b.ring.get(i));
+            assert_eq!(x.map(|f| &f.wr), y.map(|f| &f.wr), "{at}");
+            let heap = |f: Option<&InFlight>| f.map(|f| ring::on_heap(&f.wr.op));
+            assert_eq!(heap(x), heap(y), "{at}");
+        }
+        for _ in 0..rng.below(60) {
+            let (sa, sb) = (a.poll_transmit(now, ca, fa), b.poll_transmit(now, cb, fb));
+            assert_eq!(sa, sb, "{at}");
+            if !sa {
+                break;
+            }
+            assert_eq!(fa, fb, "{at}");
+        }
+        if rng.chance(70) {
+            a.assume_delivered();
+            b.assume_delivered();
+        }
+        assert_eq!(b.ring.heap_out_of_use(), 0, "{at}");
     }
 
     /// `push_write` queues what `push` of the same WRITE queues: two requesters fed the same work, one
@@ -1968,34 +1979,13 @@ mod tests {
                         }
                     }
                 }
-                assert_eq!(a.ring.len(), b.ring.len());
-                for i in 0..a.ring.len() {
-                    let (x, y) = (a.ring.get(i), b.ring.get(i));
-                    assert_eq!(
-                        x.map(|f| &f.wr),
-                        y.map(|f| &f.wr),
-                        "seed {seed} step {step}"
-                    );
-                    let heap = |f: Option<&InFlight>| f.map(|f| ring::on_heap(&f.wr.op));
-                    assert_eq!(heap(x), heap(y));
-                }
-                let now = Instant(step * 1_000);
-                for _ in 0..rng.below(60) {
-                    let (sa, sb) = (
-                        a.poll_transmit(now, &mut ca, &mut fa),
-                        b.poll_transmit(now, &mut cb, &mut fb),
-                    );
-                    assert_eq!(sa, sb);
-                    if !sa {
-                        break;
-                    }
-                    assert_eq!(fa, fb);
-                }
-                if rng.chance(70) {
-                    a.assume_delivered();
-                    b.assume_delivered();
-                }
-                assert_eq!(b.ring.heap_out_of_use(), 0);
+                same_rings_and_frames(
+                    (&mut a, &mut ca, &mut fa),
+                    (&mut b, &mut cb, &mut fb),
+                    &mut rng,
+                    Instant(step * 1_000),
+                    &format!("seed {seed} step {step}"),
+                );
             }
             assert_eq!(ca, cb);
         }
