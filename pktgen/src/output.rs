@@ -102,23 +102,11 @@ impl Output {
                 sink.send_burst(batch).context("writing the pcap")?;
                 batch.clear();
             }
-            // Built straight into the mbufs, the burst's rooms in one call (no per-frame callback into
-            // the queue). A full TX ring drops the rest of the burst; the port's counters say how many.
-            // An mbuf too short for a frame ends the burst there, before anything is drawn for it (the
-            // mbufs left are kept for the next burst).
+            // Built straight into the mbufs. A full TX ring drops the rest of the burst; the port's
+            // counters say how many.
             #[cfg(feature = "dpdk")]
             Output::Dpdk { queue, .. } => {
-                queue.send_burst_in_place(n, |rooms, lens| {
-                    let mut k = 0;
-                    for (room, len) in rooms.iter_mut().zip(lens.iter_mut()) {
-                        let Some(l) = gen.next_frame(room) else {
-                            break;
-                        };
-                        *len = l;
-                        k += 1;
-                    }
-                    k
-                });
+                queue.send_in_place(n, |_, room| gen.next_frame(room).unwrap_or(0));
             }
             Output::Udp {
                 socket,
