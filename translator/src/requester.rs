@@ -262,35 +262,12 @@ impl Requester {
     /// outlive, so it sat on the stack): callgrind counted ~20 instructions a Key-Write copy for that.
     #[inline(always)]
     pub fn push_write(&mut self, primitive: Opcode, va: u64, rkey: u32, payload: Payload) {
-        self.push_write_with(primitive, va, rkey, || payload);
-    }
-
-    /// [`push_write`](Self::push_write) of the payload `payload()` makes, made once the slot is found: a
-    /// payload assembled by the caller (a Key-Write entry) is then built where it goes rather than kept
-    /// on the stack across the ring's growth check.
-    #[inline(always)]
-    pub fn push_write_with(
-        &mut self,
-        primitive: Opcode,
-        va: u64,
-        rkey: u32,
-        payload: impl FnOnce() -> Payload,
-    ) {
         // Its `psn`, `sent_at` and flags are set when it enters the window.
         let Some(wr) = self.ring.push_back_in_place() else {
             return;
         };
         wr.primitive = primitive;
-        // The slot holds a retired work request without a heap buffer (see `ring::Ring::push_back`):
-        // nothing to drop.
-        std::mem::forget(std::mem::replace(
-            &mut wr.op,
-            Op::Write {
-                va,
-                rkey,
-                payload: payload(),
-            },
-        ));
+        ring::overwrite(&mut wr.op, Op::Write { va, rkey, payload });
     }
 
     /// Queues `n` work requests for `primitive`, the `k`th's operation `op(k)` (`k` in `0..n`): what `n`
@@ -308,9 +285,7 @@ impl Requester {
             };
             let wr = &mut slot.wr;
             wr.primitive = primitive;
-            // The slot holds a retired work request without a heap buffer (see `ring::Ring::push_back`):
-            // nothing to drop.
-            std::mem::forget(std::mem::replace(&mut wr.op, op(k)));
+            ring::overwrite(&mut wr.op, op(k));
         }
     }
 
@@ -1365,6 +1340,15 @@ mod ring {
         }
     }
 
+    /// Writes `new` over `old`, a part of a slot out of use (a slot just taken by a push): it holds a
+    /// retired work request without a heap buffer (`release` took it, or `vacant` never had one), so
+    /// there is nothing to drop, and skipping the drop glue saved ~20 instructions a push. Forgetting
+    /// it could at worst keep a buffer, never free one twice.
+    #[inline(always)]
+    pub(super) fn overwrite<T>(old: &mut T, new: T) {
+        mem::forget(mem::replace(old, new));
+    }
+
     /// Gives a retired work request's heap buffer back (to the payload pool, through its drop); whether
     /// it had one.
     #[inline]
@@ -1480,16 +1464,8 @@ mod ring {
         /// other fields are set when it enters the window.
         #[inline]
         pub(super) fn push_back(&mut self, wr: WorkRequest) {
-            if self.len == self.slots.len() {
-                self.grow();
-            }
-            let s = self.slot(self.len);
-            if let Some(slot) = self.slots.get_mut(s) {
-                // The slot holds a retired work request without a heap buffer (`release` took it, or
-                // `vacant` never had one): nothing to drop, and skipping the drop glue saved ~20
-                // instructions a push. Forgetting it could at worst keep a buffer, never free one twice.
-                mem::forget(mem::replace(&mut slot.wr, wr));
-                self.len += 1;
+            if let Some(slot) = self.push_back_in_place() {
+                overwrite(slot, wr);
             }
         }
 
@@ -1863,11 +1839,7 @@ mod tests {
     fn push_n_with_equals_pushes() {
         for seed in 1..40u64 {
             let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
-            let p = params(&mut rng);
-            let (mut a, mut b) = (
-                Requester::new(p.clone(), builder(0x11), Instant(0)),
-                Requester::new(p, builder(0x11), Instant(0)),
-            );
+            let (mut a, mut b) = twin_requesters(&mut rng);
             let (mut ca, mut cb) = (Counters::default(), Counters::default());
             let (mut fa, mut fb) = (Vec::new(), Vec::new());
             let mut tag = 0u32;
@@ -1905,6 +1877,15 @@ mod tests {
             }
             assert_eq!(ca, cb);
         }
+    }
+
+    /// Two fresh requesters with the same random parameters, for the push-equivalence tests.
+    fn twin_requesters(rng: &mut Rng) -> (Requester, Requester) {
+        let p = params(rng);
+        (
+            Requester::new(p.clone(), builder(0x11), Instant(0)),
+            Requester::new(p, builder(0x11), Instant(0)),
+        )
     }
 
     /// After the same work went into `a` and `b` (one way each): the same work requests in the same
@@ -1946,11 +1927,7 @@ mod tests {
     fn push_write_equals_push() {
         for seed in 1..60u64 {
             let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
-            let p = params(&mut rng);
-            let (mut a, mut b) = (
-                Requester::new(p.clone(), builder(0x11), Instant(0)),
-                Requester::new(p, builder(0x11), Instant(0)),
-            );
+            let (mut a, mut b) = twin_requesters(&mut rng);
             let (mut ca, mut cb) = (Counters::default(), Counters::default());
             let (mut fa, mut fb) = (Vec::new(), Vec::new());
             let mut tag = 0u32;
