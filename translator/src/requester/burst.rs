@@ -12,13 +12,15 @@ pub(super) trait BurstBuild {
     /// Whether every frame of the shape is an atomic (FETCH_ADD) or none is.
     const ATOMIC: bool;
 
+    /// Whether [`stage`](Self::stage) writes the frame into its room (otherwise it is handed an empty
+    /// room, and [`finish`](Self::finish) builds the frames).
+    const FRAMES_AT_STAGE: bool = true;
+
     /// At most how many frames one burst takes.
-    fn cap(&self) -> usize {
-        usize::MAX
-    }
+    const CAP: usize = usize::MAX;
 
     /// Frame `k` of the burst, of work request `op` with the BTH's AckReq/PSN `word`, into `frame` (its
-    /// room, exactly the frame's length) or staged for [`finish`](Self::finish): whether its payload is
+    /// room, exactly the frame's length, with [`FRAMES_AT_STAGE`](Self::FRAMES_AT_STAGE)) or staged for [`finish`](Self::finish): whether its payload is
     /// on the heap, or `None` (nothing done) for a work request of another shape.
     fn stage(
         &mut self,
@@ -87,24 +89,25 @@ const WRITES8_CAP: usize = 64;
 
 /// WRITE ONLY frames of 8 payload bytes (the shape's [`Write8`](dta_protocol::roce::short_crc::Write8)
 /// builder): only the fields are staged; the finish builds the whole frames.
+///
+/// Its staging area is the requester's, kept from burst to burst: a fresh one zeroed 1.5 KiB a burst
+/// (callgrind: 3 instructions a report).
 pub(super) struct Writes8 {
-    pub(super) fields: [Write8Fields; WRITES8_CAP],
+    pub(super) fields: Box<Stage8>,
 }
 
-impl Writes8 {
-    pub(super) fn new() -> Self {
-        Writes8 {
-            fields: [Write8Fields::default(); WRITES8_CAP],
-        }
-    }
+/// [`Writes8`]' staging area.
+pub(super) type Stage8 = [Write8Fields; WRITES8_CAP];
+
+/// A staging area for [`Writes8`].
+pub(super) fn stage8() -> Box<Stage8> {
+    Box::new([Write8Fields::default(); WRITES8_CAP])
 }
 
 impl BurstBuild for Writes8 {
     const ATOMIC: bool = false;
-
-    fn cap(&self) -> usize {
-        WRITES8_CAP
-    }
+    const FRAMES_AT_STAGE: bool = false;
+    const CAP: usize = WRITES8_CAP;
 
     #[inline(always)]
     fn stage(&mut self, _: &Shape, k: usize, op: &Op, word: u32, _: &mut [u8]) -> Option<bool> {
