@@ -715,7 +715,7 @@ impl Engine {
     /// The next instant [`handle_timeout`](Self::handle_timeout) has work.
     pub fn poll_timeout(&self) -> Option<Instant> {
         // One fold over every requester's and primitive's deadline (see `Earliest`).
-        let mut t = crate::requester::Earliest::NONE;
+        let mut t = crate::time::Earliest::NONE;
         for c in &self.collectors {
             c.qp.add_timeouts(&mut t);
             c.prims.add_timeouts(&mut t);

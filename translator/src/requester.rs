@@ -26,7 +26,7 @@ use crate::frames::{FrameBuilder, FrameOut, Op, Payload};
 use crate::psn;
 use crate::rate::RateLimiter;
 use crate::rtt::RttEstimator;
-use crate::time::{nanos, Instant};
+use crate::time::{nanos, Earliest, Instant};
 
 use self::burst::{BurstBuild, FetchAdds, Stage8, Writes, Writes8};
 use self::ring::Ring;
@@ -538,15 +538,21 @@ impl Requester {
             k += 1;
         }
         if k > 0 {
-            self.next_psn = psn;
-            // `account` for each frame: no rate applies, and `now` is the same for all of them.
-            c.roce_frames_out += k as u64;
-            c.roce_bytes_out += bytes;
-            if self.rto_armed.is_none() {
-                self.rto_armed = Some(now);
-            }
+            self.burst_sent(now, c, psn, k, bytes);
         }
         k
+    }
+
+    /// The end of a burst of `k` new frames (`bytes` in all), the next PSN `psn`: `account` for each
+    /// frame (no rate applies, and `now` is the same for all of them) and the retransmission timer.
+    #[inline(always)]
+    fn burst_sent(&mut self, now: Instant, c: &mut Counters, psn: u32, k: usize, bytes: u64) {
+        self.next_psn = psn;
+        c.roce_frames_out += k as u64;
+        c.roce_bytes_out += bytes;
+        if self.rto_armed.is_none() {
+            self.rto_armed = Some(now);
+        }
     }
 
     /// [`burst_new`](Self::burst_new) when the builder's last shape is a short WRITE ONLY (every
@@ -630,17 +636,11 @@ impl Requester {
                 b.finish(shape, built, frame_len);
             }
             self.since_ack_req = since;
-            self.next_psn = psn;
             self.atomics = atomics;
             self.heap_in_win += heap;
             self.win += k;
             self.sent += k;
-            // `account` for each frame: no rate applies, and `now` is the same for all of them.
-            c.roce_frames_out += k as u64;
-            c.roce_bytes_out += (k * frame_len) as u64;
-            if self.rto_armed.is_none() {
-                self.rto_armed = Some(now);
-            }
+            self.burst_sent(now, c, psn, k, (k * frame_len) as u64);
         }
         k
     }
@@ -1608,39 +1608,6 @@ mod ring {
             }
             self.len = kept;
         }
-    }
-}
-
-/// The earliest of deadlines added one at a time, as [`earliest`](crate::time::earliest) folds them:
-/// the least instant added and whether any was, kept apart (two registers, a compare and a move per
-/// deadline) instead of an `Option` rebuilt per step (callgrind: ~7 instructions a step). `get` is
-/// `None` exactly when no deadline was added, and a deadline at `u64::MAX` ns stays one.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Earliest {
-    min: u64,
-    any: bool,
-}
-
-impl Earliest {
-    /// No deadline yet.
-    pub(crate) const NONE: Earliest = Earliest {
-        min: u64::MAX,
-        any: false,
-    };
-
-    /// Adds `t`, if any.
-    #[inline(always)]
-    pub(crate) fn add(&mut self, t: Option<Instant>) {
-        if let Some(t) = t {
-            self.min = self.min.min(t.0);
-            self.any = true;
-        }
-    }
-
-    /// The earliest added.
-    #[inline(always)]
-    pub(crate) fn get(self) -> Option<Instant> {
-        self.any.then_some(Instant(self.min))
     }
 }
 

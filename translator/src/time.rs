@@ -57,6 +57,39 @@ pub fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
     }
 }
 
+/// The earliest of deadlines added one at a time, as [`earliest`] folds them:
+/// the least instant added and whether any was, kept apart (two registers, a compare and a move per
+/// deadline) instead of an `Option` rebuilt per step (callgrind: ~7 instructions a step). `get` is
+/// `None` exactly when no deadline was added, and a deadline at `u64::MAX` ns stays one.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Earliest {
+    min: u64,
+    any: bool,
+}
+
+impl Earliest {
+    /// No deadline yet.
+    pub(crate) const NONE: Earliest = Earliest {
+        min: u64::MAX,
+        any: false,
+    };
+
+    /// Adds `t`, if any.
+    #[inline(always)]
+    pub(crate) fn add(&mut self, t: Option<Instant>) {
+        if let Some(t) = t {
+            self.min = self.min.min(t.0);
+            self.any = true;
+        }
+    }
+
+    /// The earliest added.
+    #[inline(always)]
+    pub(crate) fn get(self) -> Option<Instant> {
+        self.any.then_some(Instant(self.min))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -76,5 +109,29 @@ mod tests {
         );
         assert_eq!(earliest(None, Some(Instant(2))), Some(Instant(2)));
         assert_eq!(earliest(None, None), None);
+    }
+
+    /// `Earliest` folds like `earliest` over every sequence of up to three deadlines drawn from none,
+    /// the origin, a middle instant and `u64::MAX` ns (which stays a deadline).
+    #[test]
+    fn earliest_fold_equals_the_option_fold() {
+        let values = [
+            None,
+            Some(Instant(0)),
+            Some(Instant(7)),
+            Some(Instant(u64::MAX)),
+        ];
+        for a in values {
+            for b in values {
+                for c in values {
+                    let mut t = Earliest::NONE;
+                    for x in [a, b, c] {
+                        t.add(x);
+                    }
+                    assert_eq!(t.get(), earliest(earliest(a, b), c), "{a:?} {b:?} {c:?}");
+                }
+            }
+        }
+        assert_eq!(Earliest::NONE.get(), None);
     }
 }

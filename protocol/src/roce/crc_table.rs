@@ -83,18 +83,6 @@ impl Crc32Table {
 /// zlib's CRC-32 (CRC-32/ISO-HDLC), the Key-Write checksum and copy 0's placement.
 pub static CRC32_ISO_HDLC: Crc32Table = Crc32Table::new(0x04c1_1db7);
 
-/// The tables of the eight placement polynomials ([`PLACEMENT_POLYNOMIALS`]), copy `n` at index `n`.
-pub static PLACEMENT_TABLES: [Crc32Table; 8] = [
-    Crc32Table::new(PLACEMENT_POLYNOMIALS[0]),
-    Crc32Table::new(PLACEMENT_POLYNOMIALS[1]),
-    Crc32Table::new(PLACEMENT_POLYNOMIALS[2]),
-    Crc32Table::new(PLACEMENT_POLYNOMIALS[3]),
-    Crc32Table::new(PLACEMENT_POLYNOMIALS[4]),
-    Crc32Table::new(PLACEMENT_POLYNOMIALS[5]),
-    Crc32Table::new(PLACEMENT_POLYNOMIALS[6]),
-    Crc32Table::new(PLACEMENT_POLYNOMIALS[7]),
-];
-
 /// Slice-by-5 tables of one reflected CRC-32 polynomial, for inputs of exactly a word and a byte: the
 /// byte goes into the same lookups as the word's (`t[k][b]` is byte `b` followed by `k` zero bytes), so
 /// the five bytes take five independent lookups, not the word's four and then the byte's, which waited
@@ -135,7 +123,8 @@ impl Crc32Table5 {
     }
 }
 
-/// [`PLACEMENT_TABLES`] as slice-by-5 tables, for [`placement_hash5`].
+/// Slice-by-5 tables of the eight placement polynomials ([`PLACEMENT_POLYNOMIALS`]), copy `n` at index
+/// `n`, for [`placement_hash5`].
 pub static PLACEMENT_TABLES5: [Crc32Table5; 8] = [
     Crc32Table5::new(PLACEMENT_POLYNOMIALS[0]),
     Crc32Table5::new(PLACEMENT_POLYNOMIALS[1]),
@@ -147,8 +136,9 @@ pub static PLACEMENT_TABLES5: [Crc32Table5; 8] = [
     Crc32Table5::new(PLACEMENT_POLYNOMIALS[7]),
 ];
 
-/// [`placement_hash`] through the slice-by-5 tables: the five bytes `key_le ‖ n` in five independent
-/// lookups (the same result, which a test checks).
+/// [`hash::placement_hash`](crate::hash::placement_hash) through the slice-by-5 tables: copy `n`'s CRC
+/// over `key_le ‖ n` (`n` taken modulo 8, as there), its five bytes in five independent lookups (the
+/// same result, which a test checks).
 #[inline]
 pub fn placement_hash5(key: u32, n: u8) -> u32 {
     !PLACEMENT_TABLES5[usize::from(n % 8)].update_u32_le_byte(!0, key, n)
@@ -160,14 +150,6 @@ pub fn key_checksum(key: u32) -> u32 {
     !CRC32_ISO_HDLC.update_u32_le(!0, key)
 }
 
-/// [`hash::placement_hash`](crate::hash::placement_hash) through the tables: copy `n`'s CRC over
-/// `key_le ‖ n` (`n` taken modulo 8, as there).
-#[inline]
-pub fn placement_hash(key: u32, n: u8) -> u32 {
-    let t = &PLACEMENT_TABLES[usize::from(n % 8)];
-    !t.update_byte(t.update_u32_le(!0, key), n)
-}
-
 /// Copy 0's placement hash from the key's checksum: both are zlib's CRC-32 and copy 0 hashes one byte
 /// (0) more than the checksum, so the checksum's register continues into it for one table lookup instead
 /// of a second pass over the key.
@@ -176,10 +158,10 @@ pub fn placement_hash0_from_checksum(checksum: u32) -> u32 {
     !CRC32_ISO_HDLC.update_byte(!checksum, 0)
 }
 
-/// `placement_hash(key, n) & (slots - 1)`, as [`hash::placement`](crate::hash::placement).
+/// `placement_hash5(key, n) & (slots - 1)`, as [`hash::placement`](crate::hash::placement).
 #[inline]
 pub fn placement(key: u32, n: u8, slots: u64) -> u64 {
-    u64::from(placement_hash(key, n)) & (slots - 1)
+    u64::from(placement_hash5(key, n)) & (slots - 1)
 }
 
 /// The tables of the eight per-hop polynomials ([`HOP_POLYNOMIALS`]), hop 1 at index 0.
@@ -369,7 +351,8 @@ mod tests {
             x ^= x >> 7;
             x ^= x << 17;
             let (state, word, b) = (x as u32, (x >> 32) as u32, (x >> 24) as u8);
-            for (t4, t5) in PLACEMENT_TABLES.iter().zip(&PLACEMENT_TABLES5) {
+            for (&poly, t5) in PLACEMENT_POLYNOMIALS.iter().zip(&PLACEMENT_TABLES5) {
+                let t4 = Crc32Table::new(poly);
                 assert_eq!(
                     t5.update_u32_le_byte(state, word, b),
                     t4.update_byte(t4.update_u32_le(state, word), b)
@@ -390,7 +373,6 @@ mod tests {
         fn key_hashes_equal_the_hash_module(key in any::<u32>(), n in any::<u8>()) {
             let checksum = key_checksum(key);
             prop_assert_eq!(checksum, hash::key_checksum(key));
-            prop_assert_eq!(placement_hash(key, n), hash::placement_hash(key, n));
             prop_assert_eq!(placement_hash5(key, n), hash::placement_hash(key, n));
             prop_assert_eq!(placement_hash0_from_checksum(checksum), hash::placement_hash(key, 0));
             let slots = 1u64 << (n % 40);

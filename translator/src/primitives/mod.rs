@@ -24,8 +24,8 @@ use crate::collector::Regions;
 use crate::config::Config;
 use crate::counters::{Counters, DropReason};
 use crate::frames::Payload;
-use crate::requester::Earliest;
 use crate::requester::Requester;
+use crate::time::Earliest;
 use crate::time::Instant;
 
 use append::AppendLists;
