@@ -114,6 +114,18 @@ impl Drop for Payload {
     }
 }
 
+impl Payload {
+    /// The payload's bytes when they are exactly `N` and inline (not on the heap): one test of the
+    /// inline length, for the burst builders of short WRITEs, whose heap count then stays as it is.
+    #[inline(always)]
+    pub(crate) fn inline_array<const N: usize>(&self) -> Option<[u8; N]> {
+        if self.0.spilled() {
+            return None;
+        }
+        <[u8; N]>::try_from(self.0.as_slice()).ok()
+    }
+}
+
 impl Deref for Payload {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
@@ -838,6 +850,20 @@ mod tests {
             assert!(room[want.len()..].iter().all(|&x| x == fill));
         }
         assert_eq!(b.shapes.len(), MAX_SHAPES);
+    }
+
+    /// `inline_array` gives the bytes of an inline payload of exactly N bytes, and nothing for another
+    /// length or a payload on the heap, however short.
+    #[test]
+    fn inline_arrays_are_exact_and_inline() {
+        let bytes = [1, 2, 3, 4, 5, 6, 7, 8];
+        assert_eq!(Payload::from_slice(&bytes).inline_array::<8>(), Some(bytes));
+        assert_eq!(Payload::from_slice(&bytes[..7]).inline_array::<8>(), None);
+        assert_eq!(Payload::from_slice(&bytes).inline_array::<4>(), None);
+        let mut heap = Payload::with_capacity(100);
+        heap.extend_from_slice(&bytes);
+        assert!(heap.0.spilled());
+        assert_eq!(heap.inline_array::<8>(), None);
     }
 
     #[test]

@@ -1675,6 +1675,27 @@ mod tests {
         WorkRequest { op, primitive }
     }
 
+    /// A copy of `wr` whose payload is where `wr`'s is: `clone` puts a short payload inline, and the
+    /// requester must also be shown short payloads with heap storage (`work` makes some).
+    fn same_storage(wr: &WorkRequest) -> WorkRequest {
+        let Op::Write { va, rkey, payload } = &wr.op else {
+            return wr.clone();
+        };
+        if !ring::on_heap(&wr.op) {
+            return wr.clone();
+        }
+        let mut p = Payload::with_capacity(100.max(payload.len()));
+        p.extend_from_slice(payload);
+        WorkRequest {
+            op: Op::Write {
+                va: *va,
+                rkey: *rkey,
+                payload: p,
+            },
+            primitive: wr.primitive,
+        }
+    }
+
     #[test]
     fn inline_payloads_are_told_from_heap_ones() {
         assert!(is_inline(&Payload::from_slice(&[1; 8])));
@@ -2038,7 +2059,7 @@ mod tests {
                                     break wr;
                                 }
                             };
-                            r.push(wr.clone());
+                            r.push(same_storage(&wr));
                             m.push(wr);
                         }
                     }
@@ -2139,7 +2160,7 @@ mod tests {
                         for _ in 0..rng.below(6) + 1 {
                             tag += 1;
                             let wr = work(&mut rng, tag);
-                            r.push(wr.clone());
+                            r.push(same_storage(&wr));
                             m.push(wr);
                         }
                     }
