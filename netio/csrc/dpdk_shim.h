@@ -8,6 +8,7 @@
 #include <rte_errno.h>
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
+#include <rte_mbuf_pool_ops.h>
 #include <rte_mempool.h>
 #include <rte_ethdev.h>
 #include <rte_ether.h>
@@ -22,5 +23,41 @@ static inline uint64_t dta_rss_hf_ip_udp(void) { return RTE_ETH_RSS_IP | RTE_ETH
 
 /* rte_pktmbuf_mtod() is a macro. */
 static inline void *dta_pktmbuf_data(struct rte_mbuf *m) { return rte_pktmbuf_mtod(m, void *); }
+
+/* RTE_MEMPOOL_F_NO_IOVA_CONTIG is built with RTE_BIT32(), which bindgen cannot evaluate. */
+static inline unsigned int dta_mempool_f_no_iova_contig(void) { return RTE_MEMPOOL_F_NO_IOVA_CONTIG; }
+
+/* A packet-buffer pool made as rte_pktmbuf_pool_create() makes one (no private area, the best mempool ops),
+ * but with mempool `flags`, which that function fixes at 0. NULL with rte_errno set on failure. */
+static inline struct rte_mempool *dta_pktmbuf_pool_create_flags(const char *name, unsigned int n,
+		unsigned int cache_size, uint16_t data_room_size, int socket_id, unsigned int flags)
+{
+	struct rte_pktmbuf_pool_private priv;
+	struct rte_mempool *mp;
+	int ret;
+
+	memset(&priv, 0, sizeof(priv));
+	priv.mbuf_data_room_size = data_room_size;
+	priv.mbuf_priv_size = 0;
+	mp = rte_mempool_create_empty(name, n, sizeof(struct rte_mbuf) + (unsigned int)data_room_size,
+		cache_size, sizeof(struct rte_pktmbuf_pool_private), socket_id, flags);
+	if (mp == NULL)
+		return NULL;
+	ret = rte_mempool_set_ops_byname(mp, rte_mbuf_best_mempool_ops(), NULL);
+	if (ret != 0) {
+		rte_mempool_free(mp);
+		rte_errno = -ret;
+		return NULL;
+	}
+	rte_pktmbuf_pool_init(mp, &priv);
+	ret = rte_mempool_populate_default(mp);
+	if (ret < 0) {
+		rte_mempool_free(mp);
+		rte_errno = -ret;
+		return NULL;
+	}
+	rte_mempool_obj_iter(mp, rte_pktmbuf_init, NULL);
+	return mp;
+}
 
 #endif

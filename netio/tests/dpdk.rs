@@ -47,6 +47,7 @@ fn dpdk_suite() {
     ring_full_drops_and_counts(eal);
     in_place_build_and_receive(eal);
     burst_in_place_drops_and_counts(eal);
+    mbufs_of_a_burst_spread_over_cache_sets(eal);
     null_device_with_rss_queues_on_two_threads(eal);
     errors_name_the_call(eal);
     af_packet_vdev_on_a_veth_in_a_namespace(eal);
@@ -304,6 +305,28 @@ fn in_place_build_and_receive(eal: &Eal) {
 /// `send_burst_in_place` around its rule (every built frame fits its room): a bad length first, in the
 /// middle or last sends the others in order and counts their bytes, and the unbuilt mbufs stay spare; a
 /// device that takes part of a burst is charged only the bytes it took.
+/// Without hugepages the pool packs its mbufs instead of putting one at the start of each 4 KiB page:
+/// the rooms of a burst of 32 then start in different L1 sets (64-byte lines, 4 KiB of sets), at most 8
+/// in one (an 8-way L1 holds them). DPDK's default layout put all 32 in one set.
+fn mbufs_of_a_burst_spread_over_cache_sets(eal: &Eal) {
+    let (port, mut queues) = Port::open(eal, "net_ring0", &PortConfig::default()).unwrap();
+    let q = &mut queues[0];
+    let mut starts = Vec::new();
+    let sent = q.send_burst_in_place(32, |rooms, _| {
+        starts.extend(rooms.iter().map(|r| r.as_ptr() as usize));
+        0
+    });
+    assert_eq!((sent, starts.len()), (0, 32));
+    let mut per_set = [0usize; 64];
+    for a in &starts {
+        per_set[(a >> 6) & 63] += 1;
+    }
+    let most = per_set.iter().max().copied().unwrap_or(0);
+    assert!(most <= 8, "{most} of 32 rooms in one L1 set: {starts:x?}");
+    drop(queues);
+    drop(port);
+}
+
 fn burst_in_place_drops_and_counts(eal: &Eal) {
     let (port, mut queues) = Port::open(eal, "net_ring0", &PortConfig::default()).unwrap();
     let q = &mut queues[0];
