@@ -14,11 +14,16 @@ bin=$target/release
 run=$(mktemp -d /tmp/dta-bench.XXXXXX)
 echo "bench: run directory $run"
 
+sudo_if() { if [ "$(id -u)" -ne 0 ]; then sudo "$@"; else "$@"; fi; }
 # testpmd is in Debian's dpdk-dev (the `dpdk` package has only the scripts).
 if ! command -v dpdk-testpmd >/dev/null 2>&1; then
   echo "bench: installing dpdk-dev for dpdk-testpmd"
-  sudo_if() { if [ "$(id -u)" -ne 0 ]; then sudo "$@"; else "$@"; fi; }
   DEBIAN_FRONTEND=noninteractive sudo_if apt-get install -y -q --no-install-recommends dpdk-dev
+fi
+# callgrind counts the translator's instructions per report (perf has no hardware counters in most VMs).
+if ! command -v valgrind >/dev/null 2>&1; then
+  echo "bench: installing valgrind for the instruction count"
+  DEBIAN_FRONTEND=noninteractive sudo_if apt-get install -y -q --no-install-recommends valgrind
 fi
 
 cargo build --release -p dta-bench -p dta-pktgen
@@ -56,6 +61,11 @@ echo "bench: testpmd io forward, 2 cores"
 # Forwarding lcores 1 and 2 on CPUs 0 and 1; the main lcore only prints stats and shares CPU 0.
 testpmd "$run/testpmd-io-2.txt" --lcores='0@0,1@0,2@1' "${common[@]}" -- --forward-mode=io \
   --stats-period 1 --nb-cores=2 --rxq=2 --txq=2 --total-num-mbufs=16384
+# The like-for-like limit: the same forwarding through dta-netio, whose pool packs its mbufs without
+# hugepages (testpmd's puts one per 4 KiB page, all of a burst in the same L1 sets): the translator's ratio to
+# this one is the part of its ratio to testpmd that the pool does not explain.
+echo "bench: io forward through dta-netio, 1 core"
+"$bin/dta-bench" iofwd --secs "$secs" -- "${eal1[@]}" > "$run/iofwd-netio-1.json"
 echo "bench: testpmd txonly, 1 core"
 testpmd "$run/testpmd-txonly-1.txt" "${eal1[@]}" -- --forward-mode=txonly --stats-period 1 \
   --nb-cores=1 --total-num-mbufs=16384
@@ -75,35 +85,19 @@ for m in write fetch-add; do
   "$bin/dta-bench" responder --mode "$m" --secs "$secs" > "$run/responder-$m.json"
 done
 
-# Below half of testpmd's io-forward rate, profile Key-Write N = 1. perf needs hardware counters, which
-# VMs often lack; callgrind works everywhere (a short run: it is ~50x slower).
-# The median of the non-zero samples (less the first when there are three or more: it may cover a partial
-# period), as the report computes it.
-io_samples=$(awk '/Rx-pps:/ && $2 > 0 {print $2}' "$run/testpmd-io-1.txt")
-if [ "$(grep -c . <<< "$io_samples")" -ge 3 ]; then io_samples=$(tail -n +2 <<< "$io_samples"); fi
-io1=$(sort -n <<< "$io_samples" | awk 'NF {v[++n] = $1} END {print (n ? v[int(n / 2) + 1] : 0)}')
-kw=$(jq -r .reports_per_s "$run/translator-keywrite-n1-w1.json")
-if awk -v kw="$kw" -v io="$io1" 'BEGIN {exit !(io > 0 && kw < 0.5 * io)}'; then
-  echo "bench: translator below 0.5 x io-forward ($kw vs $io1): profiling"
-  # Read perf's verdict into a variable first: `perf ... | grep -q` would die of SIGPIPE under pipefail.
-  perf_check=$(perf stat -e instructions true 2>&1 || echo "perf failed")
-  if ! grep -qE "not supported|perf failed|not found" <<< "$perf_check"; then
-    perf record -q -g -o "$run/perf.data" "$bin/dta-bench" translator --mode keywrite-n1 --secs 2 \
-      -- "${eal1[@]}" > /dev/null
-    perf report -i "$run/perf.data" --no-children --stdio --percent-limit 1.5 2>/dev/null \
-      | grep -v '^$' | sed -n '1,60p' > "$run/profile.txt"
-  elif command -v valgrind >/dev/null 2>&1; then
-    valgrind --tool=callgrind --toggle-collect='dta_bench::translator::worker' --callgrind-out-file="$run/callgrind.out" "$bin/dta-bench" translator \
-      --mode keywrite-n1 --secs 2 -- "${eal1[@]}" > /dev/null 2> "$run/callgrind.log"
-    {
-      echo "callgrind (perf has no hardware counters here), Key-Write N = 1, self cost (Ir) of the top functions:"
-      callgrind_annotate --inclusive=no "$run/callgrind.out" 2>/dev/null | sed -n '/^Ir/,$p' | sed -n '1,30p'
-      echo
-      echo "inclusive:"
-      callgrind_annotate --inclusive=yes "$run/callgrind.out" 2>/dev/null | sed -n '/^Ir/,$p' | grep -E '^ *[0-9,]+ \(' | grep -vE 'rustc/|libc.so|clone.S' | sed -n '1,30p'
-    } | cut -c1-220 > "$run/profile.txt" || true
-  fi
-fi
+# Key-Write N = 1 under callgrind: its instructions per report (the floor's count) and where they go. A short
+# run (callgrind is ~50x slower), the worker loop only.
+echo "bench: callgrind, translator Key-Write N = 1"
+valgrind --tool=callgrind --toggle-collect='dta_bench::translator::worker' --callgrind-out-file="$run/callgrind.out" \
+  "$bin/dta-bench" translator --mode keywrite-n1 --secs 0.5 -- "${eal1[@]}" \
+  > "$run/callgrind-keywrite-n1.json" 2> "$run/callgrind.log"
+{
+  echo "callgrind, Key-Write N = 1, self cost (Ir) of the top functions:"
+  callgrind_annotate --inclusive=no "$run/callgrind.out" 2>/dev/null | sed -n '/^Ir/,$p' | sed -n '1,30p'
+  echo
+  echo "inclusive:"
+  callgrind_annotate --inclusive=yes "$run/callgrind.out" 2>/dev/null | sed -n '/^Ir/,$p' | grep -E '^ *[0-9,]+ \(' | grep -vE 'rustc/|libc.so|clone.S' | sed -n '1,30p'
+} | cut -c1-220 > "$run/profile.txt" || true
 
 echo "bench: criterion (iCRC, DTA parse, frame build)"
 crit=(-- --warm-up-time 1 --measurement-time 2)

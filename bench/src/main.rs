@@ -7,6 +7,7 @@ use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 
 mod floors;
+mod iofwd;
 mod queries;
 mod report;
 mod responder;
@@ -31,6 +32,14 @@ enum Cmd {
         mode: String,
         #[arg(long, default_value_t = 1)]
         workers: usize,
+        #[arg(long, default_value_t = 3.0)]
+        secs: f64,
+        /// EAL arguments (after `--`), the same as testpmd's.
+        #[arg(last = true)]
+        eal: Vec<String>,
+    },
+    /// testpmd's io forwarding through dta-netio (the translator's pool and bursts) on one core.
+    Iofwd {
         #[arg(long, default_value_t = 3.0)]
         secs: f64,
         /// EAL arguments (after `--`), the same as testpmd's.
@@ -90,6 +99,7 @@ fn main() -> Result<()> {
             let m = workloads::Mode::parse(&mode)?;
             serde_json::to_string_pretty(&translator::run(m, workers, secs, eal)?)?
         }
+        Cmd::Iofwd { secs, eal } => serde_json::to_string_pretty(&iofwd::run(secs, eal)?)?,
         Cmd::Baseline { mode, secs } => {
             let m = workloads::Mode::parse(&mode)?;
             serde_json::to_string_pretty(&udp_baseline::run(m, secs)?)?

@@ -45,6 +45,22 @@ pub fn testpmd_pps(text: &str, key: &str) -> Option<f64> {
     Some(v[v.len() / 2])
 }
 
+/// Key-Write N = 1's instructions per report under callgrind: the collected total (the worker loop,
+/// `callgrind.out`'s `summary:`) over the run's reports (its JSON). The worker's start-up spin is in the
+/// total: ~7 a report at the bench's 0.5 s.
+fn callgrind_per_report(dir: &Path) -> Option<f64> {
+    let text = std::fs::read_to_string(dir.join("callgrind.out")).ok()?;
+    let total: f64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("summary:"))?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()?;
+    let reports = read_json(&dir.join("callgrind-keywrite-n1.json"))?["reports"].as_f64()?;
+    (reports > 0.0).then(|| total / reports)
+}
+
 fn read_json(path: &Path) -> Option<Value> {
     let t = std::fs::read_to_string(path).ok()?;
     serde_json::from_str(&t).ok()
@@ -90,6 +106,10 @@ pub fn run(dir: &Path, criterion: &Path, out: &Path, hugepages: bool) -> Result<
     let io1 = tp("testpmd-io-1.txt", "Rx-pps:");
     let io2 = tp("testpmd-io-2.txt", "Rx-pps:");
     let tx1 = tp("testpmd-txonly-1.txt", "Tx-pps:");
+    // The same forwarding through dta-netio (the translator's pool): the like-for-like limit.
+    let netio_io1 =
+        read_json(&dir.join("iofwd-netio-1.json")).map_or(f64::NAN, |v| f(&v, "frames_per_s"));
+    let instructions = callgrind_per_report(dir);
 
     let mut rows = Vec::new();
     let mut md = String::new();
@@ -113,6 +133,12 @@ pub fn run(dir: &Path, criterion: &Path, out: &Path, hugepages: bool) -> Result<
         ns(2e9 / io2)
     ));
     md.push_str(&format!(
+        "| io forward through dta-netio (the translator's pool and bursts) | 1 | {} | {} | | {:.2} | like-for-like limit: without hugepages dta-netio packs its mbufs, testpmd's pool puts one per 4 KiB page (all of a burst in the same L1 sets) |\n",
+        mpps(netio_io1),
+        ns(1e9 / netio_io1),
+        netio_io1 / io1
+    ));
+    md.push_str(&format!(
         "| testpmd txonly | 1 | {} | {} | | {:.2} | |\n",
         mpps(tx1),
         ns(1e9 / tx1),
@@ -126,8 +152,13 @@ pub fn run(dir: &Path, criterion: &Path, out: &Path, hugepages: bool) -> Result<
             let base = if w == 1 { io1 } else { io2 };
             let rps = f(&v, "reports_per_s");
             let ratio = rps / base;
+            let like = if w == 1 {
+                format!("{:.3} of io-fwd through dta-netio; ", rps / netio_io1)
+            } else {
+                String::new()
+            };
             md.push_str(&format!(
-                "| translator {m} | {w} | {} | {} | {} | {ratio:.3} | {:.2} frames/report, {:.3} ACKs/report (build {:.1} ns incl.), drops {}, qp errors {} |\n",
+                "| translator {m} | {w} | {} | {} | {} | {ratio:.3} | {like}{:.2} frames/report, {:.3} ACKs/report (build {:.1} ns incl.), drops {}, qp errors {} |\n",
                 mpps(rps),
                 ns(f(&v, "ns_per_report")),
                 ns(f(&v, "cpu_ns_per_report")),
@@ -139,6 +170,9 @@ pub fn run(dir: &Path, criterion: &Path, out: &Path, hugepages: bool) -> Result<
             ));
             let mut v = v;
             v["ratio_to_testpmd_io"] = json!(ratio);
+            if w == 1 {
+                v["ratio_to_netio_io"] = json!(rps / netio_io1);
+            }
             rows.push(v);
         }
     }
@@ -160,6 +194,7 @@ pub fn run(dir: &Path, criterion: &Path, out: &Path, hugepages: bool) -> Result<
             v["drops"],
         ));
         v["ratio_to_testpmd_io"] = json!(ratio);
+        v["ratio_to_netio_io"] = json!(fps / netio_io1);
         responder_rows.push(v);
     }
 
@@ -287,7 +322,14 @@ pub fn run(dir: &Path, criterion: &Path, out: &Path, hugepages: bool) -> Result<
 
     // Issue 14's floors, against the numbers it started from, at the top of the page.
     let before = read_json(&out.join("baseline.json")).unwrap_or(Value::Null);
-    let (floors_md, floors) = crate::floors::section(&before, &rows, &responder_rows, &pktgen);
+    let instructions_json = json!({ "keywrite-n1": instructions });
+    let run = crate::floors::Run {
+        translator: &rows,
+        responder: &responder_rows,
+        pktgen: &pktgen,
+        instructions: &instructions_json,
+    };
+    let (floors_md, floors) = crate::floors::section(&before, &run);
     if let Some(at) = md.find("## The limit and the translator") {
         md.insert_str(at, &floors_md);
     }
@@ -308,6 +350,7 @@ pub fn run(dir: &Path, criterion: &Path, out: &Path, hugepages: bool) -> Result<
             "testpmd_io_forward_pps_1core": io1,
             "testpmd_io_forward_pps_2core": io2,
             "testpmd_txonly_pps_1core": tx1,
+            "netio_io_forward_pps_1core": netio_io1,
             "vdev": "net_null0 (one port, 64 B frames, no copy)",
         },
         "translator": rows,
@@ -322,6 +365,7 @@ pub fn run(dir: &Path, criterion: &Path, out: &Path, hugepages: bool) -> Result<
             "collector_regions_vm_hwm_kib": coll_mem,
         },
         "profile": profile.trim(),
+        "instructions_per_report": instructions_json,
         "floors": floors,
     });
     std::fs::create_dir_all(out)?;

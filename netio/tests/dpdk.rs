@@ -48,6 +48,7 @@ fn dpdk_suite() {
     in_place_build_and_receive(eal);
     burst_in_place_drops_and_counts(eal);
     mbufs_of_a_burst_spread_over_cache_sets(eal);
+    reflected_frames_come_back_untouched(eal);
     null_device_with_rss_queues_on_two_threads(eal);
     errors_name_the_call(eal);
     af_packet_vdev_on_a_veth_in_a_namespace(eal);
@@ -323,6 +324,34 @@ fn mbufs_of_a_burst_spread_over_cache_sets(eal: &Eal) {
     }
     let most = per_set.iter().max().copied().unwrap_or(0);
     assert!(most <= 8, "{most} of 32 rooms in one L1 set: {starts:x?}");
+    drop(queues);
+    drop(port);
+}
+
+/// net_ring0 loops TX back to RX: frames sent, reflected once (received and sent back untouched), come
+/// back in order and byte for byte, and each pass is counted.
+fn reflected_frames_come_back_untouched(eal: &Eal) {
+    let (port, mut queues) = Port::open(eal, "net_ring0", &PortConfig::default()).unwrap();
+    let q = &mut queues[0];
+    let sent = q.send_in_place(20, |k, room| {
+        let f = frame(k as u32 + 100);
+        room[..f.len()].copy_from_slice(&f);
+        f.len()
+    });
+    assert_eq!(sent, 20);
+    assert_eq!(q.reflect_burst(), 20);
+    assert_eq!(
+        q.reflect_burst(),
+        20,
+        "the reflected frames loop back once more"
+    );
+    let mut got = Vec::new();
+    assert_eq!(q.recv_in_place(|f| got.push(f.to_vec())), 20);
+    let want: Vec<Vec<u8>> = (0..20).map(|k| frame(k + 100)).collect();
+    assert_eq!(got, want);
+    assert_eq!(q.rx_stats().frames, 60);
+    assert_eq!((q.tx_stats().frames, q.tx_stats().dropped), (60, 0));
+    assert_eq!(q.reflect_burst(), 0, "nothing left to reflect");
     drop(queues);
     drop(port);
 }

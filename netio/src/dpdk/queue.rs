@@ -301,6 +301,44 @@ impl DpdkQueue {
         seen
     }
 
+    /// Receives up to `max_burst` frames and sends them straight back out of this queue, untouched (what
+    /// testpmd's io forwarding does on one queue): the machine's packet rate through this crate's pool
+    /// and bursts, the benchmarks' like-for-like baseline. Frames the device does not take are freed and
+    /// counted as dropped; bytes are not counted (that would read every mbuf). Returns how many left.
+    pub fn reflect_burst(&mut self) -> usize {
+        // SAFETY: started port, our queue, scratch array of max_burst entries.
+        let n = unsafe {
+            ffi::rte_eth_rx_burst(
+                self.port.port_id,
+                self.queue_id,
+                self.mbufs.as_mut_ptr(),
+                self.mbufs.len() as u16,
+            )
+        } as usize;
+        if n == 0 {
+            return 0;
+        }
+        // SAFETY: the n received mbufs are ours; the device takes ownership of the accepted ones.
+        let sent = unsafe {
+            ffi::rte_eth_tx_burst(
+                self.port.port_id,
+                self.queue_id,
+                self.mbufs.as_mut_ptr(),
+                n as u16,
+            )
+        } as usize;
+        if sent < n {
+            // SAFETY: the device refused these; they are still ours.
+            unsafe {
+                ffi::rte_pktmbuf_free_bulk(self.mbufs[sent..].as_mut_ptr(), (n - sent) as u32)
+            };
+            self.tx_stats.dropped += (n - sent) as u64;
+        }
+        self.rx_stats.frames += n as u64;
+        self.tx_stats.frames += sent as u64;
+        sent
+    }
+
     fn build_and_send(
         &mut self,
         n: usize,
