@@ -93,15 +93,7 @@ impl RxBurst for DpdkQueue {
         if want == 0 {
             return Ok(0);
         }
-        // SAFETY: started port, our queue, scratch array of at least `want` entries.
-        let n = unsafe {
-            ffi::rte_eth_rx_burst(
-                self.port.port_id,
-                self.queue_id,
-                self.mbufs.as_mut_ptr(),
-                want as u16,
-            )
-        } as usize;
+        let n = self.receive_into_scratch(want);
         let mut got = 0;
         for &m in &self.mbufs[..n] {
             // SAFETY: m was just received and is ours until freed below.
@@ -272,15 +264,7 @@ impl DpdkQueue {
     /// Receives up to `max_burst` frames and hands each to `f` where it lies in its mbuf, without copying; the
     /// mbufs go back to the pool when `f` has seen them all. Returns how many frames `f` saw.
     pub fn recv_in_place(&mut self, mut f: impl FnMut(&[u8])) -> usize {
-        // SAFETY: started port, our queue, scratch array of max_burst entries.
-        let n = unsafe {
-            ffi::rte_eth_rx_burst(
-                self.port.port_id,
-                self.queue_id,
-                self.mbufs.as_mut_ptr(),
-                self.mbufs.len() as u16,
-            )
-        } as usize;
+        let n = self.receive_into_scratch(self.mbufs.len());
         let mut seen = 0;
         for &m in &self.mbufs[..n] {
             // SAFETY: m was just received and stays ours until freed below.
@@ -306,15 +290,7 @@ impl DpdkQueue {
     /// and bursts, the benchmarks' like-for-like baseline. Frames the device does not take are freed and
     /// counted as dropped; bytes are not counted (that would read every mbuf). Returns how many left.
     pub fn reflect_burst(&mut self) -> usize {
-        // SAFETY: started port, our queue, scratch array of max_burst entries.
-        let n = unsafe {
-            ffi::rte_eth_rx_burst(
-                self.port.port_id,
-                self.queue_id,
-                self.mbufs.as_mut_ptr(),
-                self.mbufs.len() as u16,
-            )
-        } as usize;
+        let n = self.receive_into_scratch(self.mbufs.len());
         if n == 0 {
             return 0;
         }
@@ -327,16 +303,35 @@ impl DpdkQueue {
                 n as u16,
             )
         } as usize;
-        if sent < n {
-            // SAFETY: the device refused these; they are still ours.
-            unsafe {
-                ffi::rte_pktmbuf_free_bulk(self.mbufs[sent..].as_mut_ptr(), (n - sent) as u32)
-            };
-            self.tx_stats.dropped += (n - sent) as u64;
-        }
+        self.drop_refused(sent, n);
         self.rx_stats.frames += n as u64;
         self.tx_stats.frames += sent as u64;
         sent
+    }
+
+    /// Receives up to `max` (at most the scratch array's length) mbufs into the scratch array.
+    #[inline(always)]
+    fn receive_into_scratch(&mut self, max: usize) -> usize {
+        let max = max.min(self.mbufs.len());
+        // SAFETY: started port, our queue, scratch array of at least `max` entries.
+        (unsafe {
+            ffi::rte_eth_rx_burst(
+                self.port.port_id,
+                self.queue_id,
+                self.mbufs.as_mut_ptr(),
+                max as u16,
+            )
+        }) as usize
+    }
+
+    /// Frees the scratch array's mbufs `from..to`, which the device did not take, as dropped frames.
+    #[inline(always)]
+    fn drop_refused(&mut self, from: usize, to: usize) {
+        if let Some(refused) = self.mbufs.get_mut(from..to).filter(|r| !r.is_empty()) {
+            // SAFETY: the device refused these; they are still ours.
+            unsafe { ffi::rte_pktmbuf_free_bulk(refused.as_mut_ptr(), refused.len() as u32) };
+            self.tx_stats.dropped += refused.len() as u64;
+        }
     }
 
     fn build_and_send(
@@ -414,13 +409,7 @@ impl DpdkQueue {
                 )
             } as usize;
         }
-        if done < ready {
-            // SAFETY: the device refused these; they are still ours.
-            unsafe {
-                ffi::rte_pktmbuf_free_bulk(self.mbufs[done..].as_mut_ptr(), (ready - done) as u32)
-            };
-            self.tx_stats.dropped += (ready - done) as u64;
-        }
+        self.drop_refused(done, ready);
         self.tx_stats.frames += done as u64;
         self.tx_stats.bytes += self.lens[..done].iter().map(|&l| l as u64).sum::<u64>();
         done
