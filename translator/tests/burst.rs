@@ -20,13 +20,15 @@ fn engine() -> Engine {
     Engine::new(c, &[welcome()], Instant(0)).unwrap()
 }
 
-/// A report of a random kind with random (sometimes refused) fields, sometimes retransmittable.
-fn random_report(rng: &mut Rng, seq: &mut [u8; 4]) -> Vec<u8> {
+/// A report of a random kind (Key-Write only with `key_writes`) with random (sometimes refused) fields,
+/// sometimes retransmittable.
+fn random_report(rng: &mut Rng, seq: &mut [u8; 4], key_writes: bool) -> Vec<u8> {
     let reporter_no = rng.below(4) as usize;
     let x = rng.next();
     let data = (x as u32).to_be_bytes();
     let counters = x.to_be_bytes();
-    let body = match rng.below(6) {
+    let kind = if key_writes { 0 } else { rng.below(6) };
+    let body = match kind {
         0 => Body::KeyWrite(KeyWriteRepr {
             redundancy: 1 + rng.below(8) as u8,
             key: x as u32,
@@ -86,10 +88,14 @@ fn random_report(rng: &mut Rng, seq: &mut [u8; 4]) -> Vec<u8> {
     f
 }
 
-/// Any frame the engine may meet: reports, responses to PSNs near the ones sent, CNPs, junk.
-fn random_frame(rng: &mut Rng, seq: &mut [u8; 4]) -> Vec<u8> {
+/// Any frame the engine may meet: reports, responses to PSNs near the ones sent, CNPs, junk. With
+/// `key_writes`, most are Key-Write reports, in runs (which `handle_frames` takes in one call).
+fn random_frame(rng: &mut Rng, seq: &mut [u8; 4], key_writes: bool) -> Vec<u8> {
+    if key_writes && rng.chance(850) {
+        return random_report(rng, seq, true);
+    }
     match rng.below(20) {
-        0..=14 => random_report(rng, seq),
+        0..=14 => random_report(rng, seq, false),
         15 | 16 => response(
             rng.below(64) as u32,
             AckKind::Ack { credits: 31 },
@@ -107,8 +113,9 @@ fn a_burst_equals_frame_by_frame() {
     let mut seq = [0u8; 4];
     for round in 0..3000u64 {
         let now = Instant(round * 700);
+        let key_writes = rng.chance(300);
         let frames: Vec<Vec<u8>> = (0..1 + rng.below(40))
-            .map(|_| random_frame(&mut rng, &mut seq))
+            .map(|_| random_frame(&mut rng, &mut seq, key_writes))
             .collect();
         let forwarded_one: Vec<&[u8]> = frames
             .iter()
