@@ -225,28 +225,34 @@ impl Engine {
         rest: &mut impl Iterator<Item = &'f [u8]>,
     ) -> Option<&'f [u8]> {
         let mut f = first;
-        loop {
+        // `frame`'s and `report`'s counts, added once at the end of the run.
+        let mut taken = 0u64;
+        let left = loop {
             let Ok(Some(udp)) = UdpView::parse_common(f) else {
-                return Some(f);
+                break Some(f);
             };
             if udp.dst_port != self.cfg.report.udp_port {
-                return Some(f);
+                break Some(f);
             }
             let Some((base, kw)) = ReportRepr::parse_key_write(udp.payload, &self.fmt) else {
-                return Some(f);
+                break Some(f);
             };
             if base.seqnum.is_some() && base.retransmit && self.cfg.sequence.enabled {
-                return Some(f);
+                break Some(f);
             }
-            // `frame`'s and `report`'s counts, then `key_write_parts`' push; untracked, a drop is only
-            // counted.
-            self.counters.frames_in += 1;
-            self.counters.reports_in[opcode_index(Opcode::KeyWrite)] += 1;
+            taken += 1;
+            // `key_write_parts`' push; untracked, a drop is only counted.
             if let Err(reason) = self.key_write_with::<true>(&kw, udp.dst_ip) {
                 self.counters.drop(reason);
             }
-            f = rest.next()?;
-        }
+            match rest.next() {
+                Some(next) => f = next,
+                None => break None,
+            }
+        };
+        self.counters.frames_in += taken;
+        self.counters.reports_in[opcode_index(Opcode::KeyWrite)] += taken;
+        left
     }
 
     /// [`handle_frame`](Self::handle_frame)'s body, inlined into it and into
