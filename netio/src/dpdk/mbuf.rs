@@ -25,7 +25,10 @@ pub(crate) unsafe fn data<'a>(m: *const rte_mbuf) -> Option<&'a [u8]> {
 pub(crate) unsafe fn room_mut<'a>(m: *mut rte_mbuf) -> &'a mut [u8] {
     let mb = &mut *m;
     let start = mb.buf_addr.cast::<u8>().add(mb.data_off as usize);
-    std::slice::from_raw_parts_mut(start, (mb.buf_len - mb.data_off) as usize)
+    // Widened before subtracting: the same value (data_off <= buf_len in a valid mbuf), one instruction
+    // fewer a room than a 16-bit difference zero-extended after.
+    let len = usize::from(mb.buf_len) - usize::from(mb.data_off);
+    std::slice::from_raw_parts_mut(start, len)
 }
 
 /// Sets the lengths of a single-segment mbuf whose first `len` bytes of room hold a frame.
@@ -36,4 +39,12 @@ pub(crate) unsafe fn set_len(m: *mut rte_mbuf, len: usize) {
     let mb = &mut *m;
     mb.data_len = len as u16;
     mb.pkt_len = len as u32;
+}
+
+/// The length of the frame in a single-segment mbuf (its `data_len`).
+///
+/// # Safety
+/// `m` must point to a valid mbuf owned by the caller.
+pub(crate) unsafe fn len(m: *const rte_mbuf) -> usize {
+    usize::from((*m).data_len)
 }

@@ -25,8 +25,6 @@ pub struct DpdkQueue {
     queue_id: u16,
     /// Scratch array of mbuf pointers for one burst, allocated once.
     mbufs: Box<[*mut rte_mbuf]>,
-    /// Lengths of the frames in `mbufs` during a send, to count the bytes of those the device accepted.
-    lens: Box<[u16]>,
     /// Mbufs [`send_burst_in_place`](Self::send_burst_in_place) allocated but its builder left unused,
     /// kept for the next burst (freeing and allocating them again cost a bulk free and a bulk alloc a
     /// burst when the engine builds fewer frames than it had pending: FETCH_ADDs held by the atomic limit).
@@ -63,7 +61,6 @@ impl DpdkQueue {
             port,
             queue_id,
             mbufs: vec![std::ptr::null_mut(); max_burst as usize].into_boxed_slice(),
-            lens: vec![0; max_burst as usize].into_boxed_slice(),
             spare: vec![std::ptr::null_mut(); TX_ROOMS].into_boxed_slice(),
             spare_len: 0,
             rx_stats: RxStats::default(),
@@ -201,24 +198,26 @@ impl DpdkQueue {
                 return 0;
             }
         }
-        let from = self.spare_len - reuse;
-        self.mbufs[..reuse].copy_from_slice(&self.spare[from..self.spare_len]);
-        self.spare_len = from;
+        // (Both copies of spares are skipped when empty: a zero-length copy is still a `memcpy` call, and
+        // most bursts neither take nor leave a spare.)
+        if reuse > 0 {
+            let from = self.spare_len - reuse;
+            self.mbufs[..reuse].copy_from_slice(&self.spare[from..self.spare_len]);
+            self.spare_len = from;
+        }
         // The lengths, zeroed for this burst only (a whole array cost a 512-byte memset a burst, which
         // bursts of a frame or two, Append's and Sketch-Merge's, noticed).
         let mut lens_buf = [MaybeUninit::<usize>::uninit(); TX_ROOMS];
-        for l in &mut lens_buf[..n] {
-            l.write(0);
-        }
+        lens_buf[..n].fill(MaybeUninit::new(0));
         // SAFETY: the first n elements were initialised just above (n <= TX_ROOMS), and
         // `MaybeUninit<usize>` has the layout of `usize`.
         let lens: &mut [usize] =
             unsafe { std::slice::from_raw_parts_mut(lens_buf.as_mut_ptr().cast(), n) };
         // The rooms, uninitialised past the burst (an array of empty slices cost a 1 KiB copy a burst).
         let mut rooms = [const { MaybeUninit::<&mut [u8]>::uninit() }; TX_ROOMS];
-        for (room, &m) in rooms.iter_mut().zip(&self.mbufs[..n]) {
-            // SAFETY: m is freshly allocated and ours; each mbuf's room is a distinct buffer, and the
-            // slices are used only until the frames are handed over below.
+        for (room, &m) in rooms[..n].iter_mut().zip(&self.mbufs[..n]) {
+            // SAFETY: m is freshly allocated (or a spare, as fresh) and ours; each mbuf's room is a
+            // distinct buffer, and the slices are used only until the frames are handed over below.
             room.write(unsafe { mbuf::room_mut(m) });
         }
         // SAFETY: the first n elements were initialised just above (n <= TX_ROOMS), and
@@ -226,39 +225,42 @@ impl DpdkQueue {
         let rooms: &mut [&mut [u8]] =
             unsafe { std::slice::from_raw_parts_mut(rooms.as_mut_ptr().cast(), n) };
         let built = build(rooms, lens).min(n);
-        // Every frame fits its room (the rule): lengths set in place, nothing to pack.
-        let fit = lens[..built]
-            .iter()
-            .zip(rooms.iter())
-            .all(|(&len, room)| len != 0 && len <= room.len());
+        // One pass sets the lengths in place while every frame fits its room (the rule); `len - 1 < room`
+        // rejects both a 0 and an overrun in one comparison. The first frame that breaks the rule sends
+        // the rest of the burst through the packing path below; the frames before it stay where they are.
+        let (lens, rooms) = (&lens[..built], &rooms[..built]);
+        let mut bytes = 0;
         let mut ready = 0;
-        if fit {
-            for ((&len, &m), l) in lens[..built]
-                .iter()
-                .zip(&self.mbufs[..built])
-                .zip(self.lens.iter_mut())
-            {
-                // SAFETY: ours, and `len` bytes were written within its room.
-                unsafe { mbuf::set_len(m, len) };
-                *l = len as u16;
+        for ((&len, room), &m) in lens.iter().zip(rooms).zip(&self.mbufs[..built]) {
+            if len.wrapping_sub(1) >= room.len() {
+                break;
             }
-            ready = built;
-        } else {
-            // Keep the frames that fit their rooms, packed at the front (this moves no mbuf past
-            // `built`); the rest go back to the pool.
-            for (k, (&len, room)) in lens[..built].iter().zip(rooms.iter()).enumerate() {
-                let m = self.mbufs[k];
-                // SAFETY: m is the k-th mbuf allocated above, ours, and `ready <= k`.
-                ready += usize::from(unsafe { self.keep_or_free(m, len, room.len(), ready) });
+            // SAFETY: ours, and `len` bytes were written within its room.
+            unsafe { mbuf::set_len(m, len) };
+            bytes += len;
+            ready += 1;
+        }
+        // Keep the frames that fit their rooms, packed at the front (this moves no mbuf past `built`); the
+        // rest go back to the pool.
+        let first_bad = ready;
+        for k in first_bad..built {
+            let (m, len) = (self.mbufs[k], lens[k]);
+            // SAFETY: m is the k-th mbuf allocated above, ours, and `ready <= k`.
+            if unsafe { self.keep_or_free(m, len, rooms[k].len(), ready) } {
+                bytes += len;
+                ready += 1;
             }
         }
         // Mbufs `built..n` are ours, unused, and were not moved by the packing above: kept for the next
         // burst. They fit: the spares left plus these are at most the spares before (when some stayed) or
         // n (when all were taken), both at most TX_ROOMS.
         let unused = n - built;
-        self.spare[self.spare_len..self.spare_len + unused].copy_from_slice(&self.mbufs[built..n]);
-        self.spare_len += unused;
-        self.transmit_ready(ready)
+        if unused > 0 {
+            self.spare[self.spare_len..self.spare_len + unused]
+                .copy_from_slice(&self.mbufs[built..n]);
+            self.spare_len += unused;
+        }
+        self.transmit_ready(ready, bytes)
     }
 
     /// Receives up to `max_burst` frames and hands each to `f` where it lies in its mbuf, without copying; the
@@ -350,6 +352,7 @@ impl DpdkQueue {
         }
         // Build the frames, packing the mbufs we keep at the front of the array.
         let mut ready = 0;
+        let mut bytes = 0;
         for k in 0..n {
             let m = self.mbufs[k];
             // SAFETY: m is freshly allocated and ours.
@@ -357,9 +360,12 @@ impl DpdkQueue {
             let len = build(k, room);
             let room = room.len();
             // SAFETY: m is the k-th mbuf allocated above, ours, and `ready <= k`.
-            ready += usize::from(unsafe { self.keep_or_free(m, len, room, ready) });
+            if unsafe { self.keep_or_free(m, len, room, ready) } {
+                bytes += len;
+                ready += 1;
+            }
         }
-        self.transmit_ready(ready)
+        self.transmit_ready(ready, bytes)
     }
 
     /// Keeps mbuf `m`, whose builder wrote a `len`-byte frame into its `room`-byte data room, at position
@@ -387,13 +393,12 @@ impl DpdkQueue {
         // SAFETY: ours, and `len` bytes were written within its room.
         unsafe { mbuf::set_len(m, len) };
         self.mbufs[ready] = m;
-        self.lens[ready] = len as u16;
         true
     }
 
-    /// Hands the first `ready` mbufs of the scratch array (lengths set, `lens` filled) to the device, retrying
-    /// a partial burst; frees and counts as dropped what it refused. Returns how many it took.
-    fn transmit_ready(&mut self, ready: usize) -> usize {
+    /// Hands the first `ready` mbufs of the scratch array (lengths set, `bytes` long together) to the device,
+    /// retrying a partial burst; frees and counts as dropped what it refused. Returns how many it took.
+    fn transmit_ready(&mut self, ready: usize, bytes: usize) -> usize {
         let mut done = 0;
         for _ in 0..TX_RETRIES {
             if done == ready {
@@ -409,9 +414,16 @@ impl DpdkQueue {
                 )
             } as usize;
         }
+        let mut sent_bytes = bytes;
+        // The bytes sent are those of the burst less the refused frames', read from their mbufs before
+        // they are freed (the accepted ones are the device's now, not to be read).
+        for &m in self.mbufs.get(done..ready).unwrap_or(&[]) {
+            // SAFETY: the device refused m; it is still ours, its length set above.
+            sent_bytes -= unsafe { mbuf::len(m) };
+        }
         self.drop_refused(done, ready);
         self.tx_stats.frames += done as u64;
-        self.tx_stats.bytes += self.lens[..done].iter().map(|&l| l as u64).sum::<u64>();
+        self.tx_stats.bytes += sent_bytes as u64;
         done
     }
 }
