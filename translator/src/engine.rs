@@ -237,7 +237,7 @@ impl Engine {
             let Some((base, kw)) = ReportRepr::parse_key_write(udp.payload, &self.fmt) else {
                 break Some(f);
             };
-            if base.seqnum.is_some() && base.retransmit && self.cfg.sequence.enabled {
+            if self.tracks(&base) {
                 break Some(f);
             }
             taken += 1;
@@ -519,18 +519,15 @@ impl Engine {
             collector: dst_ip,
             opcode: op,
         };
-        // Sequence tracking applies to retransmittable reports in the seq form (the compact form has no
-        // seqnum to track).
-        // Set inside the tracked branch rather than matched out of it: the match made the untracked
-        // path store a `None` and test it again before `dispatch` (~2 instructions a report).
+        // Sequence tracking (`tracks`). Set inside the tracked branch rather than matched out of it: the
+        // match made the untracked path store a `None` and test it again before `dispatch` (~2
+        // instructions a report).
         let mut tracked = None;
-        if let Some(seq) = base.seqnum {
-            if base.retransmit && self.cfg.sequence.enabled {
-                let Some(seq) = self.track(now, frame, stream(), seq) else {
-                    return;
-                };
-                tracked = Some(seq);
-            }
+        if let (Some(seq), true) = (base.seqnum, self.tracks(&base)) {
+            let Some(seq) = self.track(now, frame, stream(), seq) else {
+                return;
+            };
+            tracked = Some(seq);
         }
         if let Err(reason) = dispatch(self) {
             if reason == DropReason::QueueFull {
@@ -601,6 +598,13 @@ impl Engine {
             _ => DropReason::Malformed,
         };
         self.counters.drop(reason);
+    }
+
+    /// Whether the report with base header `base` has its seqnum tracked: a retransmittable report in
+    /// the seq form (the compact form has no seqnum), with tracking on.
+    #[inline(always)]
+    fn tracks(&self, base: &BaseRepr) -> bool {
+        base.seqnum.is_some() && base.retransmit && self.cfg.sequence.enabled
     }
 
     /// Checks a tracked report's seqnum: `Some(seq)` to go on, `None` when it was dropped (and NACKed

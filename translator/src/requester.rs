@@ -1886,6 +1886,15 @@ mod tests {
     }
 
     /// Two fresh requesters with the same random parameters, for the push-equivalence tests.
+    /// A requester and the model it replaced, on the same random parameters, at `now`.
+    fn with_model(rng: &mut Rng, now: Instant) -> (Requester, RefRequester) {
+        let p = params(rng);
+        (
+            Requester::new(p.clone(), builder(0x11), now),
+            RefRequester::new(p, builder(0x11), now),
+        )
+    }
+
     fn twin_requesters(rng: &mut Rng) -> (Requester, Requester) {
         let p = params(rng);
         (
@@ -2040,10 +2049,8 @@ mod tests {
         let mut fast = 0;
         for seed in 1..200u64 {
             let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
-            let p = params(&mut rng);
             let mut now = Instant(1_000_000);
-            let mut r = Requester::new(p.clone(), builder(0x11), now);
-            let mut m = RefRequester::new(p, builder(0x11), now);
+            let (mut r, mut m) = with_model(&mut rng, now);
             let (mut rc, mut mc) = (Counters::default(), Counters::default());
             let mut tag = 0;
             for step in 0..400 {
@@ -2146,10 +2153,8 @@ mod tests {
     fn drive_against_model(burst: bool) {
         for seed in 1..300u64 {
             let mut rng = Rng(seed.wrapping_mul(0xD1B5_4A32_D192_ED03) | 1);
-            let p = params(&mut rng);
             let mut now = Instant(1_000_000);
-            let mut r = Requester::new(p.clone(), builder(0x11), now);
-            let mut m = RefRequester::new(p, builder(0x11), now);
+            let (mut r, mut m) = with_model(&mut rng, now);
             let (mut rc, mut mc) = (Counters::default(), Counters::default());
             let mut tag = 0;
             for step in 0..600 {

@@ -20,8 +20,9 @@ pub(super) trait BurstBuild {
     const CAP: usize = usize::MAX;
 
     /// Frame `k` of the burst, of work request `op` with the BTH's AckReq/PSN `word`, into `frame` (its
-    /// room, exactly the frame's length, with [`FRAMES_AT_STAGE`](Self::FRAMES_AT_STAGE)) or staged for [`finish`](Self::finish): whether its payload is
-    /// on the heap, or `None` (nothing done) for a work request of another shape.
+    /// room, exactly the frame's length, with [`FRAMES_AT_STAGE`](Self::FRAMES_AT_STAGE)) or staged for
+    /// [`finish`](Self::finish): whether its payload is on the heap, or `None` (nothing done) for a work
+    /// request of another shape.
     fn stage(
         &mut self,
         shape: &Shape,
