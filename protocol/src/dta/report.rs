@@ -216,10 +216,23 @@ impl<'a> ReportRepr<'a> {
         udp_payload: &'a [u8],
         fmt: &ReportFormat,
     ) -> Option<(BaseRepr, KeyWriteRepr<'a>)> {
+        Self::parse_key_write_as(udp_payload, fmt.form, fmt.keywrite_data_len)
+    }
+
+    /// [`parse_key_write`](Self::parse_key_write) under a format of base form `form` and Key-Write data
+    /// size `data_len`, for a caller that has the data size as a constant (the translator's run of
+    /// Key-Write reports, specialised per size): its length check is then against an immediate, and the
+    /// data's length known after it.
+    #[inline(always)]
+    pub fn parse_key_write_as(
+        udp_payload: &'a [u8],
+        form: HeaderForm,
+        data_len: usize,
+    ) -> Option<(BaseRepr, KeyWriteRepr<'a>)> {
         // The base header and the Key-Write header as one fixed-size array per form, so that every field
         // is read at a fixed offset with no bounds check of its own; the data is the rest. The checks of
         // `quick_base` and `quick_key_write` (the length as `rest.len() == HEADER_LEN + D`).
-        let (h, data, seqnum) = match fmt.form {
+        let (h, data, seqnum) = match form {
             HeaderForm::Seq => {
                 let (h, data) =
                     udp_payload.split_first_chunk::<{ base::SEQ_LEN + keywrite::HEADER_LEN }>()?;
@@ -238,7 +251,7 @@ impl<'a> ReportRepr<'a> {
         // The reserved bits (the low six of the flags byte) must be zero.
         if udp_payload[0] != Opcode::KeyWrite.code()
             || flags & 0x3F != 0
-            || data.len() != fmt.keywrite_data_len
+            || data.len() != data_len
             || !redundancy_ok(redundancy)
         {
             return None;

@@ -15,7 +15,7 @@ use crate::counters::{Counters, DropReason};
 use crate::error::ConfigError;
 use crate::frames::FrameBuilder;
 use crate::primitives::append::AppendLists;
-use crate::primitives::keywrite::Placement;
+use crate::primitives::keywrite::{Placement, SizedPlacement};
 use crate::primitives::sketch::SketchMerger;
 use crate::primitives::{Outcome, Primitive, Primitives, Sink};
 use crate::requester::{Requester, RequesterParams};
@@ -100,6 +100,12 @@ impl Collector {
         } else {
             p.write(r, checksum, &mut self.qp)
         }
+    }
+
+    /// The Key-Write region's placement, for a caller that writes many reports here and keeps it in
+    /// registers (through [`write_placed_sized`]) rather than reading it from the collector per report.
+    pub(super) fn key_write_placement(&self) -> Option<Placement> {
+        self.key_write
     }
 
     /// [`offer`](Self::offer) of an Append report whose list is `regions.append[k]`: the same checks in
@@ -265,6 +271,20 @@ impl Collector {
         v.extend_from_slice(&r.sketch);
         v
     }
+}
+
+/// [`Collector::key_write`]'s work for a report whose data is the `D` bytes `data`, once the region's
+/// placement `p` (known to hold them) is found: the queue's room for the report's N, then its N writes.
+#[inline(always)]
+pub(super) fn write_placed_sized<const D: usize>(
+    p: &SizedPlacement<D>,
+    qp: &mut Requester,
+    r: &KeyWriteRepr,
+    data: &[u8; D],
+    checksum: u32,
+) -> Result<(), DropReason> {
+    room(qp, usize::from(r.redundancy))?;
+    p.write(r, data, checksum, qp)
 }
 
 fn room(qp: &Requester, need: usize) -> Result<(), DropReason> {

@@ -158,6 +158,28 @@ impl Placement {
         let mut entry = [0u8; INLINE_PAYLOAD];
         entry[..KEY_WRITE_CHECKSUM_LEN].copy_from_slice(&checksum.to_le_bytes());
         put_data(&mut entry[KEY_WRITE_CHECKSUM_LEN..len], r.data);
+        self.push_copies::<UNROLL>(r.redundancy, r.key, checksum, entry, len, qp);
+        Ok(())
+    }
+
+    /// This placement as one whose entries hold `D` data bytes, if they do.
+    pub fn sized<const D: usize>(self) -> Option<SizedPlacement<D>> {
+        (self.data_len == D).then_some(SizedPlacement(self))
+    }
+
+    /// Queues the `redundancy` copies of the entry `entry[..len]` (at most [`INLINE_PAYLOAD`] bytes) of
+    /// key `key`, whose checksum is `checksum`: the end of [`write`](Self::write) and
+    /// [`SizedPlacement::write`].
+    #[inline(always)]
+    fn push_copies<const UNROLL: bool>(
+        &self,
+        redundancy: u8,
+        key: u32,
+        checksum: u32,
+        entry: [u8; INLINE_PAYLOAD],
+        len: usize,
+        qp: &mut Requester,
+    ) {
         // The entry moves in as the payload's inline buffer, the payload made by `push_n_with` once it
         // has the ring slot, so that it is written there rather than kept on the stack across the ring's
         // growth check (`len` fits the buffer, so `from_array` always gives it and the copy is never made).
@@ -171,7 +193,7 @@ impl Placement {
             let h = if n == 0 {
                 placement_hash0_from_checksum(checksum)
             } else {
-                placement_hash5(r.key, n)
+                placement_hash5(key, n)
             };
             Op::Write {
                 va: self.va_of(h),
@@ -179,12 +201,11 @@ impl Placement {
                 payload: payload(),
             }
         };
-        match r.redundancy {
+        match redundancy {
             1 if UNROLL => qp.push_n_with(Opcode::KeyWrite, 1, copy),
             2 if UNROLL => qp.push_n_with(Opcode::KeyWrite, 2, copy),
             n => qp.push_n_with(Opcode::KeyWrite, n, copy),
         }
-        Ok(())
     }
 }
 
@@ -193,6 +214,37 @@ impl Placement {
     #[inline(always)]
     fn va_of(&self, h: u32) -> u64 {
         self.va + (u64::from(h) & self.mask) * self.size
+    }
+}
+
+/// A [`Placement`] whose entries hold `D` data bytes ([`Placement::sized`] checked it once), for a
+/// caller that writes many reports of D data bytes (the engine's run of Key-Write reports): the entry's
+/// length is a constant, and no length check, dispatch or inline-length check is left per report.
+#[derive(Debug, Clone, Copy)]
+pub struct SizedPlacement<const D: usize>(Placement);
+
+impl<const D: usize> SizedPlacement<D> {
+    /// [`Placement::write_unrolled`] of a report whose data is `data` (its `data`, as an array): the
+    /// same check of N and the same work requests.
+    #[inline(always)]
+    pub fn write(
+        &self,
+        r: &KeyWriteRepr,
+        data: &[u8; D],
+        checksum: u32,
+        qp: &mut Requester,
+    ) -> Result<(), DropReason> {
+        const { assert!(KEY_WRITE_CHECKSUM_LEN + D <= INLINE_PAYLOAD) };
+        let p = &self.0;
+        if r.redundancy > p.n_max {
+            return Err(DropReason::GeometryMismatch);
+        }
+        let mut entry = [0u8; INLINE_PAYLOAD];
+        entry[..KEY_WRITE_CHECKSUM_LEN].copy_from_slice(&checksum.to_le_bytes());
+        entry[KEY_WRITE_CHECKSUM_LEN..KEY_WRITE_CHECKSUM_LEN + D].copy_from_slice(data);
+        let len = KEY_WRITE_CHECKSUM_LEN + D;
+        p.push_copies::<true>(r.redundancy, r.key, checksum, entry, len, qp);
+        Ok(())
     }
 }
 
@@ -226,6 +278,23 @@ mod tests {
     use dta_protocol::layout::KeyWriteGeometry;
     use dta_protocol::roce::{Extension, ROCEV2_UDP_PORT};
     use dta_protocol::udp::UdpEndpoints;
+
+    /// A placement is sized only as its entries' data size: 4, 12 or 28 bytes for entries of 8, 16 or 32.
+    #[test]
+    fn a_placement_is_sized_only_as_its_data() {
+        for (entry, d) in [(8u32, 4usize), (16, 12), (32, 28)] {
+            let region = Region {
+                id: 0,
+                va: 0x1000,
+                rkey: 1,
+                geometry: Geometry::KeyWrite(KeyWriteGeometry::new(64, entry, 2).unwrap()),
+            };
+            let p = Placement::new(&region).unwrap();
+            assert_eq!(p.sized::<4>().is_some(), d == 4, "entry {entry}");
+            assert_eq!(p.sized::<12>().is_some(), d == 12, "entry {entry}");
+            assert_eq!(p.sized::<28>().is_some(), d == 28, "entry {entry}");
+        }
+    }
 
     /// The table CRCs of the hot path place every copy where the layout says, for many keys and every N.
     #[test]
