@@ -18,7 +18,9 @@ mod transmit;
 use std::collections::VecDeque;
 
 use dta_protocol::control::Welcome;
-use dta_protocol::dta::{BaseRepr, Body, KeyWriteRepr, Opcode, ReportFormat, ReportRepr};
+use dta_protocol::dta::{
+    BaseRepr, Body, HeaderForm, KeyWriteRepr, Opcode, ReportFormat, ReportRepr,
+};
 use dta_protocol::layout::Region;
 use dta_protocol::roce::crc_table::key_checksum;
 use dta_protocol::roce::{FrameRepr, QPN_MASK, ROCEV2_UDP_PORT};
@@ -260,7 +262,8 @@ impl Engine {
 
     /// [`key_write_run`](Self::key_write_run)'s loop when every report goes to placement `p` on the
     /// first collector's QP and the format's data size is `D`, the placement's: the same checks and work
-    /// requests as `key_write_with` gives each, with the collector's state borrowed once for the run.
+    /// requests as `key_write_with` gives each, with the collector's state borrowed once for the run,
+    /// and the base header's form a constant too (no form dispatch per report).
     #[inline(always)]
     fn key_write_lane<'f, const D: usize>(
         &mut self,
@@ -268,7 +271,26 @@ impl Engine {
         first: &'f [u8],
         rest: &mut impl Iterator<Item = &'f [u8]>,
     ) -> (Option<&'f [u8]>, u64) {
-        let (port, fmt, tracking) = self.run_format();
+        match self.fmt.form {
+            HeaderForm::Seq => self.key_write_lane_in::<D, true>(p, first, rest),
+            HeaderForm::Compact => self.key_write_lane_in::<D, false>(p, first, rest),
+        }
+    }
+
+    /// [`key_write_lane`](Self::key_write_lane) for the seq form (`SEQ`) or the compact one.
+    #[inline(always)]
+    fn key_write_lane_in<'f, const D: usize, const SEQ: bool>(
+        &mut self,
+        p: SizedPlacement<D>,
+        first: &'f [u8],
+        rest: &mut impl Iterator<Item = &'f [u8]>,
+    ) -> (Option<&'f [u8]>, u64) {
+        let (port, mut fmt, tracking) = self.run_format();
+        fmt.form = if SEQ {
+            HeaderForm::Seq
+        } else {
+            HeaderForm::Compact
+        };
         let Engine {
             collectors,
             counters,
@@ -278,11 +300,13 @@ impl Engine {
             return (Some(first), 0);
         };
         let qp = &mut c.qp;
+        // The run only pushes, so the queue's limit holds for all of it.
+        let limit = qp.queue_limit();
         plain_key_writes(first, rest, port, fmt, tracking, |kw, _| {
             let checksum = key_checksum(kw.key);
             // The parse checked the data's length against the format's, D (so the error is never met).
             let written = match <&[u8; D]>::try_from(kw.data) {
-                Ok(data) => link::write_placed_sized(&p, qp, kw, data, checksum),
+                Ok(data) => link::write_placed_sized(&p, qp, limit, kw, data, checksum),
                 Err(_) => Err(DropReason::GeometryMismatch),
             };
             if let Err(reason) = written {

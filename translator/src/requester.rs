@@ -215,6 +215,22 @@ impl Requester {
         (self.p.cfg.queue_capacity as usize).saturating_sub(self.queue_depth())
     }
 
+    /// The ring length at which the queue is full, `window + queue_capacity`: what
+    /// [`queue_room`](Self::queue_room) measures against. It holds while work requests are only pushed
+    /// (nothing sent or acknowledged), so a caller that pushes many in a row (a run of reports) takes it
+    /// once and asks [`queue_fits`](Self::queue_fits) per push.
+    pub fn queue_limit(&self) -> usize {
+        self.win + self.p.cfg.queue_capacity as usize
+    }
+
+    /// Whether `n` (at least 1) more work requests fit the queue whose limit is `limit`
+    /// ([`queue_limit`](Self::queue_limit), taken since the last send or acknowledgement):
+    /// `queue_room() >= n`, in one compare.
+    #[inline]
+    pub fn queue_fits(&self, limit: usize, n: usize) -> bool {
+        self.ring.len() + n <= limit
+    }
+
     /// Work requests waiting for the window.
     pub fn queue_depth(&self) -> usize {
         self.ring.len() - self.win
@@ -582,7 +598,14 @@ impl Requester {
         // A frame is the window's last, or the queue's, when the next element is past this (AckReq).
         let last = cwnd.min(self.ring.len());
         let (slots, head, mask) = self.ring.slots_mut();
-        let mut since = self.since_ack_req;
+        // The AckReq cadence as the burst index of the next frame to ask: `since_ack_req` frames went
+        // since the last ask, so frame `ack_every - 1 - since_ack_req` asks (the first, if that is
+        // negative), and each ask puts the next one `ack_every` frames on. One compare a frame where a
+        // count took an add, a compare and a select.
+        let ack_every = ack_every as usize;
+        let mut next_ack = ack_every
+            .saturating_sub(1)
+            .saturating_sub(self.since_ack_req as usize);
         let mut psn = self.next_psn;
         let mut atomics = self.atomics;
         let mut heap = 0;
@@ -613,8 +636,7 @@ impl Requester {
             let Some(f) = slots.get_mut(slot) else {
                 break;
             };
-            let next_since = since + 1;
-            let ack_req = next_since >= ack_every || stalls;
+            let ack_req = k >= next_ack || stalls;
             let word = u32::from(ack_req) << 31 | (psn & PSN_MASK);
             let Some(on_heap) = b.stage(shape, k, &f.wr.op, word, frame) else {
                 break;
@@ -625,7 +647,9 @@ impl Requester {
             f.sent_at = now;
             f.resent = false;
             c.ops_out[opcode_index(f.wr.primitive)] += 1;
-            since = if ack_req { 0 } else { next_since };
+            if ack_req {
+                next_ack = k + ack_every;
+            }
             psn = psn::add(psn, 1);
             atomics += u32::from(B::ATOMIC);
             k += 1;
@@ -635,7 +659,10 @@ impl Requester {
             if let Some(built) = bufs.get_mut(..k) {
                 b.finish(shape, built, frame_len);
             }
-            self.since_ack_req = since;
+            // Frames sent since the last ask: the burst's `k` after the last one that asked (`next_ack` is
+            // `ack_every` past it), or the `since_ack_req` before it and all `k` when none asked.
+            let since = (k + ack_every).saturating_sub(1).saturating_sub(next_ack);
+            self.since_ack_req = u32::try_from(since).unwrap_or(u32::MAX);
             self.atomics = atomics;
             self.heap_in_win += heap;
             self.win += k;
@@ -1835,6 +1862,41 @@ mod tests {
             rate,
             max_atomics: rng.below(4) as u32 + 1,
             start_psn: 0xFF_FFF0 + rng.below(32) as u32,
+        }
+    }
+
+    /// `queue_fits` against the limit taken before a row of pushes says what `queue_room() >= n` says, for
+    /// every N of a report, as the queue fills up to its capacity and past the ring's growth, with part of
+    /// the queue sent (the window moved) before the limit is taken.
+    #[test]
+    fn queue_fits_is_queue_room() {
+        for seed in 1..30u64 {
+            let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+            let mut p = params(&mut rng);
+            p.cfg.queue_capacity = 1 + rng.below(300) as u32;
+            let mut qp = Requester::new(p, builder(0x11), Instant(0));
+            let (mut c, mut out) = (Counters::default(), Vec::new());
+            for tag in 0..rng.below(40) as u32 {
+                qp.push(work(&mut rng, tag));
+            }
+            while rng.chance(800) && qp.poll_transmit(Instant(0), &mut c, &mut out) {}
+            let limit = qp.queue_limit();
+            let mut full = 0;
+            for tag in 0..400u32 {
+                for n in 1..=8 {
+                    assert_eq!(
+                        qp.queue_fits(limit, n),
+                        qp.queue_room() >= n,
+                        "seed {seed} tag {tag} n {n}"
+                    );
+                }
+                if qp.queue_room() == 0 {
+                    full += 1;
+                } else {
+                    qp.push(work(&mut rng, tag));
+                }
+            }
+            assert!(full > 0, "seed {seed}: the queue never filled");
         }
     }
 

@@ -274,16 +274,21 @@ impl Collector {
 }
 
 /// [`Collector::key_write`]'s work for a report whose data is the `D` bytes `data`, once the region's
-/// placement `p` (known to hold them) is found: the queue's room for the report's N, then its N writes.
+/// placement `p` (known to hold them) is found: the queue's room for the report's N (through `qp`'s
+/// queue limit `limit`, taken before a run of pushes), then its N writes.
 #[inline(always)]
 pub(super) fn write_placed_sized<const D: usize>(
     p: &SizedPlacement<D>,
     qp: &mut Requester,
+    limit: usize,
     r: &KeyWriteRepr,
     data: &[u8; D],
     checksum: u32,
 ) -> Result<(), DropReason> {
-    room(qp, usize::from(r.redundancy))?;
+    // `room`'s check (N is at least 1: the parse refuses 0).
+    if !qp.queue_fits(limit, usize::from(r.redundancy)) {
+        return Err(DropReason::QueueFull);
+    }
     p.write(r, data, checksum, qp)
 }
 
