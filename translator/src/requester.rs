@@ -606,7 +606,8 @@ impl Requester {
         let mut next_ack = ack_every
             .saturating_sub(1)
             .saturating_sub(self.since_ack_req as usize);
-        let mut psn = self.next_psn;
+        // A 24-bit PSN from here on (`psn::add` keeps it one), so the word below takes it as it is.
+        let mut psn = self.next_psn & PSN_MASK;
         let mut atomics = self.atomics;
         let mut heap = 0;
         let mut k = 0;
@@ -637,7 +638,7 @@ impl Requester {
                 break;
             };
             let ack_req = k >= next_ack || stalls;
-            let word = u32::from(ack_req) << 31 | (psn & PSN_MASK);
+            let word = u32::from(ack_req) << 31 | psn;
             let Some(on_heap) = b.stage(shape, k, &f.wr.op, word, frame) else {
                 break;
             };
