@@ -1,5 +1,6 @@
 //! Drives the translator engine (`dta_translator::Engine`, sans-IO) with an arbitrary sequence of
-//! operations decoded from the input: well-formed reports of every primitive built from fuzzed fields,
+//! operations decoded from the input (frames through `handle_frame`, or through `handle_frames` one at a
+//! time, which takes Key-Write reports through its run path): well-formed reports of every primitive built from fuzzed fields,
 //! raw frames, RoCE responses (ACK, NAK, RNR NAK, ATOMIC ACKNOWLEDGE built from fuzzed PSN, MSN and
 //! syndrome, CNPs, raw ones), bounded clock steps, timers, flushes, transmissions and QP re-establishment.
 //!
@@ -107,6 +108,9 @@ struct Harness {
     start_psn: u32,
     tally: Tally,
     buf: Vec<u8>,
+    /// Frames go in through `handle_frames` (a burst of one: a Key-Write report takes the engine's run
+    /// path) rather than `handle_frame`.
+    as_bursts: bool,
 }
 
 fn regions(c: usize, kw_nmax: u8, pc_nmax: u8) -> Vec<Region> {
@@ -191,6 +195,7 @@ impl Harness {
             cfg.rate.burst_packets = 1 + u64::from(s.u8() % 8);
         }
         let mtu = if flags & 256 != 0 { 256 } else { 1024 };
+        let as_bursts = flags & 512 != 0;
         cfg.requester.window = 1 + u32::from(s.u8() % 16);
         cfg.requester.queue_capacity = 1 + u32::from(s.u8() % 64);
         cfg.requester.ack_every = 1 + u32::from(s.u8() % 8);
@@ -237,6 +242,7 @@ impl Harness {
             start_psn,
             tally: Tally::default(),
             buf: Vec::new(),
+            as_bursts,
         })
     }
 
@@ -487,7 +493,18 @@ impl Harness {
         let n = self.cols.len();
         let before = self.engine.counters().clone();
         let q0 = queue_sum(&self.engine, n);
-        let handled = self.engine.handle_frame(self.now, frame);
+        let handled = if self.as_bursts {
+            let mut forwarded = false;
+            self.engine
+                .handle_frames(self.now, std::iter::once(frame), |_| forwarded = true);
+            if forwarded {
+                Handled::NotForUs
+            } else {
+                Handled::Consumed
+            }
+        } else {
+            self.engine.handle_frame(self.now, frame)
+        };
         let after = self.engine.counters().clone();
         let q1 = queue_sum(&self.engine, n);
         assert_eq!(after.frames_in, before.frames_in + 1);
