@@ -559,11 +559,10 @@ impl Engine {
         self.counters.drop(reason);
     }
 
-    /// Whether the report with base header `base` has its seqnum tracked: a retransmittable report in
-    /// the seq form (the compact form has no seqnum), with tracking on.
+    /// Whether the report with base header `base` has its seqnum tracked under this configuration.
     #[inline(always)]
     fn tracks(&self, base: &BaseRepr) -> bool {
-        key_write_run::tracked(base, self.cfg.sequence.enabled)
+        tracked(base, self.cfg.sequence.enabled)
     }
 
     /// Checks a tracked report's seqnum: `Some(seq)` to go on, `None` when it was dropped (and NACKed
@@ -836,6 +835,14 @@ impl Engine {
     pub fn regions(&self, i: usize) -> Option<Vec<Region>> {
         self.collectors.get(i).map(Collector::region_list)
     }
+}
+
+/// Whether a report with base header `base` has its seqnum tracked, tracking on or not (`enabled`): a
+/// retransmittable report in the seq form (the compact form has no seqnum). [`Engine::tracks`]'s rule,
+/// and the Key-Write run's.
+#[inline(always)]
+fn tracked(base: &BaseRepr, enabled: bool) -> bool {
+    base.seqnum.is_some() && base.retransmit && enabled
 }
 
 #[cfg(test)]

@@ -212,11 +212,11 @@ impl Requester {
 
     /// Room left in the queue.
     pub fn queue_room(&self) -> usize {
-        (self.p.cfg.queue_capacity as usize).saturating_sub(self.queue_depth())
+        self.queue_limit().saturating_sub(self.ring.len())
     }
 
     /// The ring length at which the queue is full, `window + queue_capacity`: what
-    /// [`queue_room`](Self::queue_room) measures against. It holds while work requests are only pushed
+    /// [`queue_room`](Self::queue_room) is measured from. It holds while work requests are only pushed
     /// (nothing sent or acknowledged), so a caller that pushes many in a row (a run of reports) takes it
     /// once and asks [`queue_fits`](Self::queue_fits) per push.
     pub fn queue_limit(&self) -> usize {

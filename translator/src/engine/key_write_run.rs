@@ -2,12 +2,12 @@
 //! [`Engine::key_write_run`], which takes it in one loop of its own instead of a call per report, through a
 //! lane specialised on the data size and header form when one collector takes every report.
 
-use dta_protocol::dta::{BaseRepr, HeaderForm, KeyWriteRepr, Opcode, ReportFormat, ReportRepr};
+use dta_protocol::dta::{HeaderForm, KeyWriteRepr, Opcode, ReportFormat, ReportRepr};
 use dta_protocol::roce::crc_table::key_checksum;
 use dta_protocol::udp::UdpView;
 
 use super::link::{self, Collector};
-use super::Engine;
+use super::{tracked, Engine};
 use crate::config::KeyRouting;
 use crate::counters::{opcode_index, DropReason};
 use crate::primitives::keywrite::{Placement, SizedPlacement};
@@ -121,13 +121,6 @@ impl Engine {
             self.cfg.sequence.enabled,
         )
     }
-}
-
-/// Whether a report with base header `base` has its seqnum tracked, tracking on or not (`enabled`): a
-/// retransmittable report in the seq form (the compact form has no seqnum). [`Engine::tracks`]'s rule.
-#[inline(always)]
-pub(super) fn tracked(base: &BaseRepr, enabled: bool) -> bool {
-    base.seqnum.is_some() && base.retransmit && enabled
 }
 
 /// Plain Key-Write reports from `first` on, taken from `rest` while they are such (a common frame to the
