@@ -13,6 +13,8 @@
 //! * INT 2.1 (`INT.mdk`) over UDP: shim (type 4, NPT 2, rsvd 2, length 8 = words after the shim, original
 //!   destination port 16 for NPT 1), MD header (ver 4, D E M 3, rsvd 12, HopML 5, remaining hop count 8,
 //!   instruction bitmap 16, domain specific id 16, DS instruction 16, DS flags 16), stack newest first.
+//! * ARP (RFC 826) for an inner packet that is not IP: hardware type 16, protocol type 16, hardware and
+//!   protocol address lengths 8 + 8, opcode 16, sender MAC 48, sender IP 32, target MAC 48, target IP 32.
 
 use etherparse::PacketBuilder;
 
@@ -157,6 +159,26 @@ pub fn v05_drop(d: &Drop, inner: &[u8]) -> Vec<u8> {
     p
 }
 
+/// A switch's ARP request for `target` from `sender`, as it would mirror it: Ethernet (type 0x0806) and
+/// RFC 826's fields, no IP header anywhere.
+pub fn arp(sender: [u8; 4], target: [u8; 4]) -> Vec<u8> {
+    let ip = |a: [u8; 4]| u64::from(u32::from_be_bytes(a));
+    pack(&[
+        (0xFFFF_FFFF_FFFF, 48), // destination: broadcast
+        (0x0200_0000_000A, 48), // source
+        (0x0806, 16),           // EtherType: ARP
+        (1, 16),                // hardware type: Ethernet
+        (0x0800, 16),           // protocol type: IPv4
+        (6, 8),
+        (4, 8),
+        (1, 16), // request
+        (0x0200_0000_000A, 48),
+        (ip(sender), 32),
+        (0, 48),
+        (ip(target), 32),
+    ])
+}
+
 /// One hop of an INT-MD stack: node id, hop latency, queue id and occupancy (instruction bits 0, 2, 3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct MdHop {
@@ -171,6 +193,18 @@ pub struct MdHop {
 /// The flow's packet carrying an INT 2.1 stack over UDP (shim NPT 1: the flow's own destination port in
 /// the shim, `int_port` in the UDP header), `hops` oldest first (the stack holds them newest first).
 pub fn int_md_packet(f: &Flow, int_port: u16, ttl: u8, hops: &[MdHop]) -> Vec<u8> {
+    int_md_packet_with(f, int_port, ttl, hops, &[])
+}
+
+/// [`int_md_packet`] with the flow's own UDP payload, `payload`, after the stack (whatever a tenant
+/// sends, report-shaped bytes included).
+pub fn int_md_packet_with(
+    f: &Flow,
+    int_port: u16,
+    ttl: u8,
+    hops: &[MdHop],
+    payload: &[u8],
+) -> Vec<u8> {
     let per_hop = 3u64;
     let mut md = pack(&[
         (1, 4), // shim type: INT-MD
@@ -196,6 +230,7 @@ pub fn int_md_packet(f: &Flow, int_port: u16, ttl: u8, hops: &[MdHop]) -> Vec<u8
             (u64::from(h.queue.1), 24),
         ]));
     }
+    md.extend_from_slice(payload);
     let mut out = Vec::new();
     PacketBuilder::ethernet2([2, 0, 0, 0, 0, 0xA], [2, 0, 0, 0, 0, 0xB])
         .ipv4(f.src, f.dst, ttl)
@@ -221,32 +256,79 @@ pub struct Individual {
     pub inner: Vec<u8>,
 }
 
-/// A v2.0 packet: the group header of `node` (hardware id 5) with sequence number `seq`, then `reports`.
-pub fn v2_group(node: u32, seq: u32, reports: &[Individual]) -> Vec<u8> {
+/// The individual report header's type and length fields where they are not an INT report's own:
+/// another RepType (2 is IOAM, 3-15 reserved), another InType (6-15 reserved), or a Report Length other
+/// than the words present (0xFF: "to the end of the UDP payload").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Header {
+    /// RepType (4 bits).
+    pub rep_type: u8,
+    /// InType (4 bits).
+    pub in_type: u8,
+    /// Report Length as written; `None`: the words that follow.
+    pub report_length: Option<u8>,
+}
+
+impl Default for Header {
+    /// An INT report of an Ethernet frame, its length the words that follow.
+    fn default() -> Self {
+        Header {
+            rep_type: 1,
+            in_type: 3,
+            report_length: None,
+        }
+    }
+}
+
+/// One v2.0 individual report of `r` with header fields `h`: the first word, for RepType 1 the INT main
+/// contents and metadata (for any other RepType, `r.md` as uninterpreted main contents), then the inner
+/// frame padded to whole words.
+pub fn v2_individual(r: &Individual, h: Header) -> Vec<u8> {
+    let mut inner = r.inner.clone();
+    inner.resize(inner.len().div_ceil(4) * 4, 0);
+    let main = if h.rep_type == 1 { 8 } else { 0 };
+    let words = (main + r.md.len() + inner.len()) / 4;
+    let mut p = pack(&[
+        (u64::from(h.rep_type), 4),
+        (u64::from(h.in_type), 4),
+        (u64::from(h.report_length.unwrap_or(words as u8)), 8),
+        ((r.md.len() / 4) as u64, 8),
+        (u64::from(r.dropped), 1),
+        (u64::from(r.congested), 1),
+        (1, 1),
+        (0, 1),
+        (0, 4),
+    ]);
+    assert!(
+        h.report_length.is_some() || words < 0xFF,
+        "{words} words need Report Length 0xFF"
+    );
+    if h.rep_type == 1 {
+        p.extend(pack(&[(u64::from(r.bits), 16), (0, 16), (0, 16), (0, 16)]));
+    }
+    p.extend_from_slice(&r.md);
+    p.extend_from_slice(&inner);
+    p
+}
+
+/// A v2.0 packet: the group header of `node` (hardware id 5) with sequence number `seq`, then the
+/// individual reports `reports` as [`v2_individual`] wrote them.
+pub fn v2_group_of(node: u32, seq: u32, reports: &[Vec<u8>]) -> Vec<u8> {
     let mut p = pack(&[(2, 4), (5, 6), (u64::from(seq), 22), (u64::from(node), 32)]);
     for r in reports {
-        let mut inner = r.inner.clone();
-        inner.resize(inner.len().div_ceil(4) * 4, 0);
-        let words = (8 + r.md.len() + inner.len()) / 4;
-        p.extend(pack(&[
-            (1, 4), // RepType: INT
-            (3, 4), // InType: Ethernet
-            (words as u64, 8),
-            ((r.md.len() / 4) as u64, 8),
-            (u64::from(r.dropped), 1),
-            (u64::from(r.congested), 1),
-            (1, 1),
-            (0, 1),
-            (0, 4),
-            (u64::from(r.bits), 16),
-            (0, 16),
-            (0, 16),
-            (0, 16),
-        ]));
-        p.extend_from_slice(&r.md);
-        p.extend_from_slice(&inner);
+        p.extend_from_slice(r);
     }
     p
+}
+
+/// A v2.0 packet of INT reports of Ethernet frames: the group header of `node` (hardware id 5) with
+/// sequence number `seq`, then `reports`.
+pub fn v2_group(node: u32, seq: u32, reports: &[Individual]) -> Vec<u8> {
+    let r: Vec<Vec<u8>> = reports
+        .iter()
+        .map(|r| v2_individual(r, Header::default()))
+        .collect();
+    v2_group_of(node, seq, &r)
 }
 
 #[cfg(test)]
@@ -259,6 +341,36 @@ mod tests {
             pack(&[(1, 4), (2, 4), (0xABC, 12), (0xD, 4)]),
             [0x12, 0xAB, 0xCD]
         );
+    }
+
+    /// The specification's first example's individual report (RepType 1, InType 4, Report Length 14,
+    /// MD Length 2, F) has this first word.
+    #[test]
+    fn individual_header_word() {
+        let r = Individual {
+            bits: 0b0101 << 12,
+            md: vec![0; 8],
+            inner: vec![0; 40],
+            ..Individual::default()
+        };
+        let h = Header {
+            in_type: 4,
+            ..Header::default()
+        };
+        assert_eq!(v2_individual(&r, h)[..4], [0x14, 14, 2, 0x20]);
+        let ioam = Header {
+            rep_type: 2,
+            in_type: 4,
+            report_length: Some(0xFF),
+        };
+        assert_eq!(v2_individual(&r, ioam)[..4], [0x24, 0xFF, 2, 0x20]);
+    }
+
+    /// ARP over Ethernet is 14 + 28 bytes, EtherType 0x0806.
+    #[test]
+    fn arp_is_42_bytes() {
+        let a = arp([10, 0, 0, 1], [10, 0, 0, 2]);
+        assert_eq!((a.len(), &a[12..14]), (42, &[0x08, 0x06][..]));
     }
 
     /// fabric-tna's fixed header is 12 bytes, common 9, local 7, drop 3 (header.p4's sizes).

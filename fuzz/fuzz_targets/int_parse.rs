@@ -1,7 +1,7 @@
-//! Fuzzes the INT report parsers (v0.5 as fabric-tna sends it, v2.0 with every individual report, the
-//! INT-MD stack and the inner packet): arbitrary bytes must never panic or read past the input, every
-//! hop of a parsed stack must be readable, and a parsed v0.5 report must re-emit to a report that parses
-//! the same (reserved bits and pads are written as zeros).
+//! Fuzzes the INT report parsers (v0.5 as fabric-tna sends it, v2.0 with every individual report walked
+//! by its Report Length, the INT-MD stack and the inner packet): arbitrary bytes must never panic or read
+//! past the input, every hop of a parsed stack must be readable, and a parsed v0.5 report must re-emit to
+//! a report that parses the same (reserved bits and pads are written as zeros).
 #![no_main]
 
 use dta_protocol::int::inner::{InnerRepr, IntDetect, Start};
@@ -24,9 +24,12 @@ fuzz_target!(|data: &[u8]| {
         let _ = InnerRepr::parse(Start::Ethernet, r.inner, DETECT);
     }
     if let Ok((_, reports)) = GroupRepr::parse(data) {
+        // Reports are delimited by their lengths: one that does not parse is skipped, and together they
+        // never span more than the input (at most one report per 4 bytes).
         let mut spanned = 0usize;
-        for report in reports {
-            let Ok(r) = report else { break };
+        for (i, report) in reports.enumerate() {
+            assert!(i < data.len() / 4);
+            let Ok(r) = report else { continue };
             spanned += r.inner.len();
             assert!(spanned <= data.len());
             let _ = InnerRepr::parse(Start::Ip, r.inner, DETECT);

@@ -8,7 +8,7 @@
 //! |---------------|------|-------|
 //! | RepType       | 4    | 0 inner only, 1 INT, 2 IOAM (format not yet defined) |
 //! | InType        | 4    | 0 none, 1 TLV, 2 domain-specific extension data, 3 Ethernet, 4 IPv4, 5 IPv6 |
-//! | Report Length | 8    | words after this first one |
+//! | Report Length | 8    | words after this first one; 0xFF: to the end of the UDP payload, and no report after it |
 //! | MD Length     | 8    | words of metadata (baseline + domain specific) |
 //! | D, Q, F, I    | 4    | dropped, congested queue, tracked flow, intermediate report |
 //! | Rsvd          | 4    | |
@@ -17,6 +17,15 @@
 //! DSMdStatus:16`, then `MD Length` words: the baseline metadata `RepMdBits` selects (see
 //! [`metadata`](super::metadata)) and the domain-specific metadata. The inner contents (a truncated packet
 //! for InType 3-5) fill the rest of the report. Several individual reports may share one packet.
+//!
+//! A group is walked by Report Length alone, so a report whose contents this module does not read (an
+//! IOAM report, a reserved RepType or InType, metadata that lies about its length) is an error for that
+//! report only: the next one starts where its Report Length says. Only a Report Length that runs past the
+//! packet ends the walk, since nothing then says where the next report starts. Report Length 0xFF (the
+//! specification's 2020-10-08 revision: "a length greater than or equal to 0xFF, extending to the end of
+//! the UDP payload, i.e. there are no subsequent individual reports") ends the group: the bytes after 255
+//! words are still this report's inner packet, never more reports, or a tenant could forge telemetry by
+//! placing report-shaped bytes in its own payload.
 //!
 //! (Over 500 lines: 185 of them are the tests beside the code.)
 
@@ -52,6 +61,8 @@ pub const INT_MAIN_LEN: usize = 8;
 pub const VERSION: u8 = 2;
 /// Largest sequence number (22 bits).
 pub const SEQ_MASK: u32 = (1 << 22) - 1;
+/// The Report Length that means "to the end of the UDP payload".
+pub const REPORT_LEN_TO_END: u8 = 0xFF;
 
 /// Field table of the group header.
 pub const LAYOUT_GROUP: &[FieldSpec] = &[
@@ -230,8 +241,9 @@ impl GroupRepr {
     }
 }
 
-/// The individual reports of a packet, in order. Yields an error (then stops) at the first report whose
-/// lengths do not fit the bytes present or whose types are unknown.
+/// The individual reports of a packet, in order, each delimited by its Report Length. A report whose
+/// contents cannot be read is an error for it alone and the walk goes on; a Report Length that runs past
+/// the packet is an error that ends the walk (nothing says where a next report would start).
 #[derive(Debug, Clone)]
 pub struct Reports<'a> {
     rest: &'a [u8],
@@ -244,10 +256,11 @@ impl<'a> Iterator for Reports<'a> {
         if self.rest.is_empty() {
             return None;
         }
-        match IndividualRepr::parse(self.rest) {
-            Ok((r, used)) => {
-                self.rest = &self.rest[used..];
-                Some(Ok(r))
+        match span(self.rest) {
+            Ok(len) => {
+                let (this, rest) = self.rest.split_at(len);
+                self.rest = rest;
+                Some(IndividualRepr::parse_span(this))
             }
             Err(e) => {
                 self.rest = &[];
@@ -257,18 +270,35 @@ impl<'a> Iterator for Reports<'a> {
     }
 }
 
+/// The bytes the individual report at the start of `bytes` spans, from its Report Length alone.
+fn span(bytes: &[u8]) -> Result<usize> {
+    check_len(H_IND, bytes, INDIVIDUAL_LEN)?;
+    let words = bytes[field::REPORT_LEN];
+    if words == REPORT_LEN_TO_END {
+        return Ok(bytes.len());
+    }
+    let len = INDIVIDUAL_LEN + 4 * usize::from(words);
+    check_len(H_IND, bytes, len)?;
+    Ok(len)
+}
+
 impl<'a> IndividualRepr<'a> {
-    /// Parses one individual report at the start of `bytes`; returns it and the bytes it spans.
+    /// Parses one individual report at the start of `bytes`; returns it and the bytes it spans (all of
+    /// `bytes` for Report Length 0xFF).
     pub fn parse(bytes: &'a [u8]) -> Result<(Self, usize)> {
+        let len = span(bytes)?;
+        Ok((Self::parse_span(&bytes[..len])?, len))
+    }
+
+    /// Parses the report that spans exactly `bytes` (its Report Length already checked by [`span`]).
+    fn parse_span(bytes: &'a [u8]) -> Result<Self> {
         check_len(H_IND, bytes, INDIVIDUAL_LEN)?;
         let rep_type = bytes[field::TYPES] >> 4;
         let in_code = bytes[field::TYPES] & 0x0F;
-        let words = usize::from(bytes[field::REPORT_LEN]);
         let md_words = usize::from(bytes[field::MD_LEN]);
         let flags = bytes[field::FLAGS];
-        let len = INDIVIDUAL_LEN + 4 * words;
-        check_len(H_IND, bytes, len)?;
-        let body = &bytes[INDIVIDUAL_LEN..len];
+        let len = bytes.len();
+        let body = &bytes[INDIVIDUAL_LEN..];
         let in_type = InType::from_code(in_code).ok_or(Error::InvalidField {
             header: H_IND,
             field: "in_type",
@@ -307,25 +337,23 @@ impl<'a> IndividualRepr<'a> {
                 })
             }
         };
-        Ok((
-            IndividualRepr {
-                int,
-                in_type,
-                dropped: flags & 0x80 != 0,
-                congested: flags & 0x40 != 0,
-                tracked_flow: flags & 0x20 != 0,
-                intermediate: flags & 0x10 != 0,
-                inner,
-            },
-            len,
-        ))
+        Ok(IndividualRepr {
+            int,
+            in_type,
+            dropped: flags & 0x80 != 0,
+            congested: flags & 0x40 != 0,
+            tracked_flow: flags & 0x20 != 0,
+            intermediate: flags & 0x10 != 0,
+            inner,
+        })
     }
 }
 
 /// Writes an INT individual report (RepType 1) with the given baseline metadata bytes (already laid out
 /// in bit order, as [`metadata`](super::metadata) describes) and inner contents. The inner contents are
-/// padded with zeros to a whole word. Returns the bytes written. For encoders and tests; the translator
-/// only parses.
+/// padded with zeros to a whole word. Returns the bytes written. A report of 255 words or more is written
+/// with Report Length 0xFF ("to the end of the UDP payload"), so it must be the group's last. For
+/// encoders and tests; the translator only parses.
 #[allow(clippy::too_many_arguments)]
 pub fn emit_int_report(
     buf: &mut [u8],
@@ -346,11 +374,7 @@ pub fn emit_int_report(
     let inner_words = inner.len().div_ceil(4);
     let md_words = metadata_bytes.len() / 4;
     let words = INT_MAIN_LEN / 4 + md_words + inner_words;
-    let report_len = u8::try_from(words).map_err(|_| Error::InvalidField {
-        header: H_IND,
-        field: "report_length",
-        value: words as u64,
-    })?;
+    let report_len = words.min(usize::from(REPORT_LEN_TO_END)) as u8;
     let len = INDIVIDUAL_LEN + 4 * words;
     check_room(buf, len)?;
     buf[..len].fill(0);
@@ -508,6 +532,92 @@ mod tests {
         let main = all[1].int.unwrap();
         assert_eq!(main.domain_specific_id, 7);
         assert_eq!(main.metadata.drop, Some((2, 0x55)));
+    }
+
+    /// A group whose reports this module does not all read: each is delimited by its Report Length, so
+    /// one it cannot read costs that report only.
+    #[test]
+    fn reports_not_understood_are_skipped_by_their_length() {
+        let mut bytes = pack(&[(2, 4), (0, 6), (9, 22), (77, 32)]);
+        // Inner only, IPv4, 2 words.
+        bytes.extend(pack(&[(0, 4), (4, 4), (2, 8), (0, 8), (0, 8)]));
+        bytes.extend([0xA1; 8]);
+        // IOAM (RepType 2), 3 words of contents this specification does not define yet.
+        bytes.extend(pack(&[(2, 4), (4, 4), (3, 8), (0, 8), (0, 8)]));
+        bytes.extend([0x04; 12]);
+        // A reserved InType (7), 1 word.
+        bytes.extend(pack(&[(0, 4), (7, 4), (1, 8), (0, 8), (0, 8)]));
+        bytes.extend([0x11; 4]);
+        // INT whose MD Length (5 words) runs past its Report Length (3 words).
+        bytes.extend(pack(&[(1, 4), (4, 4), (3, 8), (5, 8), (0, 8)]));
+        bytes.extend([0; 12]);
+        // Inner only, Ethernet, 1 word.
+        bytes.extend(pack(&[(0, 4), (3, 4), (1, 8), (0, 8), (0, 8)]));
+        bytes.extend([0xB2; 4]);
+        let (_, reports) = GroupRepr::parse(&bytes).unwrap();
+        let all: Vec<_> = reports.collect();
+        assert_eq!(all.len(), 5);
+        assert_eq!(all[0].as_ref().unwrap().inner, &[0xA1; 8]);
+        assert!(matches!(
+            all[1],
+            Err(Error::InvalidField {
+                field: "rep_type",
+                value: 2,
+                ..
+            })
+        ));
+        assert!(matches!(
+            all[2],
+            Err(Error::InvalidField {
+                field: "in_type",
+                value: 7,
+                ..
+            })
+        ));
+        assert!(matches!(all[3], Err(Error::LengthMismatch { .. })));
+        let last = all[4].as_ref().unwrap();
+        assert_eq!(
+            (last.in_type, last.inner),
+            (InType::Ethernet, &[0xB2; 4][..])
+        );
+    }
+
+    /// Report Length 0xFF: the report runs to the end of the payload, whatever its length, and nothing
+    /// after 255 words is read as another report (here: report-shaped bytes in the inner packet).
+    #[test]
+    fn report_length_ff_runs_to_the_end_of_the_payload() {
+        let mut bytes = pack(&[(2, 4), (0, 6), (1, 22), (77, 32)]);
+        bytes.extend(pack(&[(0, 4), (4, 4), (0xFF, 8), (0, 8), (0, 8)]));
+        let mut inner = vec![0xEE; 1300];
+        // At 1020 bytes into the inner packet (4 + 4 * 255 into the report): an inner-only report header.
+        inner[1020..1024].copy_from_slice(&pack(&[(0, 4), (4, 4), (1, 8), (0, 8), (0, 8)]));
+        bytes.extend(&inner);
+        let (_, reports) = GroupRepr::parse(&bytes).unwrap();
+        let all: Vec<_> = reports.collect::<Result<_>>().unwrap();
+        assert_eq!(all.len(), 1);
+        assert_eq!(all[0].inner, &inner[..]);
+        assert_eq!(
+            IndividualRepr::parse(&bytes[GROUP_LEN..]).unwrap().1,
+            4 + 1300
+        );
+        // Shorter than 255 words too: the end of the payload is the end.
+        let short = &bytes[..GROUP_LEN + 4 + 40];
+        let (_, reports) = GroupRepr::parse(short).unwrap();
+        let all: Vec<_> = reports.collect::<Result<_>>().unwrap();
+        assert_eq!((all.len(), all[0].inner.len()), (1, 40));
+        // The encoder writes 0xFF for a report of 255 words or more.
+        let mut out = vec![0; 2048];
+        let n = emit_int_report(
+            &mut out,
+            InType::Ipv4,
+            (false, false, false, false),
+            0,
+            0,
+            &[],
+            &inner,
+        )
+        .unwrap();
+        assert_eq!((out[1], n), (0xFF, 4 + 8 + 1300));
     }
 
     #[test]

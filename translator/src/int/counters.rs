@@ -18,7 +18,8 @@ reasons! {
         NoHop => "no_hop",
         /// No switch identity: a v0.5 report without a common header, an INT-MD hop without a node id.
         NoNode => "no_node",
-        /// No flow: the inner packet is missing or has no IPv4/IPv6 header (drops are still counted).
+        /// No flow: the inner packet is missing, or is an Ethernet frame carrying no IPv4/IPv6 packet
+        /// (ARP, LLDP, ...); drops are still counted.
         NoFlow => "no_flow",
     }
 }
@@ -31,8 +32,11 @@ pub struct IntCounters {
     /// Reports translated (each individual report of a v2.0 group counts).
     pub reports: u64,
     /// Reports lost before the translator, by the gaps in each (node, hardware id)'s sequence numbers.
+    /// A gap's report that arrives later takes its count back (see [`late`](Self::late)), so this can go
+    /// down: it says how many are missing now.
     pub lost: u64,
-    /// Reports behind their sequence (reordered or repeated); still translated.
+    /// Reports behind their sequence (reordered or repeated); still translated. One that fills a gap
+    /// counted in [`lost`](Self::lost) is moved from there to here, never counted in both.
     pub late: u64,
     /// Sources beyond `int.max_sequences`, whose loss is not tracked.
     pub untracked: u64,

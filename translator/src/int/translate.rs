@@ -6,10 +6,15 @@
 //!   postcards carry the path length, so the chunk is written at once.
 //! * **A per-hop report** (fabric-tna's switch-local report, a v2.0 INT report without a stack) names one
 //!   switch; its hop comes from the inner packet's TTL (see `IntConfig::initial_ttls`), and its postcard
-//!   goes through the flow cache with the configured path length, as a DTA postcard does.
+//!   goes through the flow cache with the configured path length, as a DTA postcard does. A hop-1
+//!   report carries the hops the flow's earlier reports named ([`paths`](super::paths)), since the entry
+//!   holding hop 1 is the one that writes the path's end.
 //! * **A drop report** (v0.5 drop header, v2.0 D flag or drop metadata) counts a drop per (node, reason)
 //!   and appends a drop event; it writes no path.
-//! * **A congested-queue report** (Q flag) appends a queue event, besides its path and hop state.
+//! * **A congested-queue report** (Q flag, per-hop or sink) appends a queue event of the reporting
+//!   switch's queue, besides its path and hop state.
+//! * **A v2.0 group** is translated report by report: one that cannot be translated is counted by its
+//!   reason and the next one is still read.
 
 use smallvec::SmallVec;
 
@@ -20,6 +25,7 @@ use dta_protocol::int::{v05, v2};
 use dta_protocol::Error as WireError;
 
 use super::counters::{IntCounters, IntDrop};
+use super::paths::PathMemory;
 use super::sequence::{SeqVerdict, SequenceGaps};
 use crate::config::IntConfig;
 
@@ -75,6 +81,8 @@ pub struct IntFrontEnd {
     /// Path length of per-hop reports and the most hops a path may have (`postcard.hops`).
     hops: u8,
     seq: SequenceGaps,
+    /// The switches each flow's per-hop reports named (see [`paths`](super::paths)).
+    paths: PathMemory,
 }
 
 /// What one switch said about one packet, whichever format it came in.
@@ -128,6 +136,7 @@ impl IntFrontEnd {
             cfg: cfg.clone(),
             hops,
             seq: SequenceGaps::new(cfg.max_sequences),
+            paths: PathMemory::default(),
         }
     }
 
@@ -169,7 +178,13 @@ impl IntFrontEnd {
     fn sequence(&mut self, node: u32, hw_id: u8, seq: u32, bits: u32, c: &mut IntCounters) {
         match self.seq.check(node, hw_id, seq, bits) {
             SeqVerdict::InOrder { lost } => c.lost += lost,
-            SeqVerdict::Late => c.late += 1,
+            SeqVerdict::Late { filled_gap } => {
+                c.late += 1;
+                // Its gap was counted as lost when a later report arrived: it was late, not lost.
+                if filled_gap {
+                    c.lost = c.lost.saturating_sub(1);
+                }
+            }
             SeqVerdict::Untracked => c.untracked += 1,
         }
     }
@@ -226,8 +241,12 @@ impl IntFrontEnd {
         for r in reports {
             let r = match r {
                 Ok(r) => r,
-                // The iterator stops after an error: the rest of the group cannot be delimited.
-                Err(e) => return c.drop(reason(&e)),
+                // This report only: its Report Length still delimits it, and the walk goes on (it stops
+                // by itself after a length that runs past the packet).
+                Err(e) => {
+                    c.drop(reason(&e));
+                    continue;
+                }
             };
             let start = match r.in_type {
                 v2::InType::Ethernet => Start::Ethernet,
@@ -296,29 +315,29 @@ impl IntFrontEnd {
         };
         let flow = flow_key(&p.flow);
         if let Some(md) = p.int_md {
-            return self.whole_path(flow, node, hop, md.hops(), md.hop_count(), c, out);
+            // A sink's report: the Q flag is about the sink's own queue, as on a per-hop report.
+            if self.whole_path(flow, node, hop, md.hops(), md.hop_count(), c, out) && congested {
+                self.queue_event(node, &hop, out);
+            }
+            return;
         }
         let Some(h) = self.hop_from_ttl(p.ttl) else {
             return c.drop(IntDrop::NoHop);
         };
-        if congested && self.cfg.queue_list.is_some() {
-            let (queue_id, occupancy) = hop.queue.unwrap_or((0, 0));
-            out.push(Action::QueueEvent(QueueEvent {
-                node,
-                port: hop.port,
-                queue_id,
-                occupancy,
-                timestamp: hop.timestamp,
-            }));
+        if congested {
+            self.queue_event(node, &hop, out);
         }
         if self.cfg.path {
-            out.push(Action::Postcard {
-                flow,
-                hop: h,
-                path_len: self.hops,
-                whole_path: false,
-                node,
-            });
+            // Hop 1 with the hops already known of the flow, so its cache entry cannot blank them.
+            for (hop, node) in self.paths.record(flow, h, node).hops() {
+                out.push(Action::Postcard {
+                    flow,
+                    hop,
+                    path_len: self.hops,
+                    whole_path: false,
+                    node,
+                });
+            }
         }
         if self.cfg.flow_state {
             out.push(Action::Hop {
@@ -330,7 +349,23 @@ impl IntFrontEnd {
         c.reports += 1;
     }
 
-    /// A sink report: the stack's hops (newest first) and the reporting node.
+    /// A congested-queue event of `node`, where the queue list is configured.
+    fn queue_event(&self, node: u32, hop: &Hop, out: &mut Actions) {
+        if self.cfg.queue_list.is_none() {
+            return;
+        }
+        let (queue_id, occupancy) = hop.queue.unwrap_or((0, 0));
+        out.push(Action::QueueEvent(QueueEvent {
+            node,
+            port: hop.port,
+            queue_id,
+            occupancy,
+            timestamp: hop.timestamp,
+        }));
+    }
+
+    /// A sink report: the stack's hops (newest first) and the reporting node. Whether it was translated
+    /// (else it is counted as dropped).
     #[allow(clippy::too_many_arguments)]
     fn whole_path(
         &mut self,
@@ -341,15 +376,17 @@ impl IntFrontEnd {
         count: usize,
         c: &mut IntCounters,
         out: &mut Actions,
-    ) {
+    ) -> bool {
         if count > INT_MAX_HOPS {
-            return c.drop(IntDrop::TooManyHops);
+            c.drop(IntDrop::TooManyHops);
+            return false;
         }
         let mut path: SmallVec<[Hop; INT_MAX_HOPS + 1]> = SmallVec::new();
         for m in stack {
             let h = Hop::from_metadata(&m);
             if h.node.is_none() {
-                return c.drop(IntDrop::NoNode);
+                c.drop(IntDrop::NoNode);
+                return false;
             }
             path.push(h);
         }
@@ -362,7 +399,8 @@ impl IntFrontEnd {
             });
         }
         if path.len() > usize::from(self.hops) {
-            return c.drop(IntDrop::TooManyHops);
+            c.drop(IntDrop::TooManyHops);
+            return false;
         }
         let len = path.len() as u8;
         for (i, h) in path.iter().enumerate() {
@@ -386,6 +424,7 @@ impl IntFrontEnd {
         }
         c.whole_paths += 1;
         c.reports += 1;
+        true
     }
 
     /// `initial - ttl + hop_offset` for the smallest configured initial TTL at or above `ttl`, when that
@@ -408,10 +447,15 @@ impl IntFrontEnd {
 /// The drop reason of a parse error.
 fn reason(e: &WireError) -> IntDrop {
     match e {
+        // An Ethernet frame that carries no IP packet (ARP, LLDP, ...): a well-formed report of a packet
+        // that has no 5-tuple.
+        WireError::InvalidField {
+            field: "network layer",
+            ..
+        } => IntDrop::NoFlow,
         WireError::InvalidField {
             field:
-                "ver" | "nproto" | "rep_type" | "in_type" | "network layer" | "IP header" | "shim type"
-                | "shim NPT",
+                "ver" | "nproto" | "rep_type" | "in_type" | "IP header" | "shim type" | "shim NPT",
             ..
         } => IntDrop::UnknownType,
         _ => IntDrop::Malformed,

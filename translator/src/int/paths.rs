@@ -1,0 +1,113 @@
+//! The switches each flow's per-hop reports named, so that a report of hop 1 carries the hops already
+//! written with it.
+//!
+//! Why: a per-hop report does not say how long its path is, so the postcard cache entry that holds hop 1
+//! writes the blanks that end the path, over every hop it lacks (`primitives::postcard`). A hop-1 report
+//! that arrives after the flow's other hops were written (reordered, duplicated, or a switch reporting
+//! the flow again, as fabric-tna's flow report filter does when a flow's state changes) would be an
+//! entry of hop 1 alone: its write would blank the rest, and the path would read as one hop while the
+//! hop records still show them all. With what the flow's reports said remembered here, that report is
+//! sent with every remembered hop, so its entry holds, and writes again, the whole path known.
+//!
+//! Reports of other hops are sent alone, as before: an entry without hop 1 writes only its own cells, so
+//! it cannot shorten a path. A report naming another switch at a remembered hop means the path changed:
+//! the flow is remembered afresh from it. Flows share [`PATH_MEMORY`] slots (direct-mapped on the flow
+//! key, a CRC): a flow whose slot another flow took is forgotten, and a late hop 1 of it then writes what
+//! it alone knows, as it did before this memory.
+
+use dta_protocol::layout::MAX_HOPS;
+
+/// Flows remembered (a power of two). 40 bytes each: 2.5 MiB, allocated at the first per-hop report.
+pub const PATH_MEMORY: usize = 1 << 16;
+
+/// The switches one flow's per-hop reports named.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KnownPath {
+    flow: u32,
+    nodes: [u32; MAX_HOPS as usize],
+    /// Bit i: hop i + 1 is known.
+    have: u8,
+}
+
+impl KnownPath {
+    /// The (hop, node) pairs known, hop by hop.
+    pub fn hops(&self) -> impl Iterator<Item = (u8, u32)> + '_ {
+        (0..MAX_HOPS)
+            .filter(|&i| self.have & (1 << i) != 0)
+            .map(|i| (i + 1, self.nodes[usize::from(i)]))
+    }
+}
+
+/// What per-hop reports said, per flow.
+#[derive(Debug, Default)]
+pub struct PathMemory {
+    slots: Vec<Option<KnownPath>>,
+}
+
+impl PathMemory {
+    /// Records that hop `hop` (1..=8) of `flow` is switch `node`, and returns the hops a postcard of it
+    /// should carry: for hop 1 every hop known of the flow, for another hop that hop alone.
+    pub fn record(&mut self, flow: u32, hop: u8, node: u32) -> KnownPath {
+        if self.slots.is_empty() {
+            self.slots = vec![None; PATH_MEMORY];
+        }
+        // hop is 1..=postcard.hops, at most MAX_HOPS (checked by the configuration); masked all the same.
+        let i = usize::from(hop.wrapping_sub(1)) & (MAX_HOPS as usize - 1);
+        let bit = 1u8 << i;
+        let slot = &mut self.slots[flow as usize & (PATH_MEMORY - 1)];
+        let known = match slot {
+            Some(k) if k.flow == flow && (k.have & bit == 0 || k.nodes[i] == node) => k,
+            // Another flow's slot, a new flow, or this flow's path changed at this hop: start over.
+            _ => slot.insert(KnownPath {
+                flow,
+                nodes: [0; MAX_HOPS as usize],
+                have: 0,
+            }),
+        };
+        known.nodes[i] = node;
+        known.have |= bit;
+        if i == 0 {
+            *known
+        } else {
+            let mut alone = KnownPath {
+                flow,
+                nodes: [0; MAX_HOPS as usize],
+                have: bit,
+            };
+            alone.nodes[i] = node;
+            alone
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hops(k: KnownPath) -> Vec<(u8, u32)> {
+        k.hops().collect()
+    }
+
+    #[test]
+    fn hop_1_carries_every_hop_known() {
+        let mut m = PathMemory::default();
+        // Hops 2..=5 first (hop 1 late), each sent alone.
+        for hop in 2..=5u8 {
+            assert_eq!(
+                hops(m.record(7, hop, 100 + u32::from(hop))),
+                [(hop, 100 + u32::from(hop))]
+            );
+        }
+        let all = [(1, 101), (2, 102), (3, 103), (4, 104), (5, 105)];
+        assert_eq!(hops(m.record(7, 1, 101)), all);
+        // Repeated: the same again.
+        assert_eq!(hops(m.record(7, 1, 101)), all);
+        // Hop 3 is another switch now: the path changed, and only what came since is known.
+        assert_eq!(hops(m.record(7, 3, 333)), [(3, 333)]);
+        assert_eq!(hops(m.record(7, 1, 101)), [(1, 101), (3, 333)]);
+        // Another flow in the same slot takes it; the first is forgotten.
+        let other = 7 + PATH_MEMORY as u32;
+        assert_eq!(hops(m.record(other, 2, 9)), [(2, 9)]);
+        assert_eq!(hops(m.record(7, 1, 101)), [(1, 101)]);
+    }
+}
