@@ -54,12 +54,13 @@ fuzz_target!(|data: &[u8]| {
                 flow,
                 hop,
                 path_len,
-                whole_path,
+                length_known,
                 ..
             } => {
                 assert!(cfg.path);
                 assert!((1..=path_len).contains(&hop) && path_len <= hops);
-                if whole_path {
+                // TTL placement here: only a sink report knows its path's length.
+                if length_known {
                     whole.push((flow, hop, path_len));
                 } else {
                     assert_eq!(path_len, hops);

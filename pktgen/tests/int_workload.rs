@@ -61,9 +61,9 @@ fn postcards(a: &Actions) -> Vec<(u32, u8, u32, bool)> {
                 flow,
                 hop,
                 node,
-                whole_path,
+                length_known,
                 ..
-            } => Some((flow, hop, node, whole_path)),
+            } => Some((flow, hop, node, length_known)),
             _ => None,
         })
         .collect()

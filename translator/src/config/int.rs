@@ -44,6 +44,48 @@ pub struct IntConfig {
     pub queue_list: Option<u32>,
     /// (node, hardware id) pairs whose report sequence numbers are tracked for loss.
     pub max_sequences: usize,
+    /// How a per-hop report's hop is found: from the inner packet's TTL (`"ttl"`, for routed fabrics), or
+    /// from the reporting switch's place in the fabric and the ports the report names (`"topology"`,
+    /// for leaf-spine fabrics whose switches do not decrement the TTL on every hop, as fabric-tna's).
+    pub hop_mode: HopMode,
+    /// The fabric's switches, for `hop_mode = "topology"` (`[[int.switches]]`).
+    pub switches: Vec<FabricSwitch>,
+}
+
+/// Where a per-hop report's hop comes from (`int.hop_mode`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HopMode {
+    /// `initial_ttl - TTL + hop_offset` from the inner packet's TTL.
+    #[default]
+    Ttl,
+    /// The switch's role in a two-tier leaf-spine fabric and whether the report's ingress and egress
+    /// ports face hosts (see `dta_translator::int::topology`).
+    Topology,
+}
+
+/// A switch's role in a two-tier leaf-spine fabric.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SwitchRole {
+    /// A leaf (top of rack): hosts attach to its host ports, spines to the others.
+    Leaf,
+    /// A spine: every port faces a leaf.
+    Spine,
+}
+
+/// One switch of the fabric, as its controller knows it (`[[int.switches]]`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FabricSwitch {
+    /// The node id its reports carry (fabric-tna's `switch_id`, v2.0's Node ID).
+    pub node: u32,
+    /// Leaf or spine.
+    pub role: SwitchRole,
+    /// A leaf's ports that face hosts (and anything outside the fabric), numbered as its reports number
+    /// them (fabric-tna: the device port, 9 bits).
+    #[serde(default)]
+    pub host_ports: Vec<u16>,
 }
 
 impl Default for IntConfig {
@@ -63,6 +105,8 @@ impl Default for IntConfig {
             drop_list: None,
             queue_list: None,
             max_sequences: 4096,
+            hop_mode: HopMode::Ttl,
+            switches: Vec::new(),
         }
     }
 }
@@ -105,6 +149,44 @@ impl IntConfig {
                 "int.max_sequences",
                 self.max_sequences as u64,
                 "1..=2^22",
+            ));
+        }
+        self.validate_fabric()
+    }
+
+    /// The fabric of `hop_mode = "topology"`: some leaf, each node once, host ports on leaves only.
+    fn validate_fabric(&self) -> Result<(), ConfigError> {
+        if self.hop_mode == HopMode::Ttl {
+            return Ok(());
+        }
+        if !self.switches.iter().any(|s| s.role == SwitchRole::Leaf) {
+            return Err(bad(
+                "int.switches",
+                self.switches.len() as u64,
+                "at least one leaf with hop_mode = \"topology\"",
+            ));
+        }
+        if self.switches.len() > super::MAX_TABLE {
+            return Err(bad(
+                "int.switches",
+                self.switches.len() as u64,
+                "at most 2^22 switches",
+            ));
+        }
+        let mut nodes: Vec<u32> = self.switches.iter().map(|s| s.node).collect();
+        nodes.sort_unstable();
+        if let Some(w) = nodes.windows(2).find(|w| w[0] == w[1]) {
+            return Err(bad("int.switches", w[0].into(), "each node once"));
+        }
+        if let Some(s) = self
+            .switches
+            .iter()
+            .find(|s| s.role == SwitchRole::Spine && !s.host_ports.is_empty())
+        {
+            return Err(bad(
+                "int.switches",
+                s.node.into(),
+                "host_ports on leaves only (a spine's ports all face leaves)",
             ));
         }
         Ok(())

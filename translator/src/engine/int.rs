@@ -41,7 +41,7 @@ impl Engine {
                 flow,
                 hop,
                 path_len,
-                whole_path,
+                length_known,
                 node,
             } => {
                 let p = Postcard {
@@ -49,13 +49,14 @@ impl Engine {
                     hop,
                     path_len,
                     data: node,
-                    opcode: if whole_path {
+                    opcode: if length_known {
                         Opcode::PostcardPathLen
                     } else {
                         Opcode::Postcard
                     },
-                    // A sink report carries the path's length; a per-hop report only bounds it.
-                    length_known: whole_path,
+                    // A sink report, or a topology placement, knows the path's length; a per-hop report
+                    // placed by its TTL only bounds it.
+                    length_known,
                 };
                 let i = self.route_key(flow, dst).ok_or(DropReason::NoRegion)?;
                 self.collectors[i].offer(now, |p| &mut p.postcard, &p, &mut self.counters)?

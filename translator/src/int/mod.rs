@@ -4,12 +4,13 @@
 //! [`translate`] turns a report into [`Action`]s (pure: no QP, no collector); the engine routes each
 //! action to a collector and a primitive like the DTA report it stands for. [`sequence`] counts reports
 //! lost on the way from each (node, hardware id)'s sequence numbers, [`paths`] remembers the switches
-//! each flow's per-hop reports named, and [`counters`] counts the rest, including every report not
-//! translated, by reason.
+//! each flow's per-hop reports named, [`topology`] places per-hop reports by the fabric's shape where the
+//! TTL cannot, and [`counters`] counts the rest, including every report not translated, by reason.
 
 pub mod counters;
 pub mod paths;
 pub mod sequence;
+pub mod topology;
 pub mod translate;
 
 pub use counters::{IntCounters, IntDrop};

@@ -6,7 +6,9 @@
 //!   postcards carry the path length, so the chunk is written at once.
 //! * **A per-hop report** (fabric-tna's switch-local report, a v2.0 INT report without a stack) names one
 //!   switch; its hop comes from the inner packet's TTL (see `IntConfig::initial_ttls`), and its postcard
-//!   goes through the flow cache with the configured path length, as a DTA postcard does. A hop-1
+//!   goes through the flow cache with the configured path length as a bound, as a DTA postcard does; or,
+//!   with `hop_mode = "topology"`, its hop and its path's length come from the switch's place in the
+//!   fabric and the report's ports ([`topology`](super::topology)). A hop-1
 //!   report carries the hops the flow's earlier reports named ([`paths`](super::paths)), since the entry
 //!   holding hop 1 is the one that writes the path's end.
 //! * **A drop report** (v0.5 drop header, v2.0 D flag or drop metadata) counts a drop per (node, reason)
@@ -27,7 +29,8 @@ use dta_protocol::Error as WireError;
 use super::counters::{IntCounters, IntDrop};
 use super::paths::PathMemory;
 use super::sequence::{SeqVerdict, SequenceGaps};
-use crate::config::IntConfig;
+use super::topology::{Placement, Topology};
+use crate::config::{HopMode, IntConfig};
 
 /// INT allows at most this many hops in a stack.
 const INT_MAX_HOPS: usize = 8;
@@ -41,10 +44,11 @@ pub enum Action {
         flow: u32,
         /// 1-based hop.
         hop: u8,
-        /// Path length: the stack's for a sink report, the configured one for a per-hop report.
+        /// Path length: the stack's for a sink report, the fabric's for a per-hop report placed by the
+        /// topology, else the configured one (a bound).
         path_len: u8,
-        /// Whether the report carried the whole path (so the length is known).
-        whole_path: bool,
+        /// Whether `path_len` is the path's length (a sink report, a topology placement), not a bound.
+        length_known: bool,
         /// The switch's node id.
         node: u32,
     },
@@ -83,6 +87,8 @@ pub struct IntFrontEnd {
     seq: SequenceGaps,
     /// The switches each flow's per-hop reports named (see [`paths`](super::paths)).
     paths: PathMemory,
+    /// The fabric, with `hop_mode = "topology"`.
+    topology: Option<Topology>,
 }
 
 /// What one switch said about one packet, whichever format it came in.
@@ -92,6 +98,8 @@ struct Hop {
     latency: u32,
     queue: Option<(u8, u32)>,
     port: u16,
+    /// Ingress and egress ports, where the report names both.
+    ports: Option<(u16, u16)>,
     timestamp: u32,
 }
 
@@ -120,6 +128,7 @@ impl Hop {
             latency,
             queue: m.queue,
             port: m.l1_ports.map_or(0, |(_, eg)| eg),
+            ports: m.l1_ports,
             timestamp: m.egress_timestamp.or(m.ingress_timestamp).unwrap_or(0) as u32,
         }
     }
@@ -137,6 +146,7 @@ impl IntFrontEnd {
             hops,
             seq: SequenceGaps::new(cfg.max_sequences),
             paths: PathMemory::default(),
+            topology: (cfg.hop_mode == HopMode::Topology).then(|| Topology::new(&cfg.switches)),
         }
     }
 
@@ -227,6 +237,7 @@ impl IntFrontEnd {
         let hop = Hop {
             node: Some(common.switch_id),
             port,
+            ports: Some((common.ig_port, common.eg_port)),
             ..hop
         };
         self.report(Start::Ethernet, r.inner, hop, drop, r.congested, c, out);
@@ -321,22 +332,38 @@ impl IntFrontEnd {
             }
             return;
         }
-        let Some(h) = self.hop_from_ttl(p.ttl) else {
+        let Some(place) = self.place(node, &hop, p.ttl) else {
             return c.drop(IntDrop::NoHop);
         };
+        let length_known = self.topology.is_some();
+        if place.path_len > self.hops {
+            return c.drop(IntDrop::TooManyHops);
+        }
+        let h = place.hop;
         if congested {
             self.queue_event(node, &hop, out);
         }
         if self.cfg.path {
-            // Hop 1 with the hops already known of the flow, so its cache entry cannot blank them.
-            for (hop, node) in self.paths.record(flow, h, node).hops() {
+            if length_known {
+                // The length is known: the cache composes entries in any order (no blanks inside).
                 out.push(Action::Postcard {
                     flow,
-                    hop,
-                    path_len: self.hops,
-                    whole_path: false,
+                    hop: h,
+                    path_len: place.path_len,
+                    length_known,
                     node,
                 });
+            } else {
+                // Hop 1 with the hops already known of the flow, so its cache entry cannot blank them.
+                for (hop, node) in self.paths.record(flow, h, node).hops() {
+                    out.push(Action::Postcard {
+                        flow,
+                        hop,
+                        path_len: place.path_len,
+                        length_known,
+                        node,
+                    });
+                }
             }
         }
         if self.cfg.flow_state {
@@ -410,7 +437,7 @@ impl IntFrontEnd {
                     flow,
                     hop,
                     path_len: len,
-                    whole_path: true,
+                    length_known: true,
                     node,
                 });
             }
@@ -425,6 +452,18 @@ impl IntFrontEnd {
         c.whole_paths += 1;
         c.reports += 1;
         true
+    }
+
+    /// Where a per-hop report of `node` puts it: by the fabric's topology where one is configured, else
+    /// by the inner packet's TTL, on a path of at most `hops`.
+    fn place(&self, node: u32, hop: &Hop, ttl: u8) -> Option<Placement> {
+        match &self.topology {
+            Some(t) => t.place(node, hop.ports),
+            None => self.hop_from_ttl(ttl).map(|hop| Placement {
+                hop,
+                path_len: self.hops,
+            }),
+        }
     }
 
     /// `initial - ttl + hop_offset` for the smallest configured initial TTL at or above `ttl`, when that

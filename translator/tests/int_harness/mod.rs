@@ -79,6 +79,11 @@ pub fn welcome() -> Welcome {
 
 /// The INT front end on, with both event lists and INT-MD over UDP on `INT_UDP`.
 pub fn engine() -> Engine {
+    engine_with(|_| {})
+}
+
+/// [`engine`] with `change` made to its configuration.
+pub fn engine_with(change: impl FnOnce(&mut Config)) -> Engine {
     let mut c = Config::default();
     c.report.keywrite_data_len = 12;
     c.postcard.redundancy = 2;
@@ -86,6 +91,8 @@ pub fn engine() -> Engine {
     c.int.md_udp_port = Some(INT_UDP);
     c.int.drop_list = Some(DROP_LIST);
     c.int.queue_list = Some(QUEUE_LIST);
+    change(&mut c);
+    c.validate().expect("a valid configuration");
     Engine::new(c, &[welcome()], Instant(0)).unwrap()
 }
 
