@@ -17,13 +17,12 @@
 
 use dta_protocol::layout::MAX_HOPS;
 
-/// Flows remembered (a power of two). 40 bytes each: 2.5 MiB, allocated at the first per-hop report.
+/// Flows remembered (a power of two). 37 bytes each: 2.3 MiB, reserved at the first per-hop report.
 pub const PATH_MEMORY: usize = 1 << 16;
 
 /// The switches one flow's per-hop reports named.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KnownPath {
-    flow: u32,
     nodes: [u32; MAX_HOPS as usize],
     /// Bit i: hop i + 1 is known.
     have: u8,
@@ -38,45 +37,47 @@ impl KnownPath {
     }
 }
 
-/// What per-hop reports said, per flow.
+/// What per-hop reports said, per flow: one slot per flow key's low bits, its parts in arrays of zeros
+/// (memory the system maps only where a flow lands; a slot with no hop known is empty).
 #[derive(Debug, Default)]
 pub struct PathMemory {
-    slots: Vec<Option<KnownPath>>,
+    flows: Vec<u32>,
+    nodes: Vec<[u32; MAX_HOPS as usize]>,
+    have: Vec<u8>,
 }
 
 impl PathMemory {
     /// Records that hop `hop` (1..=8) of `flow` is switch `node`, and returns the hops a postcard of it
     /// should carry: for hop 1 every hop known of the flow, for another hop that hop alone.
     pub fn record(&mut self, flow: u32, hop: u8, node: u32) -> KnownPath {
-        if self.slots.is_empty() {
-            self.slots = vec![None; PATH_MEMORY];
+        if self.flows.is_empty() {
+            self.flows = vec![0; PATH_MEMORY];
+            self.nodes = vec![[0; MAX_HOPS as usize]; PATH_MEMORY];
+            self.have = vec![0; PATH_MEMORY];
         }
         // hop is 1..=postcard.hops, at most MAX_HOPS (checked by the configuration); masked all the same.
         let i = usize::from(hop.wrapping_sub(1)) & (MAX_HOPS as usize - 1);
         let bit = 1u8 << i;
-        let slot = &mut self.slots[flow as usize & (PATH_MEMORY - 1)];
-        let known = match slot {
-            Some(k) if k.flow == flow && (k.have & bit == 0 || k.nodes[i] == node) => k,
-            // Another flow's slot, a new flow, or this flow's path changed at this hop: start over.
-            _ => slot.insert(KnownPath {
-                flow,
-                nodes: [0; MAX_HOPS as usize],
-                have: 0,
-            }),
-        };
-        known.nodes[i] = node;
-        known.have |= bit;
-        if i == 0 {
-            *known
-        } else {
-            let mut alone = KnownPath {
-                flow,
-                nodes: [0; MAX_HOPS as usize],
-                have: bit,
-            };
-            alone.nodes[i] = node;
-            alone
+        let s = flow as usize & (PATH_MEMORY - 1);
+        let (known_flow, nodes, have) = (&mut self.flows[s], &mut self.nodes[s], &mut self.have[s]);
+        // Another flow's slot, an empty one, or this flow's path changed at this hop: start over.
+        if *known_flow != flow || (*have & bit != 0 && nodes[i] != node) {
+            *known_flow = flow;
+            *have = 0;
         }
+        nodes[i] = node;
+        *have |= bit;
+        let mut k = KnownPath {
+            nodes: [0; MAX_HOPS as usize],
+            have: bit,
+        };
+        if i == 0 {
+            k.nodes = *nodes;
+            k.have = *have;
+        } else {
+            k.nodes[i] = node;
+        }
+        k
     }
 }
 
