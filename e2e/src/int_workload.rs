@@ -107,13 +107,51 @@ struct Model {
     drops: HashMap<(u32, u8), u64>,
     drop_events: Vec<[u8; 16]>,
     queue_events: Vec<[u8; 16]>,
+    /// Flows (as the INT queries name them) that must have no path: forged by a tenant.
+    absent: Vec<String>,
+}
+
+/// What the translator's INT counters read after [`int_with_expected`]'s reports.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct IntExpected {
+    /// Reports translated (`dta_translator_int_reports_total`).
+    pub translated: u64,
+    /// IOAM reports between sink reports, each counted `unknown_type` (and the only reports not
+    /// translated).
+    pub unknown_type: u64,
+    /// Sink reports (`dta_translator_int_whole_paths_total`).
+    pub whole_paths: u64,
+    /// Reports sent after the next one of their switch: late, and never counted lost.
+    pub late: u64,
+}
+
+/// [`int_with_expected`]'s workload alone.
+pub fn int(per_hop: u32, sinks: u32, drops: u32, salt: u64) -> Result<Workload> {
+    int_with_expected(per_hop, sinks, drops, salt).map(|(w, _)| w)
 }
 
 /// `per_hop` flows reported hop by hop (fabric-tna v0.5, 5 hops, every 7th flow congested at hop 3),
-/// `sinks` flows reported whole by a v2.0 sink (3 stacked hops and the sink), and `drops` drop reports.
-pub fn int(per_hop: u32, sinks: u32, drops: u32, salt: u64) -> Result<Workload> {
+/// `sinks` flows reported whole by a v2.0 sink (3 stacked hops and the sink), and `drops` drop reports,
+/// in shapes real fabrics send (issue 27):
+///
+/// * some switches' reports leave out of order (one report sent after its switch's next one), so the
+///   translator sees a sequence gap that the late report then fills; a flow's hop-1 report may then
+///   come after its other hops were written;
+/// * every 9th per-hop flow's hop-1 report is sent again after all the others (a switch reporting the
+///   flow again), which must not cut its written path to one hop;
+/// * sink reports go two to a v2.0 group with an IOAM report (RepType 2) between them, which is counted
+///   and skipped; every 10th sink report flags a congested queue (a queue event of the sink); every
+///   100th goes alone with Report Length 0xFF and a tenant payload holding a forged report where a
+///   255-word report would end, whose flow must have no path.
+pub fn int_with_expected(
+    per_hop: u32,
+    sinks: u32,
+    drops: u32,
+    salt: u64,
+) -> Result<(Workload, IntExpected)> {
     let mut reports = Vec::new();
     let mut m = Model::default();
+    let mut x = IntExpected::default();
     let node = |f: u32, h: u32| {
         1 + (mix(salt ^ (u64::from(f) << 8) ^ u64::from(h)) % u64::from(PC_UNIVERSE)) as u32
     };
@@ -124,6 +162,8 @@ pub fn int(per_hop: u32, sinks: u32, drops: u32, salt: u64) -> Result<Workload> 
         *s += 1;
         *s
     };
+    // Per report of the per-hop part: its switch, whether it is congested, and its switch-local header.
+    let mut sent: Vec<(u32, bool, Local)> = Vec::new();
     for f in 0..per_hop {
         let flow = spec_flow(f);
         let key = key_of(&flow);
@@ -143,6 +183,7 @@ pub fn int(per_hop: u32, sinks: u32, drops: u32, salt: u64) -> Result<Workload> 
                 eg_port: 2 + hop as u16,
             };
             reports.push(spec::v05_local(&l, &spec::inner(&flow, 64 - hop as u8)));
+            sent.push((switch, congested, l));
             m.hops.push((
                 flow_hop_key(key, hop as u8),
                 HopRecord {
@@ -168,61 +209,146 @@ pub fn int(per_hop: u32, sinks: u32, drops: u32, salt: u64) -> Result<Workload> 
         m.paths.push((key, path));
         m.flows.push((flow_text(&flow), key));
     }
-    for s in 0..sinks {
-        let f = per_hop + s;
-        let flow = spec_flow(f);
-        let key = key_of(&flow);
-        let stack: Vec<MdHop> = (1..=3)
-            .map(|h| MdHop {
-                node: node(f, h),
-                latency: 50 * h,
-                queue: (1, h + s % 50),
+    // Out of order: a switch's 11th, 31st, 51st, ... report swaps places with its next one (neither
+    // congested, so the queue list keeps its order). Reports and hop records are one to one here.
+    let mut by_switch: HashMap<u32, Vec<usize>> = HashMap::new();
+    for (i, &(switch, ..)) in sent.iter().enumerate() {
+        by_switch.entry(switch).or_default().push(i);
+    }
+    let mut switches: Vec<_> = by_switch.into_iter().collect();
+    switches.sort_unstable();
+    for (_, at) in switches {
+        for k in (10..at.len().saturating_sub(1)).step_by(20) {
+            let (i, j) = (at[k], at[k + 1]);
+            if sent[i].1 || sent[j].1 {
+                continue;
+            }
+            reports.swap(i, j);
+            m.hops.swap(i, j);
+            x.late += 1;
+        }
+    }
+    // A hop-1 report sent again, after every other per-hop report; its record is rewritten then.
+    for f in (4..per_hop).step_by(9) {
+        let mut l = sent[5 * f as usize].2;
+        l.seq = next_seq(l.switch, 1);
+        reports.push(spec::v05_local(&l, &spec::inner(&spec_flow(f), 63)));
+        let key = flow_hop_key(key_of(&spec_flow(f)), 1);
+        if let Some(i) = m.hops.iter().position(|(k, _)| *k == key) {
+            let rec = m.hops.remove(i);
+            m.hops.push(rec);
+        }
+        x.translated += 1;
+    }
+    x.translated += u64::from(per_hop) * u64::from(PC_HOPS);
+    let mut s = 0;
+    while s < sinks {
+        // Every 100th alone, to the end of the packet; else two to a group where there are two.
+        let alone = s % 100 == 99 || s + 1 == sinks || (s + 1) % 100 == 99;
+        let group: Vec<u32> = if alone { vec![s] } else { vec![s, s + 1] };
+        let stacks: Vec<Vec<MdHop>> = group
+            .iter()
+            .map(|&s| {
+                let f = per_hop + s;
+                (1..=3)
+                    .map(|h| MdHop {
+                        node: node(f, h),
+                        latency: 50 * h,
+                        queue: (1, h + s % 50),
+                    })
+                    .collect()
             })
             .collect();
-        // The sink: a node outside the stack's (ids above the universe's are never on a stack here, but
-        // they must decode: pick from the universe and avoid the last stack node, which would merge).
-        let mut sink = node(f, 9);
-        if sink == stack[2].node {
+        // The sink: a node of the universe (so it decodes) that is not a stack's last (which would
+        // merge with it).
+        let mut sink = node(per_hop + s, 9);
+        while stacks.iter().any(|st| st[2].node == sink) {
             sink = sink % PC_UNIVERSE + 1;
         }
-        // The sink's own hop latency and queue (RepMdBits 2 and 3).
-        let md = spec::pack(&[(77, 32), (2, 8), (u64::from(s), 24)]);
-        let packet = spec::int_md_packet(&flow, INT_MD_PORT, 60, &stack);
-        reports.push(spec::v2_group(
-            sink,
-            next_seq(sink, 5),
-            &[spec::Individual {
+        let mut individual = Vec::new();
+        for (&s, stack) in group.iter().zip(&stacks) {
+            let flow = spec_flow(per_hop + s);
+            let key = key_of(&flow);
+            let congested = s % 10 == 3;
+            // The sink's own hop latency and queue (RepMdBits 2 and 3).
+            let md = spec::pack(&[(77, 32), (2, 8), (u64::from(s), 24)]);
+            let to_end = s % 100 == 99;
+            let packet = if to_end {
+                forged_tenant(&flow, stack, spec_flow(per_hop + sinks + drops + s), &mut m)
+            } else {
+                spec::int_md_packet(&flow, INT_MD_PORT, 60, stack)
+            };
+            let r = spec::Individual {
                 bits: 0b0011 << 12,
                 md,
+                congested,
                 inner: packet,
                 ..Default::default()
-            }],
-        ));
-        let mut path: Vec<u32> = stack.iter().map(|h| h.node).collect();
-        path.push(sink);
-        for (i, h) in stack.iter().enumerate() {
+            };
+            let h = spec::Header {
+                report_length: to_end.then_some(0xFF),
+                ..spec::Header::default()
+            };
+            individual.push(spec::v2_individual(&r, h));
+            if congested {
+                m.queue_events.push(
+                    QueueEvent {
+                        node: sink,
+                        port: 0,
+                        queue_id: 2,
+                        occupancy: s,
+                        timestamp: 0,
+                    }
+                    .encode(),
+                );
+            }
+            let mut path: Vec<u32> = stack.iter().map(|h| h.node).collect();
+            path.push(sink);
+            for (i, h) in stack.iter().enumerate() {
+                m.hops.push((
+                    flow_hop_key(key, i as u8 + 1),
+                    HopRecord {
+                        node: h.node,
+                        hop_latency: h.latency,
+                        queue_id: h.queue.0,
+                        queue_occupancy: h.queue.1,
+                    },
+                ));
+            }
             m.hops.push((
-                flow_hop_key(key, i as u8 + 1),
+                flow_hop_key(key, 4),
                 HopRecord {
-                    node: h.node,
-                    hop_latency: h.latency,
-                    queue_id: h.queue.0,
-                    queue_occupancy: h.queue.1,
+                    node: sink,
+                    hop_latency: 77,
+                    queue_id: 2,
+                    queue_occupancy: s,
                 },
             ));
+            m.paths.push((key, path));
+            m.flows.push((flow_text(&flow), key));
+            x.translated += 1;
+            x.whole_paths += 1;
         }
-        m.hops.push((
-            flow_hop_key(key, 4),
-            HopRecord {
-                node: sink,
-                hop_latency: 77,
-                queue_id: 2,
-                queue_occupancy: s,
-            },
-        ));
-        m.paths.push((key, path));
-        m.flows.push((flow_text(&flow), key));
+        if let [a, b] = &individual[..] {
+            // An IOAM report (RepType 2, its contents not defined yet) between the two: skipped by its
+            // length.
+            let ioam = spec::Individual {
+                md: vec![0x04; 8],
+                inner: vec![0x45; 20],
+                ..Default::default()
+            };
+            let h = spec::Header {
+                rep_type: 2,
+                in_type: 4,
+                report_length: None,
+            };
+            individual = vec![a.clone(), spec::v2_individual(&ioam, h), b.clone()];
+            x.unknown_type += 1;
+        }
+        reports.push(spec::v2_group_of(sink, next_seq(sink, 5), &individual));
+        s += group.len() as u32;
     }
+    x.translated += u64::from(drops);
     for d in 0..drops {
         let flow = spec_flow(per_hop + sinks + d);
         let switch = 1 + d % 5;
@@ -254,12 +380,34 @@ pub fn int(per_hop: u32, sinks: u32, drops: u32, salt: u64) -> Result<Workload> 
     check_layouts(&mut m)?;
     let checks =
         2 * m.paths.len() + m.flows.len() + m.hops.len() + m.hops_lost.len() + 2 * m.drops.len();
+    let checks = checks + m.absent.len();
     let verify: Verify = Box::new(move |http| verify(http, &m).map(|()| checks as u64));
-    Ok(Workload {
+    let w = Workload {
         name: "int",
         reports,
         verify,
-    })
+    };
+    Ok((w, x))
+}
+
+/// Flow `flow`'s packet carrying `stack`, whose tenant put in its own payload, where a Report Length of
+/// 255 words would end the sink's report, a per-hop report of flow `forged` (recorded as a flow that
+/// must have no path).
+fn forged_tenant(flow: &Flow, stack: &[MdHop], forged: Flow, m: &mut Model) -> Vec<u8> {
+    let report = spec::v2_individual(
+        &spec::Individual {
+            inner: spec::inner(&forged, 63),
+            ..Default::default()
+        },
+        spec::Header::default(),
+    );
+    let prefix = spec::int_md_packet(flow, INT_MD_PORT, 60, stack).len();
+    // The sink's report: its first word, 8 bytes of INT main contents, 8 of metadata, then this packet.
+    let at = (4 + 4 * 255usize).saturating_sub(4 + 8 + 8 + prefix);
+    let mut payload = vec![0x5A; at];
+    payload.extend(&report);
+    m.absent.push(flow_text(&forged));
+    spec::int_md_packet_with(flow, INT_MD_PORT, 60, stack, &payload)
 }
 
 /// Every path keeps a chunk copy and every drop counter its own counters (else the check would depend on
@@ -388,6 +536,12 @@ fn verify_int_queries(http: std::net::SocketAddr, m: &Model) -> Result<()> {
                 "int-flow {text}: expected {} hops and latency {latency}, collector says {a}",
                 found.len()
             );
+        }
+    }
+    for text in &m.absent {
+        let a = get_json(http, &format!("/query/int-path?flow={text}"))?;
+        if a["outcome"] != "empty" {
+            bail!("int-path {text}: a tenant's forged report made a path; collector says {a}");
         }
     }
     let mut per_node: HashMap<u32, u64> = HashMap::new();

@@ -291,7 +291,9 @@ fn two_translators_share_one_collector() -> Result<()> {
 
 /// Standard INT reports (issue 17): fabric-tna v0.5 per-hop and drop reports and v2.0 sink reports, from
 /// an encoder written from the specifications, through the translator's INT front end to the software
-/// responder; every path, hop record, drop counter and event read back exactly, and nothing dropped.
+/// responder; every path, hop record, drop counter and event read back exactly. With issue 27's shapes:
+/// reordered and repeated per-hop reports, sink reports grouped around an IOAM report (counted, skipped),
+/// Q flags on sink reports, and Report Length 0xFF with a tenant's forged report (no path).
 #[test]
 fn int_reports_are_exact_through_af_packet() -> Result<()> {
     let _g = serial();
@@ -308,16 +310,34 @@ fn int_reports_are_exact_through_af_packet() -> Result<()> {
     let Some(mut sys) = System::start("i", opts)? else {
         return Ok(());
     };
-    let w = dta_e2e::int_workload::int(4_000, 1_000, 3_000, 5)?;
+    let (w, x) = dta_e2e::int_workload::int_with_expected(4_000, 1_000, 3_000, 5)?;
     let o = sys.run_int(&w)?;
     print(&[o]);
     let m = sys.metrics.scrape()?;
+    eprintln!("{x:?}");
     ensure!(
-        metric(&m, "dta_translator_int_reports_total", "") == 4_000 * 5 + 1_000 + 3_000,
-        "INT reports translated:\n{m}"
+        metric(&m, "dta_translator_int_reports_total", "") == x.translated,
+        "INT reports translated (expected {}):\n{m}",
+        x.translated
+    );
+    // The IOAM reports between sink reports, and nothing else, are not translated.
+    ensure!(
+        metric(&m, "dta_translator_int_drops_total", "") == x.unknown_type
+            && metric(
+                &m,
+                "dta_translator_int_drops_total",
+                "reason=\"unknown_type\""
+            ) == x.unknown_type,
+        "INT drops (expected {} unknown_type):\n{m}",
+        x.unknown_type
+    );
+    // Reordered reports are late, never lost.
+    ensure!(
+        metric(&m, "dta_translator_int_reports_late_total", "") == x.late,
+        "late INT reports (expected {}):\n{m}",
+        x.late
     );
     for series in [
-        "dta_translator_int_drops_total",
         "dta_translator_report_drops_total",
         "dta_translator_int_reports_lost_total",
         "dta_translator_qp_errors_total",
@@ -325,7 +345,7 @@ fn int_reports_are_exact_through_af_packet() -> Result<()> {
         ensure!(metric(&m, series, "") == 0, "{series} is not 0:\n{m}");
     }
     ensure!(
-        metric(&m, "dta_translator_int_whole_paths_total", "") == 1_000,
+        metric(&m, "dta_translator_int_whole_paths_total", "") == x.whole_paths,
         "sink reports:\n{m}"
     );
     Ok(())
