@@ -6,10 +6,12 @@
 //! * every action names a hop in 1..=path length, a path length within the configured hops, and only
 //!   the kinds the configuration enables (no drop events without a drop list, no queue events without a
 //!   queue list, no postcards or hop records when paths or per-hop state are off);
-//! * a sink report writes one postcard per hop of one path (hops 1..=len, each once).
+//! * a sink report writes one postcard per hop of one path (hops 1..=len, each once);
+//! * with `hop_mode = "topology"` (bit 7 of the hops byte; a leaf-spine fabric of leaves 1..=4, host
+//!   ports 1..=8, and spines 5 and 6), every postcard knows its path's length.
 #![no_main]
 
-use dta_translator::config::IntConfig;
+use dta_translator::config::{FabricSwitch, HopMode, IntConfig, SwitchRole};
 use dta_translator::int::{Action, Actions, IntCounters, IntFrontEnd};
 use libfuzzer_sys::fuzz_target;
 
@@ -20,7 +22,17 @@ fuzz_target!(|data: &[u8]| {
     let Some((&hops, payload)) = rest.split_first() else {
         return;
     };
+    let topology = hops & 0x80 != 0;
     let hops = 1 + hops % 8;
+    let switch = |node, role, host_ports: &[u16]| FabricSwitch {
+        node,
+        role,
+        host_ports: host_ports.to_vec(),
+    };
+    let fabric = (1..=4)
+        .map(|n| switch(n, SwitchRole::Leaf, &[1, 2, 3, 4, 5, 6, 7, 8]))
+        .chain((5..=6).map(|n| switch(n, SwitchRole::Spine, &[])))
+        .collect();
     let cfg = IntConfig {
         enabled: true,
         initial_ttls: vec![64, 128, 255],
@@ -34,6 +46,12 @@ fuzz_target!(|data: &[u8]| {
         drop_list: (flags & 32 != 0).then_some(7),
         queue_list: (flags & 64 != 0).then_some(8),
         max_sequences: 4,
+        hop_mode: if topology {
+            HopMode::Topology
+        } else {
+            HopMode::Ttl
+        },
+        switches: if topology { fabric } else { Vec::new() },
         ..IntConfig::default()
     };
     let mut front = IntFrontEnd::new(&cfg, hops);
@@ -59,8 +77,11 @@ fuzz_target!(|data: &[u8]| {
             } => {
                 assert!(cfg.path);
                 assert!((1..=path_len).contains(&hop) && path_len <= hops);
-                // TTL placement here: only a sink report knows its path's length.
-                if length_known {
+                if topology {
+                    // Placed by the fabric (a per-hop report's path is 1 or 3 hops) or a sink's stack.
+                    assert!(length_known);
+                } else if length_known {
+                    // Placed by TTL: only a sink report knows its path's length.
                     whole.push((flow, hop, path_len));
                 } else {
                     assert_eq!(path_len, hops);
