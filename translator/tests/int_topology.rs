@@ -207,3 +207,29 @@ fn topology_configuration() {
     let c = Config::from_toml(base).unwrap();
     assert_eq!((c.int.hop_mode, c.int.switches.len()), (HopMode::Ttl, 0));
 }
+
+/// `fuzz/corpus/int_translate/` holds fabric-tna reports of a leaf-spine-leaf path in the fuzz target's
+/// fabric (leaves 1..=4 with host ports 1..=8, spines 5 and 6), behind the two configuration bytes that
+/// select it: INT-MD over UDP port 5000, both event lists, 6 hops, topology mode. `DTA_BLESS_SEEDS=1`
+/// writes them.
+#[test]
+fn fuzz_corpus_holds_a_leaf_spine_path() {
+    let seeds = [
+        ("topology_leaf_up", report(1, 1, (2, 20), 5001, 64)),
+        ("topology_spine", report(5, 1, (9, 10), 5001, 64)),
+        ("topology_leaf_down", report(3, 1, (20, 3), 5001, 63)),
+        ("topology_bridged", report(4, 1, (1, 2), 5002, 64)),
+    ];
+    let corpus = concat!(env!("CARGO_MANIFEST_DIR"), "/../fuzz/corpus/int_translate");
+    let bless = std::env::var_os("DTA_BLESS_SEEDS").is_some();
+    for (name, payload) in seeds {
+        let mut bytes = vec![0x61, 0x85];
+        bytes.extend(payload);
+        let path = format!("{corpus}/{name}");
+        if bless {
+            std::fs::write(&path, &bytes).unwrap();
+        }
+        let seed = std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        assert_eq!(seed, bytes, "{path} (DTA_BLESS_SEEDS=1 rewrites it)");
+    }
+}
