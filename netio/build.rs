@@ -19,12 +19,14 @@ mod dpdk {
         |rte_eth_dev_info_get|rte_eth_dev_configure|rte_eth_dev_adjust_nb_rx_tx_desc|rte_eth_rx_queue_setup\
         |rte_eth_tx_queue_setup|rte_eth_dev_start|rte_eth_dev_stop|rte_eth_dev_close|rte_eth_dev_socket_id\
         |rte_eth_promiscuous_enable|rte_eth_macaddr_get|rte_eth_stats_get|rte_eth_link_get_nowait\
-        |rte_eth_rx_burst|rte_eth_tx_burst|rte_thread_register|rte_dev_probe|rte_eal_hotplug_remove|dta_.*";
+        |rte_eth_rx_burst|rte_eth_tx_burst|rte_thread_register|rte_dev_probe|rte_eal_hotplug_remove\
+        |rte_ring_create|rte_ring_free|rte_ring_lookup|rte_ring_count|rte_ring_sp_enqueue_burst|rte_ring_sc_dequeue_burst\
+        |rte_ring_enqueue_burst|rte_ring_dequeue_burst|dta_.*";
     const TYPES: &str =
         "rte_mbuf|rte_mempool|rte_eth_conf|rte_eth_dev_info|rte_eth_stats|rte_ether_addr\
-        |rte_eth_link|rte_eth_rxconf|rte_eth_txconf|rte_eth_rx_mq_mode|rte_eth_tx_mq_mode";
+        |rte_eth_link|rte_eth_rxconf|rte_eth_txconf|rte_eth_rx_mq_mode|rte_eth_tx_mq_mode|rte_ring";
     const VARS: &str =
-        "RTE_MBUF_DEFAULT_.*|RTE_PKTMBUF_HEADROOM|RTE_MAX_ETHPORTS|RTE_ETHER_.*_LEN|SOCKET_ID_ANY";
+        "RTE_MBUF_DEFAULT_.*|RTE_PKTMBUF_HEADROOM|RTE_MAX_ETHPORTS|RTE_ETHER_.*_LEN|SOCKET_ID_ANY|RING_F_.*";
 
     pub fn build() {
         let shim = PathBuf::from("csrc/dpdk_shim.h");

@@ -67,3 +67,38 @@ pub fn run(secs: f64, eal: Vec<String>) -> Result<IoFwdResult> {
         dropped,
     })
 }
+
+/// Writes a pcap (Ethernet link type) of `count` 64-byte frames that are not DTA: IPv4/UDP to port 53
+/// from `count` source ports, what a bump in the wire forwards untouched.
+pub fn write_forward_pcap(path: &std::path::Path, count: u32) -> Result<()> {
+    use dta_protocol::udp::UdpEndpoints;
+    // The classic pcap header: magic, version 2.4, no zone, no accuracy, snaplen 65535, Ethernet.
+    let mut out = Vec::new();
+    out.extend_from_slice(&0xa1b2_c3d4u32.to_le_bytes());
+    out.extend_from_slice(&2u16.to_le_bytes());
+    out.extend_from_slice(&4u16.to_le_bytes());
+    for word in [0u32, 0, 65535, 1] {
+        out.extend_from_slice(&word.to_le_bytes());
+    }
+    for i in 0..count {
+        let ep = UdpEndpoints::new(
+            [2, 0, 0, 0, 0, 0x10],
+            [2, 0, 0, 0, 0, 0x20],
+            [10, 0, 0, 1],
+            [10, 0, 1, 1],
+            1024 + (i % 60000) as u16,
+            53,
+        );
+        // 64 bytes on the wire less the FCS: 42 bytes of headers and 18 of payload.
+        let mut frame = vec![0u8; 60];
+        let n = ep
+            .emit_frame(&mut frame, &[0u8; 18])
+            .map_err(|e| anyhow!("frame {i}: {e}"))?;
+        frame.truncate(n);
+        for word in [0u32, i, n as u32, n as u32] {
+            out.extend_from_slice(&word.to_le_bytes());
+        }
+        out.extend_from_slice(&frame);
+    }
+    std::fs::write(path, out).with_context(|| format!("writing {}", path.display()))
+}

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 
+mod daemon;
 mod floors;
 mod iofwd;
 mod queries;
@@ -37,6 +38,39 @@ enum Cmd {
         /// EAL arguments (after `--`), the same as testpmd's.
         #[arg(last = true)]
         eal: Vec<String>,
+    },
+    /// The daemon's own data path (`dta-translator run`'s worker poll) on DPDK: reports from a pre-filled
+    /// net_null, RoCE to a net_ring answered as a collector would; one mode, `--workers` cores.
+    Daemon {
+        #[arg(long)]
+        mode: String,
+        #[arg(long, default_value_t = 1)]
+        workers: usize,
+        #[arg(long, default_value_t = 3.0)]
+        secs: f64,
+        /// EAL arguments (after `--`).
+        #[arg(last = true)]
+        eal: Vec<String>,
+    },
+    /// The daemon's data path as a bump in the wire: frames from port `--from` forwarded to `--to`.
+    Forward {
+        #[arg(long)]
+        from: String,
+        #[arg(long)]
+        to: String,
+        #[arg(long, default_value_t = 3.0)]
+        secs: f64,
+        /// EAL arguments (after `--`), naming both ports' vdevs.
+        #[arg(last = true)]
+        eal: Vec<String>,
+    },
+    /// Writes a pcap of `--count` 64-byte non-DTA frames (UDP to port 53, varied flows) for the forwarding
+    /// runs' looping net_pcap.
+    ForwardPcap {
+        #[arg(long)]
+        out: PathBuf,
+        #[arg(long, default_value_t = 1024)]
+        count: u32,
     },
     /// testpmd's io forwarding through dta-netio (the translator's pool and bursts) on one core.
     Iofwd {
@@ -98,6 +132,25 @@ fn main() -> Result<()> {
         } => {
             let m = workloads::Mode::parse(&mode)?;
             serde_json::to_string_pretty(&translator::run(m, workers, secs, eal)?)?
+        }
+        Cmd::Daemon {
+            mode,
+            workers,
+            secs,
+            eal,
+        } => {
+            let m = workloads::Mode::parse(&mode)?;
+            serde_json::to_string_pretty(&daemon::run(m, workers, secs, eal)?)?
+        }
+        Cmd::Forward {
+            from,
+            to,
+            secs,
+            eal,
+        } => serde_json::to_string_pretty(&daemon::forward(&from, &to, secs, eal)?)?,
+        Cmd::ForwardPcap { out, count } => {
+            iofwd::write_forward_pcap(&out, count)?;
+            return Ok(());
         }
         Cmd::Iofwd { secs, eal } => serde_json::to_string_pretty(&iofwd::run(secs, eal)?)?,
         Cmd::Baseline { mode, secs } => {

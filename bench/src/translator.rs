@@ -36,7 +36,7 @@ const ACK_LEN: usize = 96;
 /// Like an RNIC, it keeps one ACK and one ATOMIC ACKNOWLEDGE per QP as templates and patches the PSN and
 /// the MSN into a copy, with the iCRC from the template's prefix state: the engine, not the harness, is
 /// what the benchmark measures. A test checks the templated frames against `FrameRepr::emit`'s.
-struct Acker {
+pub(crate) struct Acker {
     /// ACK and ATOMIC ACKNOWLEDGE templates (PSN 0, MSN 0) and their iCRC prefixes.
     ack: AckTemplate,
     atomic_ack: AckTemplate,
@@ -127,7 +127,7 @@ fn tail_block(frame: &[u8; ACK_LEN], len: usize) -> Option<&[u8; 16]> {
 }
 
 impl Acker {
-    fn new(local_qpn: u32) -> Result<Self> {
+    pub(crate) fn new(local_qpn: u32) -> Result<Self> {
         let ep = UdpEndpoints::new(
             COLLECTOR_MAC,
             TRANSLATOR_MAC,
@@ -155,7 +155,7 @@ impl Acker {
     /// would charge the harness's work to the engine, and most frames need no response. Inlined, so that
     /// this common case costs the caller's loop a length check, two loads and two compares.
     #[inline]
-    fn observe(&mut self, sent: &[u8]) -> Result<()> {
+    pub(crate) fn observe(&mut self, sent: &[u8]) -> Result<()> {
         let Some(b) = sent.get(HEADERS_LEN..HEADERS_LEN + bth::HEADER_LEN) else {
             return Err(short_frame(sent.len()));
         };
@@ -187,11 +187,23 @@ impl Acker {
     }
 
     fn feed(&mut self, e: &mut Engine, now: Instant) {
+        self.drain(|ack| {
+            e.handle_frame(now, ack);
+        });
+    }
+
+    /// Hands every queued response to `f`, in order, and forgets them.
+    pub(crate) fn drain(&mut self, mut f: impl FnMut(&[u8])) {
         for (k, &len) in self.lens.iter().enumerate() {
-            e.handle_frame(now, &self.bufs[k][..len]);
+            f(&self.bufs[k][..len]);
         }
         self.fed += self.lens.len() as u64;
         self.lens.clear();
+    }
+
+    /// Responses built so far.
+    pub(crate) fn fed(&self) -> u64 {
+        self.fed
     }
 }
 
@@ -339,7 +351,7 @@ pub struct RunResult {
 }
 
 /// ns to build one ACK and one ATOMIC ACK (iCRC included), timed apart from the engine.
-fn ack_build_ns() -> Result<(f64, f64)> {
+pub(crate) fn ack_build_ns() -> Result<(f64, f64)> {
     let mut a = Acker::new(0x100)?;
     let ep = workloads::roce_endpoints();
     let mut time = |frame: FrameRepr| -> Result<f64> {

@@ -185,7 +185,9 @@ fn translator_config(io: Io, workers: usize, ip: &str, mgmt: &str, int: bool) ->
         Io::AfPacket => "[io]\nkind = \"af_packet\"\nports = [\"ta\", \"tb\"]\n".to_string(),
         // The PMD's default ring (512 frames) overflows under the sender's 4,096-report window, and
         // DPDK 22.11's net_af_packet does not count the kernel's ring drops: give it 8,192 frames.
-        Io::Dpdk => "[io]\nkind = \"dpdk\"\nports = [\"net_af_packet0,iface=ta,framecnt=8192\", \"net_af_packet1,iface=tb,framecnt=8192\"]\neal_args = [\"-l\", \"0\", \"--no-huge\", \"--no-shconf\", \"-m\", \"256\", \"--no-pci\", \"--log-level=warning\", \"--no-telemetry\"]\n".to_string(),
+        // One queue pair per worker (run to completion): `qpairs` makes the PMD spread frames over its
+        // sockets by PACKET_FANOUT_HASH.
+        Io::Dpdk => format!("[io]\nkind = \"dpdk\"\nports = [\"net_af_packet0,iface=ta,framecnt=8192,qpairs={workers}\", \"net_af_packet1,iface=tb,framecnt=8192,qpairs={workers}\"]\neal_args = [\"-l\", \"0\", \"--no-huge\", \"--no-shconf\", \"-m\", \"256\", \"--no-pci\", \"--log-level=warning\", \"--no-telemetry\"]\n"),
     };
     format!(
         r#"{io_section}

@@ -339,7 +339,7 @@ fn int_reports_are_exact_through_af_packet() -> Result<()> {
     );
     for series in [
         "dta_translator_report_drops_total",
-        "dta_translator_int_reports_lost_total",
+        "dta_translator_int_reports_lost",
         "dta_translator_qp_errors_total",
     ] {
         ensure!(metric(&m, series, "") == 0, "{series} is not 0:\n{m}");

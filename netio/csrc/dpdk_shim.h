@@ -13,6 +13,7 @@
 #include <rte_ethdev.h>
 #include <rte_ether.h>
 #include <rte_dev.h>
+#include <rte_ring.h>
 
 /* rte_errno is a macro over a per-lcore (thread-local) variable: only C can name it. */
 static inline int dta_rte_errno(void) { return rte_errno; }

@@ -2,7 +2,7 @@
 //! channel, metrics; see the `run` module). `offline` translates a capture of DTA reports into a capture of
 //! the RoCEv2 frames the engine would send, with static region metadata and no collector.
 
-mod run;
+use dta_translator_daemon::run;
 
 use std::fs::File;
 use std::io::{BufReader, BufWriter};

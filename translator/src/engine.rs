@@ -257,7 +257,9 @@ impl Engine {
             self.handle_int(now, udp.dst_ip, udp.payload);
             return Handled::Consumed;
         }
-        if udp.dst_port == ROCEV2_UDP_PORT {
+        // RoCE between a collector and another host crosses a bump in the wire too: only what is
+        // addressed to us is a response.
+        if udp.dst_port == ROCEV2_UDP_PORT && udp.dst_ip == self.cfg.local.ip {
             return self.roce(now, frame, udp.src_ip, udp.payload_offset, udp.payload);
         }
         self.not_for_us()
@@ -688,6 +690,13 @@ impl Engine {
                 .iter()
                 .map(|c| c.qp.pending_frames())
                 .sum::<usize>()
+    }
+
+    /// DTA NACKs waiting to go back to their reporters: [`poll_transmit_into`](Self::poll_transmit_into)
+    /// gives these first. A daemon sends them out of the port their reports came in on, before it builds
+    /// the RoCE burst for the collector port.
+    pub fn pending_nacks(&self) -> usize {
+        self.nacks.len()
     }
 
     /// [`poll_transmit`](Self::poll_transmit) straight into `buf`, a NIC buffer's data room: the frame is

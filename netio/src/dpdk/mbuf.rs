@@ -48,3 +48,42 @@ pub(crate) unsafe fn set_len(m: *mut rte_mbuf, len: usize) {
 pub(crate) unsafe fn len(m: *const rte_mbuf) -> usize {
     usize::from((*m).data_len)
 }
+
+/// [`data`], writable.
+///
+/// # Safety
+/// `m` must point to a valid mbuf owned by the caller, with nothing else referring to its data for `'a`.
+pub(crate) unsafe fn data_mut<'a>(m: *mut rte_mbuf) -> Option<&'a mut [u8]> {
+    let mb = &mut *m;
+    if mb.nb_segs != 1 {
+        return None;
+    }
+    let start = mb.buf_addr.cast::<u8>().add(mb.data_off as usize);
+    Some(std::slice::from_raw_parts_mut(start, mb.data_len as usize))
+}
+
+/// Resets a received mbuf for building a frame to send in its room, as `rte_pktmbuf_reset` does for the
+/// fields a transmit reads (inline: that function is a call through a C wrapper here, and this runs once a
+/// report), if it is plain: one segment, one reference, its own buffer. Returns whether it was.
+///
+/// # Safety
+/// `m` must point to a valid mbuf owned by the caller.
+pub(crate) unsafe fn reset_plain(m: *mut rte_mbuf) -> bool {
+    /// `RTE_MBUF_F_EXTERNAL | RTE_MBUF_F_INDIRECT`: a buffer that is not the mbuf's own.
+    const NOT_OWN_BUFFER: u64 = (1 << 61) | (1 << 62);
+    let mb = &mut *m;
+    if mb.nb_segs != 1 || mb.refcnt != 1 || mb.ol_flags & NOT_OWN_BUFFER != 0 {
+        return false;
+    }
+    mb.next = std::ptr::null_mut();
+    mb.ol_flags = 0;
+    mb.__bindgen_anon_1.packet_type = 0;
+    mb.__bindgen_anon_3.tx_offload = 0;
+    mb.vlan_tci = 0;
+    mb.vlan_tci_outer = 0;
+    mb.port = u16::MAX;
+    mb.data_off = mb.buf_len.min(super::ffi::RTE_PKTMBUF_HEADROOM as u16);
+    mb.data_len = 0;
+    mb.pkt_len = 0;
+    true
+}

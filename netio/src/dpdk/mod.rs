@@ -4,6 +4,7 @@
 //! name (a PCI address or a vdev such as `net_ring0`) returns one [`DpdkQueue`] per queue pair, each an
 //! [`RxBurst`](crate::RxBurst) + [`TxBurst`](crate::TxBurst) to move to its own worker thread.
 
+mod burst;
 mod eal;
 mod error;
 pub(crate) mod ffi;
@@ -11,8 +12,11 @@ mod mbuf;
 mod mempool;
 mod port;
 mod queue;
+mod ring;
 
+pub use burst::MbufBurst;
 pub use eal::{eal_init, register_thread, Eal};
 pub use mempool::Mempool;
 pub use port::{Port, PortConfig, PortStats};
 pub use queue::DpdkQueue;
+pub use ring::{attach_ring, handoff, HandoffRx, HandoffTx};

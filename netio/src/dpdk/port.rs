@@ -28,6 +28,10 @@ pub struct PortConfig {
     pub promiscuous: bool,
     /// Most mbufs moved by one `rte_eth_rx_burst`/`rte_eth_tx_burst` call.
     pub max_burst: u16,
+    /// With several queues, refuse a device that cannot spread flows over them by RSS. Off, such a device
+    /// (a vdev: `net_af_packet` with `qpairs`, `net_memif`, `net_pcap`) is set up without RSS and each
+    /// queue gets what the device itself delivers on it.
+    pub require_rss: bool,
 }
 
 impl Default for PortConfig {
@@ -41,6 +45,7 @@ impl Default for PortConfig {
             data_room: ffi::RTE_MBUF_DEFAULT_BUF_SIZE as u16,
             promiscuous: true,
             max_burst: 64,
+            require_rss: true,
         }
     }
 }
@@ -145,14 +150,19 @@ impl Port {
             // SAFETY: pure function of the shim.
             let wanted = unsafe { ffi::dta_rss_hf_ip_udp() };
             let hf = wanted & info.flow_type_rss_offloads;
-            if hf == 0 {
+            if hf != 0 {
+                conf.rxmode.mq_mode = ffi::rte_eth_rx_mq_mode_RTE_ETH_MQ_RX_RSS;
+                conf.rx_adv_conf.rss_conf.rss_hf = hf;
+            } else if config.require_rss {
                 return Err(NetioError::Config(format!(
                     "port {name}: {q} queues need RSS, and the device hashes none of IP/UDP (offloads {:#x})",
                     info.flow_type_rss_offloads
                 )));
+            } else {
+                log::warn!(
+                    "port {name}: the device hashes none of IP/UDP; its {q} queues get what it delivers on each"
+                );
             }
-            conf.rxmode.mq_mode = ffi::rte_eth_rx_mq_mode_RTE_ETH_MQ_RX_RSS;
-            conf.rx_adv_conf.rss_conf.rss_hf = hf;
         }
         // SAFETY: valid port id and configuration.
         let r = unsafe { ffi::rte_eth_dev_configure(port_id, q, q, &conf) };

@@ -3,6 +3,7 @@
 use std::mem::MaybeUninit;
 use std::sync::Arc;
 
+use super::burst::MbufBurst;
 use super::ffi::{self, rte_mbuf};
 use super::mbuf;
 use super::port::PortShared;
@@ -309,6 +310,102 @@ impl DpdkQueue {
         self.rx_stats.frames += n as u64;
         self.tx_stats.frames += sent as u64;
         sent
+    }
+
+    /// Receives up to `burst`'s free room (and `max_burst`) frames onto the end of `burst`, which owns them
+    /// from then on: the zero-copy receive of a run-to-completion worker. Returns how many.
+    pub fn recv_mbufs(&mut self, burst: &mut MbufBurst) -> usize {
+        let want = burst.free().min(self.mbufs.len());
+        if want == 0 {
+            return 0;
+        }
+        // SAFETY: started port, our queue; the burst's tail has room for `want` pointers, which become its.
+        let n = unsafe {
+            ffi::rte_eth_rx_burst(
+                self.port.port_id,
+                self.queue_id,
+                burst.tail_ptr(),
+                want as u16,
+            )
+        } as usize;
+        let start = burst.len();
+        burst.grow(n);
+        let mut bytes = 0;
+        for i in start..start + n {
+            bytes += burst.frame(i).len();
+        }
+        self.rx_stats.frames += n as u64;
+        self.rx_stats.bytes += bytes as u64;
+        n
+    }
+
+    /// Sends every mbuf of `burst` (no holes: [`MbufBurst::compact`] first) out of this queue and empties
+    /// it; what the device still refuses after a few offers is freed and counted as dropped. Mbufs of any
+    /// pool may go (a frame received on another port is forwarded as it is). Returns how many left.
+    pub fn send_mbufs(&mut self, burst: &mut MbufBurst) -> usize {
+        let held = burst.held();
+        let n = held.len();
+        let mut bytes = 0;
+        for &m in held.iter() {
+            // SAFETY: an owned mbuf of the burst.
+            bytes += unsafe { mbuf::len(m) };
+        }
+        let mut done = 0;
+        for _ in 0..TX_RETRIES {
+            if done == n {
+                break;
+            }
+            // SAFETY: started port, our queue; the device takes ownership of the accepted mbufs.
+            done += unsafe {
+                ffi::rte_eth_tx_burst(
+                    self.port.port_id,
+                    self.queue_id,
+                    held[done..].as_mut_ptr(),
+                    (n - done) as u16,
+                )
+            } as usize;
+        }
+        for &m in &held[done..] {
+            // SAFETY: refused, still ours.
+            bytes -= unsafe { mbuf::len(m) };
+        }
+        burst.consume_front(done);
+        self.tx_stats.dropped += burst.len() as u64;
+        burst.clear();
+        self.tx_stats.frames += done as u64;
+        self.tx_stats.bytes += bytes as u64;
+        done
+    }
+
+    /// Takes the mbufs of `burst` whose frames the caller is done with (reports the engine has read) as
+    /// rooms for the next [`send_burst_in_place`](Self::send_burst_in_place), up to its
+    /// [`TX_ROOMS`](Self::TX_ROOMS) spares, and frees the rest: a report's mbuf carries its RoCE frame out
+    /// instead of going back to its pool while a fresh one comes out of this port's. Only plain mbufs are
+    /// taken (one segment, one reference), reset as a fresh allocation would be. Empties `burst`.
+    pub fn reuse_as_spares(&mut self, burst: &mut MbufBurst) {
+        let room = TX_ROOMS - self.spare_len;
+        let mut taken = 0;
+        let mut left = 0;
+        for slot in burst.held().iter_mut() {
+            let m = *slot;
+            if m.is_null() {
+                continue;
+            }
+            // SAFETY: a non-null entry is an mbuf the burst owns; reset below only if it is plain.
+            if taken == room || !unsafe { mbuf::reset_plain(m) } {
+                left += 1;
+                continue;
+            }
+            self.spare[self.spare_len] = m;
+            self.spare_len += 1;
+            *slot = std::ptr::null_mut();
+            taken += 1;
+        }
+        if left == 0 {
+            burst.forget();
+        } else {
+            burst.clear();
+        }
     }
 
     /// Receives up to `max` (at most the scratch array's length) mbufs into the scratch array.

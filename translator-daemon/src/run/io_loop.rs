@@ -135,10 +135,10 @@ impl IoThread {
                     match self.steering.target(f) {
                         // No engine yet (collectors still connecting): waiting for a batch here would
                         // stop ARP, which the collector's QP setup needs.
-                        Target::Worker(_) | Target::Response(_) if !started => {
+                        Target::Worker(_) | Target::Any(_) | Target::Response(_) if !started => {
                             self.counters.startup_drops.fetch_add(1, Ordering::Relaxed);
                         }
-                        Target::Worker(k) => {
+                        Target::Worker(k) | Target::Any(k) => {
                             if f.len() >= 12 && learned.len() < MAX_LEARNED {
                                 let mut mac = [0u8; 6];
                                 mac.copy_from_slice(&f[6..12]);

@@ -19,7 +19,7 @@ use prometheus_client::registry::Registry;
 
 use super::control::ControlCounters;
 use super::io_loop::{IoCounters, PortStats};
-use super::worker::Snapshot;
+use super::worker::{PlaneCounters, Snapshot};
 
 /// Everything the exporter reads.
 #[derive(Clone)]
@@ -138,22 +138,64 @@ impl Sources {
         );
         let _ = writeln!(s, "  writes lost (restart) {}", t.lost_on_restart);
         let _ = writeln!(s, "  writes lost (stop)    {}", t.abandoned_at_stop);
-        let _ = writeln!(
-            s,
-            "  frames forwarded      {}",
-            self.io.forwarded.load(Ordering::Relaxed)
-        );
+        let p = self.plane();
+        let _ = writeln!(s, "  frames forwarded      {}", p.forwarded);
+        let _ = writeln!(s, "  frames handed off     {}", p.handed_off);
         let _ = writeln!(
             s,
             "  worker backlog drops  {}",
-            self.io.worker_backlog_drops.load(Ordering::Relaxed)
+            self.io.worker_backlog_drops.load(Ordering::Relaxed) + p.handoff_full
         );
-        let _ = writeln!(
-            s,
-            "  startup drops         {}",
-            self.io.startup_drops.load(Ordering::Relaxed)
-        );
+        let _ = writeln!(s, "  startup drops         {}", p.startup_drops);
         s
+    }
+}
+
+impl Sources {
+    /// The data path's counters: the I/O thread's (AF_PACKET) plus every run-to-completion worker's (DPDK).
+    pub fn plane(&self) -> PlaneCounters {
+        let io = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
+        let mut t = PlaneCounters {
+            forwarded: io(&self.io.forwarded),
+            not_forwarded: io(&self.io.not_forwarded),
+            arp_replies: io(&self.io.arp_replies),
+            startup_drops: io(&self.io.startup_drops),
+            engine_frames_out: io(&self.io.engine_frames_out),
+            ..PlaneCounters::default()
+        };
+        if let Ok(all) = self.workers.lock() {
+            for p in all.iter().map(|s| &s.plane) {
+                t.forwarded += p.forwarded;
+                t.not_forwarded += p.not_forwarded;
+                t.arp_replies += p.arp_replies;
+                t.handed_off += p.handed_off;
+                t.handoff_full += p.handoff_full;
+                t.handoff_waits += p.handoff_waits;
+                t.startup_drops += p.startup_drops;
+                t.engine_frames_out += p.engine_frames_out;
+            }
+        }
+        t
+    }
+
+    /// Per port counters: the I/O thread's ports, plus the sum of every worker's queue of each port. A
+    /// port's `missed` is the device's (not per queue), so the largest any queue read.
+    pub fn port_totals(&self) -> PortStats {
+        let mut ports = self.ports.lock().map(|p| p.clone()).unwrap_or_default();
+        if let Ok(all) = self.workers.lock() {
+            for snap in all.iter() {
+                for ((_, rx, tx), (qrx, qtx)) in ports.iter_mut().zip(&snap.ports) {
+                    rx.frames += qrx.frames;
+                    rx.bytes += qrx.bytes;
+                    rx.dropped += qrx.dropped;
+                    rx.missed = rx.missed.max(qrx.missed);
+                    tx.frames += qtx.frames;
+                    tx.bytes += qtx.bytes;
+                    tx.dropped += qtx.dropped;
+                }
+            }
+        }
+        ports
     }
 }
 

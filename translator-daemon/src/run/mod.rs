@@ -2,20 +2,27 @@
 //!
 //! * [`settings`]: the TOML (engine sections plus `[io]`, `[workers]`, `[[collectors]]`, `[metrics]`).
 //! * [`ports`]: AF_PACKET or DPDK ports through dta-netio.
-//! * [`io_loop`]: the I/O thread (ARP, bump-in-the-wire forwarding, steering, transmit).
-//! * [`steer`] / [`arp`]: the pure decisions the I/O thread makes per frame.
-//! * [`worker`]: one engine per worker thread.
+//! * DPDK, run to completion: [`dataplane`] (one worker's pass over its queue of every port: classify,
+//!   forward, answer ARP, hand off, engine, transmit, with no copy) and [`lcore`] (the worker thread around
+//!   it). Handoff rings of mbuf pointers join the workers.
+//! * AF_PACKET: [`io_loop`] (the I/O thread: ARP, bump-in-the-wire forwarding, steering, transmit) and
+//!   [`worker`] (one engine per worker thread, fed batches over channels).
+//! * [`steer`] / [`arp`]: the pure decisions made per frame.
 //! * [`control`]: one control client per collector (hello, welcome, re-establishment).
 //! * [`metrics`]: Prometheus endpoint and the shutdown summary.
 
 mod arp;
 mod clock;
 mod control;
+#[cfg(feature = "dpdk")]
+pub mod dataplane;
 mod io_loop;
+#[cfg(feature = "dpdk")]
+mod lcore;
 mod metrics;
 mod ports;
 pub mod settings;
-mod steer;
+pub mod steer;
 mod worker;
 
 use std::net::SocketAddr;
@@ -174,7 +181,246 @@ pub fn run(mut s: Settings) -> Result<()> {
         }
     })
     .context("installing the SIGINT/SIGTERM handler")?;
+    match s.daemon.io.kind {
+        IoKind::Dpdk => run_to_completion(&mut s, stop_signal),
+        IoKind::AfPacket => run_with_io_thread(&mut s, stop_signal),
+    }
+}
 
+/// What the I/O side of a running daemon gives the shared part of [`run`]: every worker's control input,
+/// and whether the I/O side already ended (an error).
+struct Started<'a> {
+    s: &'a Settings,
+    stop_signal: Arc<AtomicBool>,
+    to_workers: Vec<mpsc::Sender<ToWorker>>,
+    qp_error_tx: Vec<mpsc::Sender<()>>,
+    qp_error_rx: Vec<mpsc::Receiver<()>>,
+    stop_control: Arc<AtomicBool>,
+}
+
+/// The control clients, one per collector, and every collector's first welcome.
+struct Connected {
+    welcomes: Vec<Welcome>,
+    threads: Vec<JoinHandle<()>>,
+    counters: Vec<Arc<ControlCounters>>,
+}
+
+impl Started<'_> {
+    /// Starts one control client per collector and waits for every welcome (the engines need them all),
+    /// giving up when the operator stops the daemon, a collector refuses, or `io_ended` says the I/O side
+    /// failed.
+    fn connect(&mut self, io_ended: impl Fn() -> bool) -> Result<Connected> {
+        let s = self.s;
+        let nw = s.daemon.workers.count;
+        let (init_tx, init_rx) = mpsc::channel::<(usize, Result<Welcome, String>)>();
+        let mut counters = Vec::new();
+        let mut threads = Vec::new();
+        let requests = std::mem::take(&mut self.qp_error_rx);
+        for (i, (c, requests)) in s.daemon.collectors.iter().zip(requests).enumerate() {
+            let cc = Arc::new(ControlCounters::default());
+            counters.push(cc.clone());
+            let link = ControlLink {
+                index: i,
+                addr: c.control,
+                token: c.token.clone(),
+                mac: s.engine.local.mac,
+                ip: s.engine.local.ip,
+                qpns: (0..nw)
+                    .map(|k| s.worker_config(k).local.qpn_base + i as u32)
+                    .collect(),
+                base_psn: s.engine.local.start_psn,
+                workers: self.to_workers.clone(),
+                requests,
+                counters: cc,
+                stop: self.stop_control.clone(),
+            };
+            let tx = init_tx.clone();
+            threads.push(spawn(&format!("dta-control-{i}"), move || link.run(tx))?);
+        }
+        let nc = s.daemon.collectors.len();
+        let mut welcomes: Vec<Option<Welcome>> = vec![None; nc];
+        while welcomes.iter().any(Option::is_none) {
+            if self.stop_signal.load(Ordering::Relaxed) {
+                anyhow::bail!("stopped before every collector answered");
+            }
+            match init_rx.recv_timeout(Duration::from_millis(100)) {
+                Ok((i, Ok(w))) => welcomes[i] = Some(w),
+                Ok((i, Err(e))) => {
+                    anyhow::bail!("collector {i} ({}): {e}", s.daemon.collectors[i].control)
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => anyhow::bail!("control clients ended"),
+            }
+            if io_ended() {
+                anyhow::bail!("the data path ended before every collector answered");
+            }
+        }
+        Ok(Connected {
+            welcomes: welcomes.into_iter().flatten().collect(),
+            threads,
+            counters,
+        })
+    }
+}
+
+/// Worker `k`'s engine: its view of every welcome is its own QP of each.
+fn engine_for(s: &Settings, k: usize, welcomes: &[Welcome], clock: &Clock) -> Result<Engine> {
+    let mine: Vec<Welcome> = welcomes
+        .iter()
+        .map(|w| {
+            let mut m = w.clone();
+            m.qps = vec![w.qps[k]];
+            m
+        })
+        .collect();
+    Engine::new(s.worker_config(k), &mine, clock.now())
+        .with_context(|| format!("worker {k}'s engine"))
+}
+
+/// Starts the metrics endpoint if configured, says the daemon runs, and waits for a stop signal or for
+/// `ended` to say the data path ended.
+fn serve(
+    s: &Settings,
+    sources: &Sources,
+    stop_signal: &AtomicBool,
+    ended: impl Fn() -> bool,
+) -> Result<Option<MetricsServer>> {
+    let metrics = match &s.daemon.metrics {
+        Some(m) => {
+            let server = MetricsServer::start(m.bind, sources.clone())?;
+            // Scripts and tests read the bound address (the port may be 0).
+            println!("metrics listening on {}", server.addr);
+            Some(server)
+        }
+        None => None,
+    };
+    println!("translator running");
+    while !stop_signal.load(Ordering::Relaxed) && !ended() {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    log::info!("stopping: flushing batches and waiting for acknowledgements");
+    Ok(metrics)
+}
+
+/// Control channels to the control clients: one QP-error channel per collector.
+fn qp_error_channels(nc: usize) -> (Vec<mpsc::Sender<()>>, Vec<mpsc::Receiver<()>>) {
+    (0..nc).map(|_| mpsc::channel::<()>()).unzip()
+}
+
+/// DPDK: every worker owns one queue pair of every port and runs to completion ([`dataplane`]); the workers
+/// start at once (answering ARP and forwarding while the collectors are being connected) and get their
+/// engines when every collector has answered.
+#[cfg(feature = "dpdk")]
+fn run_to_completion(s: &mut Settings, stop_signal: Arc<AtomicBool>) -> Result<()> {
+    use dataplane::{DataPlane, PlaneConfig};
+    let nw = s.daemon.workers.count;
+    let nc = s.daemon.collectors.len();
+    let mut opened = ports::open_dpdk_queues(&s.daemon.io, nw)?;
+    let cport = s.collector_port();
+    s.engine.local.mac = opened.ports[cport].mac();
+    log::info!(
+        "{} DPDK port(s) {:?}, {nw} run-to-completion worker(s), {nc} collector(s), translator {}",
+        opened.ports.len(),
+        opened.names,
+        std::net::Ipv4Addr::from(s.engine.local.ip)
+    );
+    let mesh = dataplane::handoff_mesh(opened.eal, "dta_handoff", nw).context("handoff rings")?;
+    let steering = Steering::of(s);
+    let snapshots = Arc::new(Mutex::new(vec![Snapshot::default(); nw]));
+    let stop_workers = Arc::new(AtomicBool::new(false));
+    let (qp_error_tx, qp_error_rx) = qp_error_channels(nc);
+    let clock = Clock::start();
+    let eal = opened.eal;
+    let mut to_workers = Vec::new();
+    let mut workers = Vec::new();
+    let queues = std::mem::take(&mut opened.queues);
+    for (k, (queues, (to, from))) in queues.into_iter().zip(mesh).enumerate() {
+        let cfg = PlaneConfig {
+            index: k,
+            steering,
+            collector_port: cport,
+            local_mac: s.engine.local.mac,
+            burst: s.daemon.io.burst,
+        };
+        let plane = DataPlane::new(cfg, queues, to, from);
+        let (tx, rx) = mpsc::channel();
+        to_workers.push(tx);
+        let io = lcore::LcoreIo {
+            index: k,
+            rx,
+            qp_errors: qp_error_tx.clone(),
+            snapshots: snapshots.clone(),
+            stop: stop_workers.clone(),
+        };
+        let core = s.daemon.workers.cores.get(k).copied();
+        workers.push(spawn(&format!("dta-worker-{k}"), move || {
+            if let Err(e) = dta_netio::dpdk::register_thread(eal) {
+                log::error!("worker {k}: {e}; its mempool cache is off");
+            }
+            pin(core, &format!("worker {k}"));
+            lcore::run(plane, io, clock)
+        })?);
+    }
+    let port_stats = Arc::new(Mutex::new(
+        opened
+            .names
+            .iter()
+            .map(|n| (n.clone(), Default::default(), Default::default()))
+            .collect(),
+    ));
+    let mut started = Started {
+        s,
+        stop_signal: stop_signal.clone(),
+        to_workers: to_workers.clone(),
+        qp_error_tx,
+        qp_error_rx,
+        stop_control: Arc::new(AtomicBool::new(false)),
+    };
+    let any_ended = |w: &[JoinHandle<()>]| w.iter().any(JoinHandle::is_finished);
+    let stop_all = |c: &Started, why: anyhow::Error| -> anyhow::Error {
+        c.stop_control.store(true, Ordering::Relaxed);
+        stop_workers.store(true, Ordering::Relaxed);
+        why
+    };
+    let connected = match started.connect(|| any_ended(&workers)) {
+        Ok(c) => c,
+        Err(e) => return Err(stop_all(&started, e)),
+    };
+    for (k, tx) in to_workers.iter().enumerate() {
+        let engine =
+            engine_for(s, k, &connected.welcomes, &clock).map_err(|e| stop_all(&started, e))?;
+        // A worker that ended (its error is logged) leaves its queue unread: the daemon stops below.
+        let _ = tx.send(ToWorker::Start(Box::new(engine)));
+    }
+    drop(started.qp_error_tx.drain(..));
+    let sources = Sources {
+        workers: snapshots,
+        io: Arc::new(IoCounters::default()),
+        ports: port_stats,
+        control: connected.counters,
+    };
+    let metrics = serve(s, &sources, &stop_signal, || any_ended(&workers))?;
+    stop_workers.store(true, Ordering::Relaxed);
+    for w in workers {
+        let _ = w.join();
+    }
+    started.stop_control.store(true, Ordering::Relaxed);
+    for c in connected.threads {
+        let _ = c.join();
+    }
+    drop(metrics);
+    drop(opened);
+    print!("{}", sources.summary());
+    Ok(())
+}
+
+#[cfg(not(feature = "dpdk"))]
+fn run_to_completion(_s: &mut Settings, _stop: Arc<AtomicBool>) -> Result<()> {
+    anyhow::bail!("this build has no DPDK support (feature `dpdk` off); use --io af_packet")
+}
+
+/// AF_PACKET: one I/O thread owns the sockets and steers batches of copied frames to the worker threads.
+fn run_with_io_thread(s: &mut Settings, stop_signal: Arc<AtomicBool>) -> Result<()> {
     let ports = ports::open(&s.daemon.io)?;
     let cport = s.collector_port();
     // Our RoCE frames leave through the collector port, so they carry its address.
@@ -191,7 +437,6 @@ pub fn run(mut s: Settings) -> Result<()> {
 
     let stop_workers = Arc::new(AtomicBool::new(false));
     let stop_io = Arc::new(AtomicBool::new(false));
-    let stop_control = Arc::new(AtomicBool::new(false));
     let workers_started = Arc::new(AtomicBool::new(false));
 
     let burst = s.daemon.io.burst;
@@ -199,13 +444,7 @@ pub fn run(mut s: Settings) -> Result<()> {
     let mut worker_io = Vec::new();
     let snapshots = Arc::new(Mutex::new(vec![Snapshot::default(); nw]));
     let (out_tx, out_rx) = mpsc::sync_channel(nw * OUTPUT_BATCHES);
-    let mut qp_error_tx = Vec::new();
-    let mut qp_error_rx = Vec::new();
-    for _ in 0..nc {
-        let (tx, rx) = mpsc::channel::<()>();
-        qp_error_tx.push(tx);
-        qp_error_rx.push(rx);
-    }
+    let (qp_error_tx, qp_error_rx) = qp_error_channels(nc);
     for k in 0..nw {
         worker_io.push(worker_channels(
             &mut lanes,
@@ -228,15 +467,7 @@ pub fn run(mut s: Settings) -> Result<()> {
     let port_stats = Arc::new(Mutex::new(Vec::new()));
     let io_thread = IoThread {
         ports,
-        steering: Steering {
-            workers: nw,
-            collectors: nc,
-            qpn_base: s.engine.local.qpn_base,
-            local_ip: s.engine.local.ip,
-            report_port: s.engine.report.udp_port,
-            int_port: s.engine.int.enabled.then_some(s.engine.int.udp_port),
-            form: s.engine.report.dta_header,
-        },
+        steering: Steering::of(s),
         collector_port: cport,
         local_mac: s.engine.local.mac,
         workers: lanes.input,
@@ -256,108 +487,45 @@ pub fn run(mut s: Settings) -> Result<()> {
         pin(io_core, "the I/O thread");
         io_thread.run()
     })?;
-    let stop_io_thread = |why: anyhow::Error| -> anyhow::Error {
-        stop_control.store(true, Ordering::Relaxed);
+    let mut started = Started {
+        s,
+        stop_signal: stop_signal.clone(),
+        to_workers,
+        qp_error_tx,
+        qp_error_rx,
+        stop_control: Arc::new(AtomicBool::new(false)),
+    };
+    let stop_io_thread = |c: &Started, why: anyhow::Error| -> anyhow::Error {
+        c.stop_control.store(true, Ordering::Relaxed);
         stop_io.store(true, Ordering::Relaxed);
         why
     };
-
-    // Then one control client per collector: the engines need every collector's welcome.
-    let (init_tx, init_rx) = mpsc::channel::<(usize, Result<Welcome, String>)>();
-    let mut control_counters = Vec::new();
-    let mut control_threads = Vec::new();
-    for (i, (c, requests)) in s.daemon.collectors.iter().zip(qp_error_rx).enumerate() {
-        let counters = Arc::new(ControlCounters::default());
-        control_counters.push(counters.clone());
-        let link = ControlLink {
-            index: i,
-            addr: c.control,
-            token: c.token.clone(),
-            mac: s.engine.local.mac,
-            ip: s.engine.local.ip,
-            qpns: (0..nw)
-                .map(|k| s.worker_config(k).local.qpn_base + i as u32)
-                .collect(),
-            base_psn: s.engine.local.start_psn,
-            workers: to_workers.clone(),
-            requests,
-            counters,
-            stop: stop_control.clone(),
-        };
-        let tx = init_tx.clone();
-        control_threads.push(spawn(&format!("dta-control-{i}"), move || link.run(tx))?);
-    }
-    let mut welcomes: Vec<Option<Welcome>> = vec![None; nc];
-    while welcomes.iter().any(Option::is_none) {
-        if stop_signal.load(Ordering::Relaxed) {
-            return Err(stop_io_thread(anyhow::anyhow!(
-                "stopped before every collector answered"
-            )));
-        }
-        match init_rx.recv_timeout(Duration::from_millis(100)) {
-            Ok((i, Ok(w))) => welcomes[i] = Some(w),
-            Ok((i, Err(e))) => {
-                return Err(stop_io_thread(anyhow::anyhow!(
-                    "collector {i} ({}): {e}",
-                    s.daemon.collectors[i].control
-                )));
-            }
-            Err(RecvTimeoutError::Timeout) => {}
-            Err(RecvTimeoutError::Disconnected) => {
-                return Err(stop_io_thread(anyhow::anyhow!("control clients ended")))
-            }
-        }
-        if io_handle.is_finished() {
-            return Err(stop_io_thread(anyhow::anyhow!(
-                "the I/O thread ended before every collector answered"
-            )));
-        }
-    }
-    let welcomes: Vec<Welcome> = welcomes.into_iter().flatten().collect();
+    let connected = match started.connect(|| io_handle.is_finished()) {
+        Ok(c) => c,
+        Err(e) => return Err(stop_io_thread(&started, e)),
+    };
 
     let clock = Clock::start();
     let mut workers = Vec::new();
     for (k, io) in worker_io.into_iter().enumerate() {
-        let mine: Vec<Welcome> = welcomes
-            .iter()
-            .map(|w| {
-                let mut m = w.clone();
-                m.qps = vec![w.qps[k]];
-                m
-            })
-            .collect();
-        let engine = Engine::new(s.worker_config(k), &mine, clock.now())
-            .with_context(|| format!("worker {k}'s engine"))
-            .map_err(stop_io_thread)?;
+        let engine = engine_for(s, k, &connected.welcomes, &clock)
+            .map_err(|e| stop_io_thread(&started, e))?;
         let core = s.daemon.workers.cores.get(k).copied();
         workers.push(spawn(&format!("dta-worker-{k}"), move || {
             pin(core, &format!("worker {k}"));
             worker::run(engine, io, clock)
         })?);
     }
+    drop(started.qp_error_tx.drain(..));
     workers_started.store(true, Ordering::Relaxed);
 
     let sources = Sources {
         workers: snapshots,
         io: io_counters,
         ports: port_stats,
-        control: control_counters,
+        control: connected.counters,
     };
-    let metrics = match &s.daemon.metrics {
-        Some(m) => {
-            let server = MetricsServer::start(m.bind, sources.clone())?;
-            // Scripts and tests read the bound address (the port may be 0).
-            println!("metrics listening on {}", server.addr);
-            Some(server)
-        }
-        None => None,
-    };
-    println!("translator running");
-
-    while !stop_signal.load(Ordering::Relaxed) && !io_handle.is_finished() {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    log::info!("stopping: flushing batches and waiting for acknowledgements");
+    let metrics = serve(s, &sources, &stop_signal, || io_handle.is_finished())?;
     stop_workers.store(true, Ordering::Relaxed);
     for w in workers {
         let _ = w.join();
@@ -366,8 +534,8 @@ pub fn run(mut s: Settings) -> Result<()> {
     let io_result = io_handle
         .join()
         .unwrap_or_else(|_| Err(anyhow::anyhow!("the I/O thread panicked")));
-    stop_control.store(true, Ordering::Relaxed);
-    for c in control_threads {
+    started.stop_control.store(true, Ordering::Relaxed);
+    for c in connected.threads {
         let _ = c.join();
     }
     drop(metrics);

@@ -4,7 +4,8 @@
 //!
 //! * Append: the list id; Postcarding: the flow key; Sketch-Merge: the sketch id.
 //! * Key-Write / Key-Increment: the reporter (source IP) when the report is retransmittable, so one engine
-//!   tracks its sequence numbers; otherwise the key, which spreads load.
+//!   tracks its sequence numbers; otherwise no owner ([`Target::Any`]): a run-to-completion worker keeps
+//!   it, the I/O thread spreads by key.
 //! * RoCE responses: the worker whose QPN range holds the BTH destination QP.
 //!
 //! * INT reports (when `[int]` is enabled): all to worker 0. One INT report touches state of several
@@ -18,13 +19,17 @@
 use dta_protocol::dta::{peek, HeaderForm, Opcode};
 use dta_protocol::hash::key_checksum;
 use dta_protocol::roce::{bth, ROCEV2_UDP_PORT};
-use dta_protocol::udp::{ether_type, UdpFrame, ETHERTYPE_ARP};
+use dta_protocol::udp::{ether_type, UdpView, ETHERTYPE_ARP};
 
 /// Where a frame goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Target {
     /// A report (or anything else DTA) for this worker's engine.
     Worker(usize),
+    /// A report whose translation needs no state of any worker (a Key-Write or Key-Increment that is not
+    /// retransmittable): any worker may take it, so a run-to-completion worker keeps what it received
+    /// (RSS spreads the load); an I/O thread spreads these over the workers by key, given here.
+    Any(usize),
     /// A RoCE response (ACK, NAK, ATOMIC ACK, CNP) for this worker's QP: it overtakes the worker's queued
     /// reports, since its delay is the QP's round-trip time and the retransmit timer's business.
     Response(usize),
@@ -54,17 +59,31 @@ pub struct Steering {
 }
 
 impl Steering {
+    /// The steering of a configured daemon.
+    pub fn of(s: &super::settings::Settings) -> Self {
+        Steering {
+            workers: s.daemon.workers.count,
+            collectors: s.daemon.collectors.len(),
+            qpn_base: s.engine.local.qpn_base,
+            local_ip: s.engine.local.ip,
+            report_port: s.engine.report.udp_port,
+            int_port: s.engine.int.enabled.then_some(s.engine.int.udp_port),
+            form: s.engine.report.dta_header,
+        }
+    }
+
     /// Steers one frame.
     pub fn target(&self, frame: &[u8]) -> Target {
         if ether_type(frame) == Some(ETHERTYPE_ARP) {
             return Target::Arp;
         }
-        let Ok(udp) = UdpFrame::parse(frame) else {
+        // The engine's own view (fixed offsets for the common frame, the general parse otherwise).
+        let Some(ep) = UdpView::parse(frame) else {
             return Target::Forward;
         };
-        let ep = &udp.endpoints;
+        let udp = &ep;
         if ep.dst_port == self.report_port {
-            return Target::Worker(self.report_worker(ep.src_ip, udp.payload));
+            return self.report_target(ep.src_ip, udp.payload);
         }
         if Some(ep.dst_port) == self.int_port {
             return Target::Worker(0);
@@ -83,19 +102,26 @@ impl Steering {
         Target::Forward
     }
 
-    fn report_worker(&self, src_ip: [u8; 4], p: &[u8]) -> usize {
+    fn report_target(&self, src_ip: [u8; 4], p: &[u8]) -> Target {
         if self.workers == 1 {
-            return 0;
+            return Target::Worker(0);
         }
-        let owner = peek(p, self.form).and_then(|r| match r.opcode {
+        let by = |o: u32| key_checksum(o) as usize % self.workers;
+        let Some(r) = peek(p, self.form) else {
+            return Target::Worker(0);
+        };
+        match r.opcode {
             // A retransmittable Key-Write or Key-Increment goes by reporter, so that one engine tracks its
-            // sequence numbers; otherwise by key.
+            // sequence numbers.
             Opcode::KeyWrite | Opcode::KeyIncrement if r.retransmit => {
-                Some(u32::from_be_bytes(src_ip))
+                Target::Worker(by(u32::from_be_bytes(src_ip)))
             }
-            _ => r.state.map(|k| k.value()),
-        });
-        owner.map_or(0, |o| key_checksum(o) as usize % self.workers)
+            // Otherwise nothing of it is kept: whoever has it may write it.
+            Opcode::KeyWrite | Opcode::KeyIncrement => {
+                Target::Any(r.state.map_or(0, |k| by(k.value())))
+            }
+            _ => Target::Worker(r.state.map_or(0, |k| by(k.value()))),
+        }
     }
 }
 
@@ -166,10 +192,7 @@ mod tests {
             p.extend_from_slice(&[0; 4]);
             s.target(&report(src, &p))
         };
-        assert_eq!(
-            kw(123, 0, 10),
-            Target::Worker(key_checksum(123) as usize % 4)
-        );
+        assert_eq!(kw(123, 0, 10), Target::Any(key_checksum(123) as usize % 4));
         let by_src = key_checksum(u32::from_be_bytes([198, 18, 0, 10])) as usize % 4;
         for key in 0..32 {
             assert_eq!(kw(key, 0x40, 10), Target::Worker(by_src));
@@ -194,7 +217,7 @@ mod tests {
             }
             c.target(&report(10, &p))
         };
-        let by_key = Target::Worker(key_checksum(77) as usize % 4);
+        let by_key = Target::Any(key_checksum(77) as usize % 4);
         assert_eq!(ki(0, HeaderForm::Seq), by_key);
         assert_eq!(ki(0, HeaderForm::Compact), by_key);
         assert_eq!(ki(0x40, HeaderForm::Seq), Target::Worker(by_src));

@@ -11,9 +11,13 @@ use dta_protocol::control::Welcome;
 use dta_translator::{Counters, Engine, Event, Instant, QpStats};
 
 use super::clock::Clock;
+use dta_netio::{RxStats, TxStats};
 
 /// What a worker is told.
 pub enum ToWorker {
+    /// The engine, once every collector has answered (run-to-completion workers run their ports before,
+    /// answering ARP and forwarding).
+    Start(Box<Engine>),
     /// Frames to handle; the batch goes back to the I/O thread's pool afterwards.
     Frames(FrameBatch),
     /// Responses are waiting on the response channel (wakes a sleeping worker).
@@ -39,6 +43,27 @@ pub enum ToWorker {
     },
 }
 
+/// What a worker's data path counts (published with its snapshot; summed over workers by the metrics).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PlaneCounters {
+    /// Frames forwarded untouched to the other port.
+    pub forwarded: u64,
+    /// Frames neither ours nor forwardable (single-port mode): freed.
+    pub not_forwarded: u64,
+    /// ARP requests for our address answered.
+    pub arp_replies: u64,
+    /// Frames handed to another worker's ring.
+    pub handed_off: u64,
+    /// Frames another worker's ring refused (full): freed.
+    pub handoff_full: u64,
+    /// Polls that received nothing because another worker's ring was full (backpressure).
+    pub handoff_waits: u64,
+    /// Reports and responses that arrived before this worker had its engine (collectors still connecting).
+    pub startup_drops: u64,
+    /// Frames the engine built and the collector port took.
+    pub engine_frames_out: u64,
+}
+
 /// What a worker publishes for metrics.
 #[derive(Debug, Clone, Default)]
 pub struct Snapshot {
@@ -55,6 +80,10 @@ pub struct Snapshot {
     /// Writes still queued or unacknowledged when the worker stopped (its collector down or slow
     /// beyond the drain time): lost, and counted.
     pub abandoned_at_stop: u64,
+    /// A run-to-completion worker's data path counters.
+    pub plane: PlaneCounters,
+    /// A run-to-completion worker's queue of every port, in port order.
+    pub ports: Vec<(RxStats, TxStats)>,
 }
 
 /// A worker's channels and shared state.
@@ -84,9 +113,9 @@ pub struct WorkerIo {
 /// Longest sleep without input: bounds how late a timer fires after a burst of control messages.
 const MAX_IDLE: Duration = Duration::from_millis(5);
 /// How often a worker publishes its counters to the metrics thread.
-const PUBLISH_EVERY: Duration = Duration::from_millis(100);
+pub const PUBLISH_EVERY: Duration = Duration::from_millis(100);
 /// How long shutdown waits for the collector to acknowledge what was sent.
-const DRAIN: Duration = Duration::from_secs(2);
+pub const DRAIN: Duration = Duration::from_secs(2);
 
 /// Runs until `stop`, then flushes everything batched and waits (bounded) for it to be acknowledged.
 pub fn run(mut engine: Engine, io: WorkerIo, clock: Clock) {
@@ -139,22 +168,27 @@ pub fn run(mut engine: Engine, io: WorkerIo, clock: Clock) {
                 now
             });
             if engine.is_idle() || now > t + DRAIN {
-                if !engine.is_idle() {
-                    let (queued, unacked) = (0..)
-                        .map_while(|i| engine.qp_stats(i))
-                        .fold((0, 0), |(q, w), s| (q + s.queue, w + s.window));
-                    snap.abandoned_at_stop = (queued + unacked) as u64;
-                    log::warn!(
-                        "worker {}: stopping with {queued} writes queued and {unacked} unacknowledged; \
-                         they are lost (writes_abandoned_at_stop_total)",
-                        io.index
-                    );
-                }
+                snap.abandoned_at_stop = abandoned_at_stop(&engine, io.index);
                 break;
             }
         }
     }
     publish(&engine, &io, &mut snap);
+}
+
+/// Counts and logs the writes an engine still holds when its worker stops (queued or unacknowledged).
+pub fn abandoned_at_stop(engine: &Engine, index: usize) -> u64 {
+    if engine.is_idle() {
+        return 0;
+    }
+    let (queued, unacked) = (0..)
+        .map_while(|i| engine.qp_stats(i))
+        .fold((0, 0), |(q, w), s| (q + s.queue, w + s.window));
+    log::warn!(
+        "worker {index}: stopping with {queued} writes queued and {unacked} unacknowledged; \
+         they are lost (writes_abandoned_at_stop_total)"
+    );
+    (queued + unacked) as u64
 }
 
 /// Handles every response batch waiting.
@@ -168,41 +202,47 @@ fn responses(engine: &mut Engine, io: &WorkerIo, clock: &Clock) {
 
 fn handle(engine: &mut Engine, io: &WorkerIo, msg: ToWorker, clock: &Clock, snap: &mut Snapshot) {
     match msg {
-        ToWorker::Wake => {}
         ToWorker::Frames(batch) => {
             // One call per burst. Not-for-us frames never reach a worker: the I/O thread forwards them
             // itself.
             engine.handle_frames(clock.now(), batch.iter(), |_| {});
             let _ = io.recycle.send(batch);
         }
+        other => control(engine, io.index, other, clock.now(), snap),
+    }
+}
+
+/// Applies a control message (QP re-established, collector replaced) to a worker's engine.
+pub fn control(
+    engine: &mut Engine,
+    index: usize,
+    msg: ToWorker,
+    now: Instant,
+    snap: &mut Snapshot,
+) {
+    match msg {
+        ToWorker::Wake | ToWorker::Frames(_) | ToWorker::Start(_) => {}
         ToWorker::Reestablish {
             collector,
             welcome,
             start_psn,
-        } => match engine.reestablish(collector, &welcome, start_psn, clock.now()) {
+        } => match engine.reestablish(collector, &welcome, start_psn, now) {
             Ok(()) => snap.reestablished += 1,
-            Err(e) => log::error!(
-                "worker {}: re-establishing collector {collector}: {e}",
-                io.index
-            ),
+            Err(e) => log::error!("worker {index}: re-establishing collector {collector}: {e}"),
         },
         ToWorker::Replace {
             collector,
             welcome,
             start_psn,
-        } => match engine.replace_collector(collector, &welcome, start_psn, clock.now()) {
+        } => match engine.replace_collector(collector, &welcome, start_psn, now) {
             Ok(lost) => {
                 snap.restarts += 1;
                 snap.lost_on_restart += lost;
                 log::warn!(
-                    "worker {}: collector {collector} restarted with new memory; {lost} queued or unacknowledged writes lost",
-                    io.index
+                    "worker {index}: collector {collector} restarted with new memory; {lost} queued or unacknowledged writes lost"
                 );
             }
-            Err(e) => log::error!(
-                "worker {}: collector {collector} after restart: {e}",
-                io.index
-            ),
+            Err(e) => log::error!("worker {index}: collector {collector} after restart: {e}"),
         },
     }
 }

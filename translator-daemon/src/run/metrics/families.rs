@@ -32,6 +32,7 @@ impl Collector for Families {
         let src = &self.0;
         let snaps = src.snapshots();
         let t = Totals::of(&snaps);
+        let plane = src.plane();
         let c = &t.c;
         let enc = &mut enc;
         let per_primitive = |a: &[u64; 6]| -> Vec<_> {
@@ -111,11 +112,6 @@ impl Collector for Families {
             ),
             ("int_packets", "UDP payloads taken on the INT port.", c.int.packets),
             ("int_reports", "INT reports translated (each report of a v2.0 group).", c.int.reports),
-            (
-                "int_reports_lost",
-                "INT reports lost before the translator, from sequence-number gaps.",
-                c.int.lost,
-            ),
             ("int_reports_late", "INT reports behind their sequence.", c.int.late),
             (
                 "int_sequences_untracked",
@@ -139,18 +135,28 @@ impl Collector for Families {
                 "Writes still queued or unacknowledged when the translator stopped (collector down or slow).",
                 t.abandoned_at_stop,
             ),
-            ("forwarded", "Frames forwarded untouched between the ports.", io(&src.io.forwarded)),
-            ("not_forwarded", "Foreign frames dropped in single-port mode.", io(&src.io.not_forwarded)),
-            ("arp_replies", "ARP requests for our address answered.", io(&src.io.arp_replies)),
+            ("forwarded", "Frames forwarded untouched between the ports.", plane.forwarded),
+            ("not_forwarded", "Foreign frames dropped in single-port mode.", plane.not_forwarded),
+            ("arp_replies", "ARP requests for our address answered.", plane.arp_replies),
+            (
+                "handed_off",
+                "Frames a worker received and handed to the worker that owns their state (DPDK).",
+                plane.handed_off,
+            ),
+            (
+                "handoff_waits",
+                "Polls in which a worker received nothing because another worker's handoff ring was full (DPDK).",
+                plane.handoff_waits,
+            ),
             (
                 "worker_backlog_drops",
-                "Frames dropped because their worker fell behind.",
-                io(&src.io.worker_backlog_drops),
+                "Frames dropped because their worker fell behind (its input or handoff ring full).",
+                io(&src.io.worker_backlog_drops) + plane.handoff_full,
             ),
             (
                 "startup_drops",
                 "Reports and responses that arrived before the workers started (collectors still connecting).",
-                io(&src.io.startup_drops),
+                plane.startup_drops,
             ),
         ] {
             counter(enc, name, help, v)?;
@@ -165,6 +171,14 @@ impl Collector for Families {
                     s.counters.reports_in.iter().sum(),
                 )
             }),
+        )?;
+        // A gauge: a late report that fills a gap moves it from lost to late, so the count can go down,
+        // which a counter must not (Prometheus would read it as a reset).
+        dta_httpd::openmetrics::gauge(
+            enc,
+            "int_reports_lost",
+            "INT reports lost before the translator now: sequence-number gaps not filled by a late report.",
+            i64::try_from(c.int.lost).unwrap_or(i64::MAX),
         )?;
         qp_gauges(enc, &snaps)?;
         control(enc, &src.control)?;
@@ -253,7 +267,7 @@ fn control(
 
 /// Per port counters.
 fn ports(enc: &mut DescriptorEncoder, src: &Sources) -> fmt::Result {
-    let ports = src.ports.lock().map(|p| p.clone()).unwrap_or_default();
+    let ports = src.port_totals();
     type Port = (String, dta_netio::RxStats, dta_netio::TxStats);
     let per_port = |f: fn(&Port) -> u64| ports.iter().map(move |p| ([("port", p.0.clone())], f(p)));
     counters(

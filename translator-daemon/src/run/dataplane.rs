@@ -1,0 +1,387 @@
+//! One worker's data path on DPDK, run to completion (DPDK l3fwd, VPP): the worker owns queue `k` of every
+//! port and, in one [`DataPlane::poll`], receives a burst on each, classifies every frame once
+//! ([`Steering`]), and moves each mbuf where it belongs without copying a byte:
+//!
+//! * a frame that is not ours goes to the other port's TX queue as it is (the bump in the wire);
+//! * an ARP request for our address is turned into its reply in its own mbuf and sent back;
+//! * a report or RoCE response whose state another worker owns goes to that worker's handoff ring (when
+//!   the ring is full, the worker holds it and receives nothing more until the owner catches up);
+//! * the rest is handed to this worker's engine as one burst, read where it lies, then freed.
+//!
+//! Then the handoff rings from the other workers are drained into the engine the same way, the engine's RoCE
+//! frames are built straight into mbufs in bursts and sent out of the collector port, DTA NACKs go back out
+//! of the port their report came in on, and due timers run. No I/O thread, no channel per frame, no copy.
+
+use dta_netio::dpdk::{handoff, DpdkQueue, Eal, HandoffRx, HandoffTx, MbufBurst};
+use dta_netio::NetioError;
+use dta_netio::{RxBurst, RxStats, TxBurst, TxStats};
+use dta_protocol::udp::{ether_type, ETHERTYPE_ARP};
+use dta_translator::{Engine, Instant};
+
+use super::arp;
+use super::steer::{Steering, Target};
+use super::worker::PlaneCounters;
+
+/// Most engine frames built per transmit burst.
+const TX_BURST: usize = DpdkQueue::TX_ROOMS;
+/// Most frames of one receive burst (the `[io] burst` limit).
+const MAX_MARKS: usize = 1024;
+/// Mbufs a handoff ring holds: a few bursts of slack between two workers.
+pub const HANDOFF_RING: u32 = 4096;
+
+/// One worker's handoff rings: to each worker (`None` at its own index), and from each other one.
+pub type WorkerRings = (Vec<Option<HandoffTx>>, Vec<HandoffRx>);
+
+/// Each worker's rings of the full mesh between `workers` workers: to each other worker (`None` at its own
+/// index) and from each. Rings are named `{prefix}_{from}_{to}` (unique in the process).
+pub fn handoff_mesh(
+    eal: &Eal,
+    prefix: &str,
+    workers: usize,
+) -> Result<Vec<WorkerRings>, NetioError> {
+    let mut mesh: Vec<WorkerRings> = (0..workers).map(|_| (Vec::new(), Vec::new())).collect();
+    for j in 0..workers {
+        for k in 0..workers {
+            let tx = if j == k {
+                None
+            } else {
+                let (tx, rx) = handoff(eal, &format!("{prefix}_{j}_{k}"), HANDOFF_RING)?;
+                mesh[k].1.push(rx);
+                Some(tx)
+            };
+            mesh[j].0.push(tx);
+        }
+    }
+    Ok(mesh)
+}
+
+/// The fixed facts a data path needs.
+#[derive(Debug, Clone, Copy)]
+pub struct PlaneConfig {
+    /// This worker's index.
+    pub index: usize,
+    /// The classification of frames.
+    pub steering: Steering,
+    /// Index of the port facing the collectors.
+    pub collector_port: usize,
+    /// The MAC our ARP replies carry.
+    pub local_mac: [u8; 6],
+    /// Most frames received per port and call.
+    pub burst: usize,
+}
+
+/// One worker's queues, rings and scratch bursts.
+pub struct DataPlane {
+    cfg: PlaneConfig,
+    /// Queue `index` of every port, in port order.
+    queues: Vec<DpdkQueue>,
+    /// Rings to each other worker (`None` at this worker's own index).
+    to: Vec<Option<HandoffTx>>,
+    /// Rings from the other workers.
+    from: Vec<HandoffRx>,
+    /// DPDK port id of each port, in port order (to find the port a handed-off report came in on).
+    port_ids: Vec<u16>,
+    rx: MbufBurst,
+    forward: MbufBurst,
+    replies: MbufBurst,
+    /// Per worker, the frames staged for its ring in this burst.
+    staged: Vec<MbufBurst>,
+    counters: PlaneCounters,
+}
+
+impl DataPlane {
+    /// A data path over `queues` (this worker's queue of every port), with rings `to` each other worker
+    /// (`None` at `cfg.index`) and `from` each of them.
+    pub fn new(
+        cfg: PlaneConfig,
+        queues: Vec<DpdkQueue>,
+        to: Vec<Option<HandoffTx>>,
+        from: Vec<HandoffRx>,
+    ) -> Self {
+        let port_ids = queues.iter().map(DpdkQueue::port_id).collect();
+        let burst = cfg.burst.max(1);
+        let staged = (0..to.len())
+            .map(|_| MbufBurst::with_capacity(burst))
+            .collect();
+        DataPlane {
+            cfg,
+            queues,
+            to,
+            from,
+            port_ids,
+            rx: MbufBurst::with_capacity(burst),
+            forward: MbufBurst::with_capacity(burst),
+            replies: MbufBurst::with_capacity(burst),
+            staged,
+            counters: PlaneCounters::default(),
+        }
+    }
+
+    /// What this data path counted.
+    pub fn counters(&self) -> PlaneCounters {
+        PlaneCounters {
+            handoff_full: self.to.iter().flatten().map(HandoffTx::refused).sum(),
+            ..self.counters
+        }
+    }
+
+    /// Receive and transmit counters of this worker's queue on each port, in port order.
+    pub fn port_stats(&self) -> Vec<(RxStats, TxStats)> {
+        self.queues
+            .iter()
+            .map(|q| (q.rx_stats(), q.tx_stats()))
+            .collect()
+    }
+
+    /// One pass over every port, the handoff rings, the engine's output and its timers; `engine` is `None`
+    /// until the collectors have answered (frames for it are then dropped and counted, while ARP and
+    /// forwarding already work). Returns whether there was anything to do.
+    #[inline(never)]
+    pub fn poll(&mut self, mut engine: Option<&mut Engine>, now: Instant) -> bool {
+        let mut busy = false;
+        // Backpressure: while another worker's ring is full, this worker receives nothing more (the
+        // frames wait in the NIC's ring, whose overflow the device counts) but keeps draining its own rings
+        // and transmitting, so two workers waiting on each other still make progress.
+        if self.offer_staged() {
+            for p in 0..self.queues.len() {
+                busy |= self.receive(p, engine.as_deref_mut(), now);
+            }
+        } else {
+            busy = true;
+            self.counters.handoff_waits += 1;
+        }
+        for j in 0..self.from.len() {
+            busy |= self.take_handoff(j, engine.as_deref_mut(), now);
+        }
+        if let Some(e) = engine {
+            busy |= self.transmit(e, now);
+            if e.poll_timeout().is_some_and(|t| t <= now) {
+                e.handle_timeout(now);
+            }
+        }
+        busy
+    }
+
+    /// Receives a burst on port `p` and sends every frame on its way.
+    #[inline]
+    fn receive(&mut self, p: usize, engine: Option<&mut Engine>, now: Instant) -> bool {
+        let n = self.queues[p].recv_mbufs(&mut self.rx);
+        if n == 0 {
+            return false;
+        }
+        if self.to.len() == 1 {
+            if let Some(e) = engine {
+                self.alone(p, e, now);
+                return true;
+            }
+        }
+        let me = self.cfg.index;
+        let mut ours = 0;
+        for i in 0..n {
+            match self.cfg.steering.target(self.rx.frame(i)) {
+                Target::Any(_) => ours += 1,
+                Target::Worker(k) | Target::Response(k) if k == me => ours += 1,
+                Target::Worker(k) | Target::Response(k) => self.stage(i, k),
+                Target::Arp => self.arp(i),
+                Target::Forward => self.forward_one(i),
+            }
+        }
+        if ours < n {
+            self.rx.compact();
+            self.send_side_bursts(p);
+        }
+        self.engine_takes(p, engine, now);
+        true
+    }
+
+    /// The burst of port `p` when this is the only worker: every frame is the engine's or the wire's, so the
+    /// engine classifies the burst itself (one parse a frame) and gives back what is not for it, which is
+    /// then answered (ARP) or forwarded.
+    #[inline]
+    fn alone(&mut self, p: usize, e: &mut Engine, now: Instant) {
+        let mut cursor = 0;
+        let mut foreign = false;
+        let rx = &self.rx;
+        // One bit a frame of the burst: not for the engine.
+        let mut marks = [0u64; MAX_MARKS / 64];
+        e.handle_frames(now, rx.frames(), |f| {
+            // Frames come back in order: find this one's index from where the last one was.
+            while cursor < rx.len() && !std::ptr::eq(rx.frame(cursor).as_ptr(), f.as_ptr()) {
+                cursor += 1;
+            }
+            if let Some(m) = marks.get_mut(cursor / 64) {
+                *m |= 1 << (cursor % 64);
+                foreign = true;
+            }
+            cursor += 1;
+        });
+        if foreign {
+            for i in 0..self.rx.len().min(MAX_MARKS) {
+                if marks[i / 64] & (1 << (i % 64)) == 0 {
+                    continue;
+                }
+                if ether_type(self.rx.frame(i)) == Some(ETHERTYPE_ARP) {
+                    self.arp(i);
+                } else {
+                    self.forward_one(i);
+                }
+            }
+            self.send_side_bursts(p);
+        }
+        if e.pending_nacks() > 0 {
+            self.send_nacks(p, e, now);
+        }
+        self.recycle_rx();
+    }
+
+    /// The engine has read the receive burst: its mbufs become rooms for the collector port's next transmit
+    /// burst (no free to one pool and allocation from another per report).
+    #[inline]
+    fn recycle_rx(&mut self) {
+        self.queues[self.cfg.collector_port].reuse_as_spares(&mut self.rx);
+    }
+
+    /// Hands frame `i` of the receive burst to worker `k`'s staging burst.
+    fn stage(&mut self, i: usize, k: usize) {
+        let moved = match self.staged.get_mut(k) {
+            Some(s) => self.rx.move_to(i, s),
+            None => false,
+        };
+        if moved {
+            self.counters.handed_off += 1;
+        } else {
+            // A worker index beyond the rings cannot come from steering (it knows the worker count); a
+            // full staging burst cannot either (it holds a whole receive burst).
+            self.rx.free_one(i);
+        }
+    }
+
+    /// Answers ARP request `i` in its own mbuf when it asks for our address; forwards it otherwise.
+    fn arp(&mut self, i: usize) {
+        let ip = self.cfg.steering.local_ip;
+        let mut reply = [0u8; arp::ARP_FRAME_LEN];
+        let answered = arp::reply(self.rx.frame(i), ip, self.cfg.local_mac, &mut reply).is_some();
+        if !answered {
+            return self.forward_one(i);
+        }
+        // The reply is 42 bytes, as the request was at least: written over its first 42, the length kept
+        // (a padded request gives a padded reply, as a NIC pads a short frame anyway).
+        let frame = self.rx.frame_mut(i);
+        match frame.get_mut(..arp::ARP_FRAME_LEN) {
+            Some(head) => {
+                head.copy_from_slice(&reply);
+                if self.rx.move_to(i, &mut self.replies) {
+                    self.counters.arp_replies += 1;
+                }
+            }
+            None => self.rx.free_one(i),
+        }
+    }
+
+    /// Moves frame `i` to the other port's TX burst (bump in the wire), or frees and counts it with one port.
+    fn forward_one(&mut self, i: usize) {
+        if self.queues.len() == 2 && self.rx.move_to(i, &mut self.forward) {
+            self.counters.forwarded += 1;
+        } else {
+            self.rx.free_one(i);
+            self.counters.not_forwarded += 1;
+        }
+    }
+
+    /// Sends what the burst from port `p` produced besides the engine's input: forwarded frames, ARP
+    /// replies, handoffs.
+    fn send_side_bursts(&mut self, p: usize) {
+        if !self.forward.is_empty() {
+            let other = 1 - p;
+            self.queues[other].send_mbufs(&mut self.forward);
+        }
+        if !self.replies.is_empty() {
+            self.queues[p].send_mbufs(&mut self.replies);
+        }
+        self.offer_staged();
+    }
+
+    /// Offers every staged handoff to its ring; true when none is left waiting.
+    fn offer_staged(&mut self) -> bool {
+        let mut all = true;
+        for (k, staged) in self.staged.iter_mut().enumerate() {
+            if staged.is_empty() {
+                continue;
+            }
+            match self.to.get_mut(k).and_then(Option::as_mut) {
+                Some(ring) => {
+                    ring.send(staged);
+                    all &= staged.is_empty();
+                }
+                None => staged.clear(),
+            }
+        }
+        all
+    }
+
+    /// Hands the frames left in the receive burst (all from port `p`) to the engine in one call, sends the
+    /// DTA NACKs they caused back out of port `p`, and frees them.
+    #[inline]
+    fn engine_takes(&mut self, p: usize, engine: Option<&mut Engine>, now: Instant) {
+        match engine {
+            Some(e) => {
+                // Frames the engine finds not for it after all (RoCE from an address that is no collector)
+                // are dropped, as steering sent them here as ours: counted by the engine (not_for_us).
+                e.handle_frames(now, self.rx.frames(), |_| {});
+                if e.pending_nacks() > 0 {
+                    self.send_nacks(p, e, now);
+                }
+            }
+            None => self.counters.startup_drops += self.rx.len() as u64,
+        }
+        self.recycle_rx();
+    }
+
+    /// Builds the engine's waiting DTA NACKs into mbufs of port `p` and sends them there.
+    #[cold]
+    fn send_nacks(&mut self, p: usize, e: &mut Engine, now: Instant) {
+        let n = e.pending_nacks();
+        self.queues[p].send_in_place(n, |_, room| e.poll_transmit_into(now, room).unwrap_or(0));
+    }
+
+    /// Drains the ring from worker `j` into the engine, or frees what it holds when there is no engine yet.
+    fn take_handoff(&mut self, j: usize, engine: Option<&mut Engine>, now: Instant) -> bool {
+        let n = self.from[j].recv(&mut self.rx);
+        if n == 0 {
+            return false;
+        }
+        // Handed-off frames came in on one port in the common case (reports on the reporter side,
+        // responses on the collector side): NACKs go back out of the first frame's.
+        let p = self
+            .rx
+            .port(0)
+            .and_then(|id| self.port_ids.iter().position(|&q| q == id))
+            .unwrap_or(0);
+        self.engine_takes(p, engine, now);
+        true
+    }
+
+    /// Builds the engine's RoCE frames into mbufs of the collector port, a burst at a time, and sends them.
+    #[inline]
+    fn transmit(&mut self, e: &mut Engine, now: Instant) -> bool {
+        let q = &mut self.queues[self.cfg.collector_port];
+        let mut any = false;
+        loop {
+            let want = e.pending_frames().min(TX_BURST);
+            if want == 0 {
+                return any;
+            }
+            let mut built = 0;
+            let sent = q.send_burst_in_place(want, |rooms, lens| {
+                built = e.poll_transmit_burst(now, rooms, lens);
+                built
+            });
+            self.counters.engine_frames_out += sent as u64;
+            any |= built > 0;
+            // A short burst means the window, the rate limiter or the queue stopped it: done for now.
+            if built < TX_BURST {
+                return any;
+            }
+        }
+    }
+}
