@@ -79,6 +79,26 @@ for w in 1 2; do
   done
 done
 
+# The daemon's own data path (issue 25): dta-translator run's DataPlane::poll on one and two workers,
+# reports from a pre-filled net_null, RoCE answered through a net_ring; beside the harness loop above.
+dmodes=(keywrite-n1 keywrite-n2 keyincrement append-b16 postcard5 sketch int-v05)
+for w in 1 2; do
+  for m in "${dmodes[@]}"; do
+    echo "bench: daemon data path $m, $w worker(s)"
+    "$bin/dta-bench" daemon --mode "$m" --workers "$w" --secs "$secs" -- "${eal1[@]}" \
+      > "$run/daemon-$m-w$w.json"
+  done
+done
+# The bump in the wire: non-DTA frames from a looping net_pcap to a net_null sink, through the daemon's
+# data path (with its engine) and through testpmd io forwarding, on the same vdevs in the same minute.
+"$bin/dta-bench" forward-pcap --out "$run/forward.pcap" --count 1024
+fwd_eal=(-l 0-1 "${mem[@]}" --no-pci "--vdev=net_pcap0,rx_pcap=$run/forward.pcap,infinite_rx=1"
+  --vdev=net_null1,no-rx=1 --log-level=warning --no-telemetry)
+echo "bench: bump in the wire, testpmd io forward"
+testpmd "$run/testpmd-forward.txt" "${fwd_eal[@]}" -- --forward-mode=io --stats-period 1 --nb-cores=1
+echo "bench: bump in the wire, the daemon's data path"
+"$bin/dta-bench" forward --from net_pcap0 --to net_null1 --secs "$secs" -- "${fwd_eal[@]}" > "$run/forward.json"
+
 # The software responder (the collector of every user without an RDMA NIC), same minute as testpmd.
 for m in write fetch-add; do
   echo "bench: software responder $m"
@@ -98,6 +118,18 @@ valgrind --tool=callgrind --toggle-collect='dta_bench::translator::worker' --cal
   echo "inclusive:"
   callgrind_annotate --inclusive=yes "$run/callgrind.out" 2>/dev/null | sed -n '/^Ir/,$p' | grep -E '^ *[0-9,]+ \(' | grep -vE 'rustc/|libc.so|clone.S' | sed -n '1,30p'
 } | cut -c1-220 > "$run/profile.txt" || true
+
+# The same under the daemon's data path: instructions per report of DataPlane::poll (the daemon's worker
+# loop body), and where they go.
+echo "bench: callgrind, daemon data path Key-Write N = 1"
+valgrind --tool=callgrind --toggle-collect='dta_translator_daemon::run::dataplane::DataPlane::poll' \
+  --callgrind-out-file="$run/callgrind-daemon.out" \
+  "$bin/dta-bench" daemon --mode keywrite-n1 --secs 0.5 -- "${eal1[@]}" \
+  > "$run/callgrind-daemon-keywrite-n1.json" 2> "$run/callgrind-daemon.log"
+{
+  echo "callgrind, the daemon's DataPlane::poll, Key-Write N = 1, inclusive cost (Ir) by function:"
+  callgrind_annotate --inclusive=yes "$run/callgrind-daemon.out" 2>/dev/null | sed -n '/^Ir/,$p' | grep -E '^ *[0-9,]+ \(' | grep -vE 'rustc/|libc.so|clone.S' | sed -n '1,30p'
+} | cut -c1-220 > "$run/profile-daemon.txt" || true
 
 echo "bench: criterion (iCRC, DTA parse, frame build)"
 crit=(-- --warm-up-time 1 --measurement-time 2)

@@ -7,6 +7,7 @@ use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 
 mod daemon;
+mod daemon_floors;
 mod floors;
 mod iofwd;
 mod queries;

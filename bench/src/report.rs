@@ -61,7 +61,7 @@ fn callgrind_per_report(dir: &Path) -> Option<f64> {
     (reports > 0.0).then(|| total / reports)
 }
 
-fn read_json(path: &Path) -> Option<Value> {
+pub(crate) fn read_json(path: &Path) -> Option<Value> {
     let t = std::fs::read_to_string(path).ok()?;
     serde_json::from_str(&t).ok()
 }
@@ -330,8 +330,11 @@ pub fn run(dir: &Path, criterion: &Path, out: &Path, hugepages: bool) -> Result<
         instructions: &instructions_json,
     };
     let (floors_md, floors) = crate::floors::section(&before, &run);
+    let (daemon_md, daemon) = crate::daemon_floors::section(dir);
     if let Some(at) = md.find("## The limit and the translator") {
         md.insert_str(at, &floors_md);
+        // The daemon's floors first: they are what a user runs.
+        md.insert_str(at, &daemon_md);
     }
 
     let profile = std::fs::read_to_string(dir.join("profile.txt")).unwrap_or_default();
@@ -367,6 +370,7 @@ pub fn run(dir: &Path, criterion: &Path, out: &Path, hugepages: bool) -> Result<
         "profile": profile.trim(),
         "instructions_per_report": instructions_json,
         "floors": floors,
+        "daemon": daemon,
     });
     std::fs::create_dir_all(out)?;
     std::fs::write(
