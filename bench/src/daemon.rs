@@ -64,6 +64,9 @@ pub struct RunResult {
     pub secs: f64,
     pub reports: u64,
     pub reports_per_s: f64,
+    /// Reports taken and not dropped (an infinite source outruns a primitive whose RDMA rate is bounded,
+    /// FETCH_ADD by the responder's outstanding atomics a round trip: the rest is dropped and counted).
+    pub written_per_s: f64,
     /// Wall-clock ns per report on one worker core.
     pub ns_per_report: f64,
     pub cpu_ns_per_report: f64,
@@ -301,6 +304,7 @@ pub fn run(mode: Mode, workers: usize, secs: f64, eal: Vec<String>) -> Result<Ru
         secs,
         reports,
         reports_per_s: rf / (wall / 1e9),
+        written_per_s: reports.saturating_sub(sum(|w| w.report_drops)) as f64 / (wall / 1e9),
         ns_per_report: wall * workers as f64 / rf,
         cpu_ns_per_report: sum(|w| w.cpu_ns) as f64 / rf,
         frames_out_per_report: sum(|w| w.frames_out) as f64 / rf,

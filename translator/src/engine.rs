@@ -184,7 +184,7 @@ impl Engine {
 
     /// Handles one received frame.
     pub fn handle_frame(&mut self, now: Instant, frame: &[u8]) -> Handled {
-        self.frame(now, frame)
+        self.frame::<true>(now, frame)
     }
 
     /// Handles a burst of received frames in order, as [`handle_frame`](Self::handle_frame) on each
@@ -192,6 +192,30 @@ impl Engine {
     /// `not_for_us` for the I/O layer to forward. One call per receive burst instead of one per frame: the
     /// per-frame path is inlined into this loop.
     pub fn handle_frames<'f>(
+        &mut self,
+        now: Instant,
+        frames: impl IntoIterator<Item = &'f [u8]>,
+        not_for_us: impl FnMut(&'f [u8]),
+    ) {
+        self.burst::<true>(now, frames, not_for_us);
+    }
+
+    /// [`handle_frames`](Self::handle_frames) for a burst from a port that faces the reporters, not the
+    /// collectors: RoCE responses there are not for the translator (a host on the reporters' side could
+    /// otherwise forge ACKs that retire writes the collector never applied, or NAKs that break a QP), and
+    /// go to `not_for_us` like any other frame.
+    pub fn handle_reporter_frames<'f>(
+        &mut self,
+        now: Instant,
+        frames: impl IntoIterator<Item = &'f [u8]>,
+        not_for_us: impl FnMut(&'f [u8]),
+    ) {
+        self.burst::<false>(now, frames, not_for_us);
+    }
+
+    /// The loop of both: `RESPONSES` says whether RoCE responses are taken.
+    #[inline(always)]
+    fn burst<'f, const RESPONSES: bool>(
         &mut self,
         now: Instant,
         frames: impl IntoIterator<Item = &'f [u8]>,
@@ -208,7 +232,7 @@ impl Engine {
                     None => return,
                 }
             }
-            if self.frame(now, f) == Handled::NotForUs {
+            if self.frame::<RESPONSES>(now, f) == Handled::NotForUs {
                 not_for_us(f);
             }
         }
@@ -217,24 +241,24 @@ impl Engine {
     /// [`handle_frame`](Self::handle_frame)'s body, inlined into it and into
     /// [`handle_frames`](Self::handle_frames)' loop.
     #[inline(always)]
-    fn frame(&mut self, now: Instant, frame: &[u8]) -> Handled {
+    fn frame<const RESPONSES: bool>(&mut self, now: Instant, frame: &[u8]) -> Handled {
         self.counters.frames_in += 1;
         // Fixed offsets, etherparse's checks (dta-protocol tests that both agree), and only the fields a
         // report needs: once per report. Other frames take the general parse apart, so that the common
         // frame's fields stay in registers.
         match UdpView::parse_common(frame) {
-            Ok(Some(udp)) => self.udp(now, frame, udp),
+            Ok(Some(udp)) => self.udp::<RESPONSES>(now, frame, udp),
             Ok(None) => self.not_for_us(),
-            Err(Uncommon) => self.uncommon(now, frame),
+            Err(Uncommon) => self.uncommon::<RESPONSES>(now, frame),
         }
     }
 
     /// A frame that [`UdpView::parse_common`] leaves to the general parse.
     #[cold]
     #[inline(never)]
-    fn uncommon(&mut self, now: Instant, frame: &[u8]) -> Handled {
+    fn uncommon<const RESPONSES: bool>(&mut self, now: Instant, frame: &[u8]) -> Handled {
         match UdpView::parse(frame) {
-            Some(udp) => self.udp(now, frame, udp),
+            Some(udp) => self.udp::<RESPONSES>(now, frame, udp),
             None => self.not_for_us(),
         }
     }
@@ -247,7 +271,7 @@ impl Engine {
 
     /// Handles a UDP datagram, `frame` seen through `udp`.
     #[inline]
-    fn udp(&mut self, now: Instant, frame: &[u8], udp: UdpView) -> Handled {
+    fn udp<const RESPONSES: bool>(&mut self, now: Instant, frame: &[u8], udp: UdpView) -> Handled {
         if udp.dst_port == self.cfg.report.udp_port {
             // Fields by value, so that they stay in registers on the way.
             self.handle_report(now, frame, udp.payload, udp.src_ip, udp.dst_ip);
@@ -259,7 +283,7 @@ impl Engine {
         }
         // RoCE between a collector and another host crosses a bump in the wire too: only what is
         // addressed to us is a response.
-        if udp.dst_port == ROCEV2_UDP_PORT && udp.dst_ip == self.cfg.local.ip {
+        if RESPONSES && udp.dst_port == ROCEV2_UDP_PORT && udp.dst_ip == self.cfg.local.ip {
             return self.roce(now, frame, udp.src_ip, udp.payload_offset, udp.payload);
         }
         self.not_for_us()

@@ -176,9 +176,13 @@ impl DataPlane {
             }
         }
         let me = self.cfg.index;
+        let reporters_side = self.faces_reporters(p);
         let mut ours = 0;
         for i in 0..n {
             match self.cfg.steering.target(self.rx.frame(i)) {
+                // A response is taken only from the collectors' side: one from the reporters' could be
+                // forged. It crosses the bump like any frame not ours.
+                Target::Response(_) if reporters_side => self.forward_one(i),
                 Target::Any(_) => ours += 1,
                 Target::Worker(k) | Target::Response(k) if k == me => ours += 1,
                 Target::Worker(k) | Target::Response(k) => self.stage(i, k),
@@ -204,7 +208,7 @@ impl DataPlane {
         let rx = &self.rx;
         // One bit a frame of the burst: not for the engine.
         let mut marks = [0u64; MAX_MARKS / 64];
-        e.handle_frames(now, rx.frames(), |f| {
+        let foreign_frame = |f: &[u8]| {
             // Frames come back in order: find this one's index from where the last one was.
             while cursor < rx.len() && !std::ptr::eq(rx.frame(cursor).as_ptr(), f.as_ptr()) {
                 cursor += 1;
@@ -214,7 +218,12 @@ impl DataPlane {
                 foreign = true;
             }
             cursor += 1;
-        });
+        };
+        if self.faces_reporters(p) {
+            e.handle_reporter_frames(now, rx.frames(), foreign_frame);
+        } else {
+            e.handle_frames(now, rx.frames(), foreign_frame);
+        }
         if foreign {
             for i in 0..self.rx.len().min(MAX_MARKS) {
                 if marks[i / 64] & (1 << (i % 64)) == 0 {
@@ -239,6 +248,12 @@ impl DataPlane {
     #[inline]
     fn recycle_rx(&mut self) {
         self.queues[self.cfg.collector_port].reuse_as_spares(&mut self.rx);
+    }
+
+    /// Whether port `p` faces the reporters only (a bump in the wire's other port): RoCE responses are not
+    /// taken from it. With one port, that port faces both.
+    fn faces_reporters(&self, p: usize) -> bool {
+        self.queues.len() == 2 && p != self.cfg.collector_port
     }
 
     /// Hands frame `i` of the receive burst to worker `k`'s staging burst.
@@ -327,7 +342,11 @@ impl DataPlane {
             Some(e) => {
                 // Frames the engine finds not for it after all (RoCE from an address that is no collector)
                 // are dropped, as steering sent them here as ours: counted by the engine (not_for_us).
-                e.handle_frames(now, self.rx.frames(), |_| {});
+                if self.faces_reporters(p) {
+                    e.handle_reporter_frames(now, self.rx.frames(), |_| {});
+                } else {
+                    e.handle_frames(now, self.rx.frames(), |_| {});
+                }
                 if e.pending_nacks() > 0 {
                     self.send_nacks(p, e, now);
                 }

@@ -146,6 +146,11 @@ impl IoThread {
                             }
                             self.queue(Lane::Reports, k, f, &mut pending, &mut tx, &learned)?;
                         }
+                        // A response is taken only from the collectors' side: one from the reporters'
+                        // could be forged. It crosses the bump like any frame not ours.
+                        Target::Response(_) if n == 2 && p != self.collector_port => {
+                            self.forward(f, &mut fwd)
+                        }
                         Target::Response(k) => {
                             self.queue(Lane::Responses, k, f, &mut pending_resp, &mut tx, &learned)?
                         }
