@@ -4,7 +4,9 @@
 
 mod common;
 
-use dta_netio::dpdk::{eal_init, Eal, Port, PortConfig};
+use dta_netio::dpdk::{
+    attach_ring, eal_init, handoff, register_thread, Eal, MbufBurst, Mempool, Port, PortConfig,
+};
 use dta_netio::{FrameBatch, NetioError, RxBurst, RxStats, TxBurst, TxStats};
 
 fn eal_args() -> Vec<String> {
@@ -49,6 +51,12 @@ fn dpdk_suite() {
     burst_in_place_drops_and_counts(eal);
     mbufs_of_a_burst_spread_over_cache_sets(eal);
     reflected_frames_come_back_untouched(eal);
+    mbufs_round_trip_on_a_ring(eal);
+    mbuf_burst_moves_frees_and_compacts(eal);
+    handoff_ring_keeps_order_across_threads(eal);
+    handoff_ring_backpressure_and_refusal(eal);
+    received_mbufs_become_transmit_rooms(eal);
+    prefilled_pool_is_what_net_null_delivers(eal);
     null_device_with_rss_queues_on_two_threads(eal);
     errors_name_the_call(eal);
     af_packet_vdev_on_a_veth_in_a_namespace(eal);
@@ -661,4 +669,636 @@ fn af_packet_vdev_on_a_veth_in_a_namespace(eal: &Eal) {
 
 fn libc_enodev() -> i32 {
     19
+}
+
+/// The numbers (first four bytes) of a burst's frames, in order; a hole (or a frame too short) is `None`.
+fn numbers(b: &MbufBurst) -> Vec<Option<u32>> {
+    b.frames()
+        .map(|f| {
+            f.get(..4)
+                .map(|n| u32::from_be_bytes(n.try_into().unwrap()))
+        })
+        .collect()
+}
+
+/// Frame `n`, short: 60 to 123 bytes, its number first, a pattern after.
+fn small(n: u32) -> Vec<u8> {
+    let mut f = frame(n);
+    f.truncate(60 + (n as usize % 64));
+    f
+}
+
+/// Drains queue `q` through the copying receive: every frame left on its ring, in order.
+fn drain(q: &mut dta_netio::dpdk::DpdkQueue) -> Vec<Vec<u8>> {
+    let mut inb = FrameBatch::new(64, 2048);
+    let mut got = Vec::new();
+    loop {
+        inb.clear();
+        if q.recv_burst(&mut inb).unwrap() == 0 {
+            return got;
+        }
+        got.extend(inb.iter().map(<[u8]>::to_vec));
+    }
+}
+
+// The one exported mbuf call a test needs beyond the crate's API: giving back a reference it took itself.
+extern "C" {
+    fn rte_pktmbuf_free_bulk(mbufs: *mut *mut u8, count: std::os::raw::c_uint);
+}
+
+/// The `rte_mbuf` header of a frame freshly written by this crate (data offset 128): the pools have no
+/// private area, so it sits 128 bytes (`sizeof(struct rte_mbuf)`) before the buffer. The offsets poked
+/// below (DPDK 22.11's first cache line) are checked against what the frame says first.
+///
+/// # Safety
+/// `f` must be the frame of a live single-segment mbuf of a pool of this crate, as allocated.
+unsafe fn mbuf_header(f: &[u8]) -> *mut u8 {
+    let m = f.as_ptr().sub(256).cast_mut();
+    let buf_addr = *(m as *const usize);
+    let at16 = |off: usize| *(m.add(off) as *const u16);
+    assert_eq!(buf_addr, m as usize + 128, "buf_addr");
+    assert_eq!(at16(16), 128, "data_off");
+    assert_eq!(at16(18), 1, "refcnt");
+    assert_eq!(at16(20), 1, "nb_segs");
+    assert_eq!(*(m.add(36) as *const u32) as usize, f.len(), "pkt_len");
+    assert_eq!(at16(40) as usize, f.len(), "data_len");
+    assert_eq!(at16(54), 2048 + 128, "buf_len");
+    m
+}
+
+/// recv_mbufs and send_mbufs: frames received as owned mbufs and sent on as they are come back byte for
+/// byte and in order, counted once each way; `attach_ring` gives the device ring's far side; a device that
+/// refuses part of a burst has the rest freed and counted as dropped, its bytes not counted.
+fn mbufs_round_trip_on_a_ring(eal: &Eal) {
+    let (port, mut queues) = Port::open(eal, "net_ring0", &PortConfig::default()).unwrap();
+    let q = &mut queues[0];
+    let pool = port.pool();
+    let mut out = FrameBatch::new(100, 2048);
+    for n in 0..100 {
+        out.push(&frame(n)).unwrap();
+    }
+    let sent_bytes: u64 = (0..100).map(|n| frame(n).len() as u64).sum();
+    assert_eq!(q.send_burst(&out).unwrap(), 100);
+    assert_eq!(pool.in_use(), 100);
+
+    let mut burst = MbufBurst::with_capacity(90);
+    assert_eq!(
+        (
+            burst.len(),
+            burst.capacity(),
+            burst.free(),
+            burst.is_empty()
+        ),
+        (0, 90, 90, true)
+    );
+    // max_burst (64) bounds one call, the burst's room the next; a full burst receives nothing.
+    assert_eq!(q.recv_mbufs(&mut burst), 64);
+    assert_eq!(q.recv_mbufs(&mut burst), 26);
+    assert_eq!(q.recv_mbufs(&mut burst), 0);
+    assert_eq!((burst.len(), burst.free()), (90, 0));
+    for (k, f) in burst.frames().enumerate() {
+        assert_eq!(f, &frame(k as u32)[..], "frame {k}");
+    }
+    assert_eq!(burst.frames().len(), 90);
+    assert!(burst.frame(90).is_empty(), "past the end reads empty");
+    assert_eq!(burst.port(90), None);
+    let rx_bytes: u64 = (0..90).map(|n| frame(n).len() as u64).sum();
+    assert_eq!(
+        q.rx_stats(),
+        RxStats {
+            frames: 90,
+            bytes: rx_bytes,
+            dropped: 0,
+            missed: 0
+        }
+    );
+    assert_eq!(pool.in_use(), 100, "received, not copied");
+
+    // Sent on as they are: behind the 10 frames still on the ring.
+    assert_eq!(q.send_mbufs(&mut burst), 90);
+    assert!(burst.is_empty());
+    assert_eq!(
+        q.tx_stats(),
+        TxStats {
+            frames: 190,
+            bytes: sent_bytes + rx_bytes,
+            dropped: 0
+        }
+    );
+    assert_eq!(pool.in_use(), 100);
+    // The ring's far side sees the same mbufs, in order.
+    let (mut far_tx, mut far_rx) = attach_ring(eal, "ETH_RXTX0_net_ring0").unwrap();
+    let mut far = MbufBurst::with_capacity(128);
+    assert_eq!(far_rx.waiting(), 100);
+    assert_eq!(far_rx.recv(&mut far), 100);
+    let want: Vec<u32> = (90..100).chain(0..90).collect();
+    assert_eq!(
+        numbers(&far),
+        want.iter().map(|&n| Some(n)).collect::<Vec<_>>()
+    );
+    for (f, &n) in far.frames().zip(&want) {
+        assert_eq!(f, &frame(n)[..]);
+    }
+    // ... and what it puts on the ring the queue receives.
+    assert_eq!(far_tx.send(&mut far), 100);
+    assert!(far.is_empty());
+    let want: Vec<Vec<u8>> = (90..100).chain(0..90).map(frame).collect();
+    assert_eq!(drain(q), want);
+    assert_eq!(pool.in_use(), 0);
+    assert!(attach_ring(eal, "ETH_RXTX0_no_such_ring").is_err());
+
+    // An empty burst sends nothing.
+    assert_eq!(q.send_mbufs(&mut burst), 0);
+    // A full ring: 1000 frames queued, a burst of 40 fits 23; the other 17 are freed and counted.
+    let mut queued = 0;
+    while queued < 1000 {
+        queued += q.send_in_place(25, |_, room| {
+            room[..60].fill(0xCC);
+            60
+        });
+    }
+    for n in 0..40 {
+        assert!(burst.push_copy(pool, &frame(n)));
+    }
+    let before = q.tx_stats();
+    assert_eq!(q.send_mbufs(&mut burst), 23);
+    assert!(burst.is_empty());
+    let after = q.tx_stats();
+    assert_eq!(after.frames - before.frames, 23);
+    assert_eq!(
+        after.bytes - before.bytes,
+        (0..23).map(|n| frame(n).len() as u64).sum::<u64>()
+    );
+    assert_eq!(after.dropped - before.dropped, 17);
+    assert_eq!(
+        pool.in_use(),
+        1023,
+        "the refused mbufs went back to the pool"
+    );
+    let got = drain(q);
+    assert_eq!(got.len(), 1023);
+    assert_eq!(
+        &got[1000..],
+        &(0..23).map(frame).collect::<Vec<_>>()[..],
+        "the accepted prefix, in order"
+    );
+    assert_eq!(pool.in_use(), 0);
+}
+
+/// MbufBurst bookkeeping: moves leave holes and keep order at the destination, frees give the mbuf back at
+/// once, compaction closes the holes in order, clear and drop free the rest: the pool ends where it began.
+fn mbuf_burst_moves_frees_and_compacts(eal: &Eal) {
+    let (port, mut queues) = Port::open(eal, "net_ring0", &PortConfig::default()).unwrap();
+    let q = &mut queues[0];
+    let pool = port.pool();
+    let start = pool.in_use();
+    let mut a = MbufBurst::with_capacity(16);
+    for n in 0..10 {
+        assert!(a.push_copy(pool, &frame(n)));
+    }
+    assert_eq!(pool.in_use(), start + 10);
+    let mut b = MbufBurst::with_capacity(2);
+    let mut c = MbufBurst::with_capacity(4);
+    assert!(a.move_to(5, &mut b));
+    assert!(a.move_to(2, &mut b));
+    assert!(!a.move_to(7, &mut b), "the destination is full");
+    assert!(!a.move_to(2, &mut c), "a hole moves nothing");
+    assert!(!a.move_to(10, &mut c), "past the end moves nothing");
+    assert!(c.is_empty());
+    assert_eq!(numbers(&b), [Some(5), Some(2)], "in the order moved");
+    assert_eq!(a.len(), 10, "holes still count");
+    assert!(a.frame(2).is_empty() && a.frame(5).is_empty());
+    assert!(a.frame_mut(2).is_empty() && a.room_mut(2).is_empty());
+    assert_eq!(a.port(2), None);
+    assert!(a.port(3).is_some());
+    assert_eq!(a.frame(7), &frame(7)[..]);
+    assert_eq!(pool.in_use(), start + 10, "moved, neither copied nor freed");
+
+    a.free_one(0);
+    assert_eq!(pool.in_use(), start + 9);
+    a.free_one(0);
+    a.free_one(2);
+    a.free_one(99);
+    assert_eq!(pool.in_use(), start + 9, "holes and the end free nothing");
+    let n = |v: &[u32]| v.iter().map(|&k| Some(k)).collect::<Vec<_>>();
+    let mut expected = n(&[1, 3, 4, 6, 7, 8, 9]);
+    expected.insert(0, None);
+    expected.insert(2, None);
+    expected.insert(5, None);
+    assert_eq!(numbers(&a), expected);
+
+    a.compact();
+    assert_eq!((a.len(), a.free()), (7, 9));
+    assert_eq!(numbers(&a), n(&[1, 3, 4, 6, 7, 8, 9]));
+    for (f, k) in a.frames().zip([1, 3, 4, 6, 7, 8, 9]) {
+        assert_eq!(f, &frame(k)[..]);
+    }
+    assert!(a.frame(7).is_empty(), "nothing stale past the new end");
+    a.compact();
+    assert_eq!(numbers(&a), n(&[1, 3, 4, 6, 7, 8, 9]), "idempotent");
+    assert!(a.move_to(0, &mut c));
+    assert!(a.move_to(6, &mut c));
+    a.compact();
+    assert_eq!(numbers(&a), n(&[3, 4, 6, 7, 8]));
+    assert_eq!(numbers(&c), n(&[1, 9]));
+    assert_eq!(pool.in_use(), start + 9);
+
+    // Written in place.
+    a.frame_mut(0)[4] = 0xEE;
+    assert_eq!(a.frame(0)[4], 0xEE);
+    assert_eq!(a.room_mut(0).len(), 2048, "the room from the data offset");
+    assert_eq!(a.room_mut(0)[4], 0xEE);
+    // push_copy refuses an oversize frame and a full burst, keeping nothing.
+    assert!(!a.push_copy(pool, &[0u8; 2049]));
+    assert_eq!(pool.in_use(), start + 9);
+    let mut k = 100;
+    while a.free() > 0 {
+        assert!(a.push_copy(pool, &frame(k)));
+        k += 1;
+    }
+    assert!(!a.push_copy(pool, &frame(1)));
+    assert_eq!((a.len(), k), (16, 111));
+    assert_eq!(pool.in_use(), start + 9 + 11);
+    assert!(
+        !a.push_copy(pool, &[]),
+        "a full burst takes nothing, not even an empty frame"
+    );
+    assert_eq!(pool.in_use(), start + 9 + 11);
+
+    // The compacted burst goes out in its order.
+    assert_eq!(q.send_mbufs(&mut a), 16);
+    let got = drain(q);
+    let got_numbers: Vec<u32> = got
+        .iter()
+        .map(|f| u32::from_be_bytes(f[..4].try_into().unwrap()))
+        .collect();
+    let want: Vec<u32> = [3, 4, 6, 7, 8].into_iter().chain(100..111).collect();
+    assert_eq!(got_numbers, want);
+    assert_eq!(got[0][4], 0xEE);
+    let mut f3 = frame(3);
+    f3[4] = 0xEE;
+    assert_eq!(got[0], f3);
+    assert_eq!(&got[1..5], &[4, 6, 7, 8].map(frame)[..]);
+    assert_eq!(pool.in_use(), start + 4, "b and c hold 4");
+
+    // clear frees what is held, holes skipped; drop frees the rest.
+    b.free_one(0);
+    b.clear();
+    assert!(b.is_empty() && b.frame(0).is_empty());
+    assert_eq!(pool.in_use(), start + 2);
+    b.clear();
+    drop(c);
+    assert_eq!(pool.in_use(), start);
+}
+
+/// A handoff ring between two threads: 50,000 mbufs in bursts of up to 32, taken in bursts of up to 64,
+/// arrive in exactly the order sent, each byte for byte, none refused, none leaked.
+fn handoff_ring_keeps_order_across_threads(eal: &'static Eal) {
+    const N: u32 = 50_000;
+    let pool = Mempool::new(eal, "dta_test_fifo", 2047, 64, 2048 + 128, -1).unwrap();
+    let (mut tx, mut rx) = handoff(eal, "dta_test_fifo", 256).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let (refused, got) = std::thread::scope(|s| {
+        let pool = &pool;
+        let tx = &mut tx;
+        let rx = &mut rx;
+        let producer = s.spawn(move || {
+            register_thread(eal).unwrap();
+            let mut b = MbufBurst::with_capacity(32);
+            let mut next = 0;
+            while next < N || !b.is_empty() {
+                while next < N && b.push_copy(pool, &small(next)) {
+                    next += 1;
+                }
+                let before = b.len();
+                let taken = tx.send(&mut b);
+                assert_eq!(b.len(), before - taken, "the rest stays in the burst");
+                if taken == 0 {
+                    assert!(std::time::Instant::now() < deadline, "producer stuck");
+                    std::thread::yield_now();
+                }
+            }
+            tx.refused()
+        });
+        let consumer = s.spawn(move || {
+            register_thread(eal).unwrap();
+            let mut b = MbufBurst::with_capacity(64);
+            let mut expect = 0u32;
+            while expect < N {
+                if rx.recv(&mut b) == 0 {
+                    assert!(
+                        std::time::Instant::now() < deadline,
+                        "consumer stuck at {expect}"
+                    );
+                    std::thread::yield_now();
+                    continue;
+                }
+                for f in b.frames() {
+                    assert_eq!(f, &small(expect)[..], "mbuf {expect}");
+                    expect += 1;
+                }
+                b.clear();
+            }
+            expect
+        });
+        (producer.join().unwrap(), consumer.join().unwrap())
+    });
+    assert_eq!((refused, got), (0, N));
+    assert_eq!(rx.waiting(), 0);
+    assert_eq!(pool.in_use(), 0);
+    drop((tx, rx));
+}
+
+/// A full handoff ring takes what it has room for from the front of the burst and leaves the rest there,
+/// in order; `refuse` frees and counts them; the consumer takes at most its burst's room; dropping both ends
+/// frees what is still on the ring and the ring's name.
+fn handoff_ring_backpressure_and_refusal(eal: &Eal) {
+    let pool = Mempool::new(eal, "dta_test_bp", 511, 0, 2048 + 128, -1).unwrap();
+    let fill = |b: &mut MbufBurst, r: std::ops::Range<u32>| {
+        for n in r {
+            assert!(b.push_copy(&pool, &small(n)));
+        }
+    };
+    let some = |r: std::ops::Range<u32>| r.map(Some).collect::<Vec<_>>();
+    // Capacity 100: a ring of 128 slots, which holds 127.
+    let (mut tx, mut rx) = handoff(eal, "dta_test_bp", 100).unwrap();
+    assert!(
+        handoff(eal, "dta_test_bp", 100).is_err(),
+        "ring names are unique"
+    );
+    let mut b = MbufBurst::with_capacity(64);
+    fill(&mut b, 0..64);
+    assert_eq!(tx.send(&mut b), 64);
+    assert!(b.is_empty());
+    fill(&mut b, 64..128);
+    assert_eq!(tx.send(&mut b), 63);
+    assert_eq!(
+        numbers(&b),
+        some(127..128),
+        "the one that did not fit stays"
+    );
+    assert_eq!(rx.waiting(), 127);
+    fill(&mut b, 128..140);
+    assert_eq!(tx.send(&mut b), 0);
+    assert_eq!(numbers(&b), some(127..140), "order kept for the next offer");
+    assert_eq!(tx.send(&mut b), 0);
+    assert_eq!(tx.refused(), 0, "held back, not refused");
+    assert_eq!(pool.in_use(), 127 + 13);
+
+    // The consumer takes up to its burst's room, in order.
+    let mut r = MbufBurst::with_capacity(100);
+    fill(&mut r, 1000..1003);
+    assert_eq!(rx.recv(&mut r), 97, "onto the end of what the burst holds");
+    assert_eq!(rx.recv(&mut r), 0, "no room left");
+    let mut want = some(1000..1003);
+    want.extend(some(0..97));
+    assert_eq!(numbers(&r), want);
+    r.clear();
+    // Room again on the ring: the held mbufs go first, in order.
+    assert_eq!(tx.send(&mut b), 13);
+    assert!(b.is_empty());
+    assert_eq!(rx.waiting(), 43);
+    fill(&mut b, 140..204);
+    assert_eq!(tx.send(&mut b), 64);
+    fill(&mut b, 204..268);
+    assert_eq!(tx.send(&mut b), 20, "the ring's last 20 slots");
+    assert_eq!(numbers(&b), some(224..268));
+    tx.refuse(&mut b);
+    assert!(b.is_empty());
+    assert_eq!(tx.refused(), 44);
+    tx.refuse(&mut b);
+    assert_eq!(tx.refused(), 44, "an empty burst refuses nothing");
+    assert_eq!(pool.in_use(), 127, "the refused ones freed");
+    assert_eq!(rx.recv(&mut r), 100);
+    let mut all = numbers(&r);
+    r.clear();
+    assert_eq!(rx.recv(&mut r), 27);
+    all.extend(numbers(&r));
+    r.clear();
+    assert_eq!(all, some(97..224));
+    assert_eq!(pool.in_use(), 0);
+
+    // Dropping both ends frees what is on the ring, and the name.
+    fill(&mut b, 0..10);
+    assert_eq!(tx.send(&mut b), 10);
+    drop(tx);
+    assert_eq!(pool.in_use(), 10, "the consumer still holds the ring");
+    drop(rx);
+    assert_eq!(pool.in_use(), 0);
+    let (tx, rx) = handoff(eal, "dta_test_bp", 127).unwrap();
+    drop((tx, rx));
+    // A capacity is a floor: 127 fits a 128-slot ring, 128 needs the next one.
+    for (cap, holds) in [(1u32, 1usize), (127, 127), (128, 255)] {
+        let (mut tx, rx) = handoff(eal, &format!("dta_test_cap{cap}"), cap).unwrap();
+        let mut b = MbufBurst::with_capacity(300);
+        fill(&mut b, 0..300);
+        assert_eq!(tx.send(&mut b), holds, "capacity {cap}");
+        assert_eq!(rx.waiting(), holds);
+        b.clear();
+        drop((tx, rx));
+        assert_eq!(pool.in_use(), 0);
+    }
+}
+
+/// reuse_as_spares: the mbufs of a burst the caller is done with become the rooms of the next
+/// send_burst_in_place, so a receive-then-transmit loop takes nothing more from the pool; at most
+/// TX_ROOMS are kept (the rest freed), holes are skipped, and a chained or shared mbuf is not taken.
+fn received_mbufs_become_transmit_rooms(eal: &Eal) {
+    use dta_netio::dpdk::DpdkQueue;
+    let (port, mut queues) = Port::open(eal, "net_ring0", &PortConfig::default()).unwrap();
+    let q = &mut queues[0];
+    let pool = port.pool();
+    assert_eq!(q.spare_mbufs(), 0);
+    let mut b = MbufBurst::with_capacity(64);
+    for n in 0..32 {
+        assert!(b.push_copy(pool, &small(n)));
+    }
+    q.reuse_as_spares(&mut b);
+    assert!(b.is_empty());
+    assert_eq!((q.spare_mbufs(), pool.in_use()), (32, 32));
+    let mut seq = 0u32;
+    for round in 0..1000 {
+        // The rooms handed to the builder are the mbufs received last round.
+        let mut spares: Vec<usize> = Vec::new();
+        if round > 0 {
+            spares = b.frames().map(|f| f.as_ptr() as usize).collect();
+            q.reuse_as_spares(&mut b);
+            assert!(b.is_empty());
+            assert_eq!(q.spare_mbufs(), 32);
+        }
+        let mut rooms_at = Vec::new();
+        let sent = q.send_burst_in_place(32, |rooms, lens| {
+            for (k, (room, len)) in rooms.iter_mut().zip(lens.iter_mut()).enumerate() {
+                assert_eq!(room.len(), 2048, "a reused mbuf's room is a fresh one's");
+                rooms_at.push(room.as_ptr() as usize);
+                let f = small(seq + k as u32);
+                room[..f.len()].copy_from_slice(&f);
+                *len = f.len();
+            }
+            32
+        });
+        assert_eq!(sent, 32);
+        if round > 0 {
+            let (mut s, mut r) = (spares, rooms_at);
+            s.sort_unstable();
+            r.sort_unstable();
+            assert_eq!(s, r, "round {round}: the received mbufs carried this burst");
+        }
+        assert_eq!(q.spare_mbufs(), 0);
+        assert_eq!(
+            pool.in_use(),
+            32,
+            "round {round}: no mbuf beyond the 32 in flight"
+        );
+        assert_eq!(q.recv_mbufs(&mut b), 32);
+        for (k, f) in b.frames().enumerate() {
+            assert_eq!(f, &small(seq + k as u32)[..]);
+        }
+        seq += 32;
+    }
+    assert_eq!(q.tx_stats().frames, 32_000);
+    assert_eq!(q.tx_stats().dropped, 0);
+
+    // Holes are skipped.
+    b.free_one(3);
+    let mut other = MbufBurst::with_capacity(4);
+    assert!(b.move_to(7, &mut other));
+    q.reuse_as_spares(&mut b);
+    assert!(b.is_empty());
+    assert_eq!((q.spare_mbufs(), pool.in_use()), (30, 31));
+    drop(other);
+    // At most TX_ROOMS: 34 more are taken of 100, the other 66 freed; then none.
+    let mut big = MbufBurst::with_capacity(100);
+    for n in 0..100 {
+        assert!(big.push_copy(pool, &small(n)));
+    }
+    q.reuse_as_spares(&mut big);
+    assert!(big.is_empty());
+    assert_eq!(q.spare_mbufs(), DpdkQueue::TX_ROOMS);
+    assert_eq!(pool.in_use(), 64);
+    for n in 0..5 {
+        assert!(big.push_copy(pool, &small(n)));
+    }
+    q.reuse_as_spares(&mut big);
+    assert!(big.is_empty());
+    assert_eq!((q.spare_mbufs(), pool.in_use()), (64, 64));
+    // Spend 60 spares: 4 are left.
+    assert_eq!(
+        q.send_burst_in_place(60, |rooms, lens| {
+            for (room, len) in rooms.iter_mut().zip(lens.iter_mut()) {
+                room[..60].fill(0x11);
+                *len = 60;
+            }
+            60
+        }),
+        60
+    );
+    assert_eq!(drain(q).len(), 60);
+    assert_eq!((q.spare_mbufs(), pool.in_use()), (4, 4));
+
+    // Only plain mbufs: of four, one made to look chained (nb_segs 2) and one holding a second reference
+    // are not taken. The chained one goes back to the pool; the shared one loses the burst's reference only.
+    let mut four = MbufBurst::with_capacity(4);
+    for n in 0..4 {
+        assert!(four.push_copy(pool, &small(n)));
+    }
+    // SAFETY: plain mbufs of this pool, owned by `four`; the fields poked are checked first.
+    let (chained, mut shared) = unsafe { (mbuf_header(four.frame(1)), mbuf_header(four.frame(3))) };
+    // SAFETY: as above; nb_segs 2 with no next segment, which a free turns back to 1.
+    unsafe {
+        *(chained.add(20) as *mut u16) = 2;
+        *(shared.add(18) as *mut u16) = 2;
+    }
+    assert!(four.frame(1).is_empty(), "a chain reads as an empty frame");
+    assert!(four.room_mut(1).is_empty(), "and has no room to write");
+    assert_eq!(pool.in_use(), 8);
+    q.reuse_as_spares(&mut four);
+    assert!(four.is_empty());
+    assert_eq!(q.spare_mbufs(), 6, "the two plain ones taken");
+    // SAFETY: the test's own reference keeps it alive.
+    assert_eq!(
+        unsafe { *(shared.add(18) as *const u16) },
+        1,
+        "one reference dropped"
+    );
+    assert_eq!(pool.in_use(), 7, "6 spares and the shared one");
+    // SAFETY: the test's reference, given back.
+    unsafe { rte_pktmbuf_free_bulk(&mut shared, 1) };
+    assert_eq!(pool.in_use(), 6);
+    // The spares are as fresh: 6 frames built and sent in them come back intact.
+    assert_eq!(
+        q.send_burst_in_place(6, |rooms, lens| {
+            for (k, (room, len)) in rooms.iter_mut().zip(lens.iter_mut()).enumerate() {
+                let f = frame(k as u32);
+                room[..f.len()].copy_from_slice(&f);
+                *len = f.len();
+            }
+            6
+        }),
+        6
+    );
+    let mut got = drain(q);
+    got.sort();
+    let mut want: Vec<Vec<u8>> = (0..6).map(frame).collect();
+    want.sort();
+    assert_eq!(got, want);
+    assert_eq!((q.spare_mbufs(), pool.in_use()), (0, 0));
+    drop(queues);
+    assert_eq!(port.pool().in_use(), 0);
+}
+
+/// Mempool::prefill on `net_null` with `copy=0,size=100`: the device delivers exactly the pre-filled frames,
+/// each of them as often as prefill wrote it, stamped with the port; a frame too long for the room is
+/// refused without touching the pool.
+fn prefilled_pool_is_what_net_null_delivers(eal: &Eal) {
+    eal.attach("net_null5,size=100,copy=0").unwrap();
+    // No mempool cache: the receive can then take the pool's very last mbufs.
+    let cfg = PortConfig {
+        mbufs: 1023,
+        mbuf_cache: 0,
+        ..PortConfig::default()
+    };
+    let (port, mut queues) = Port::open(eal, "net_null5", &cfg).unwrap();
+    let q = &mut queues[0];
+    let frames: Vec<Vec<u8>> = (0..3)
+        .map(|k| {
+            let mut f = frame(500 + k);
+            f.truncate(100);
+            f
+        })
+        .collect();
+    assert_eq!(port.pool().prefill(&[]).unwrap(), 0);
+    assert_eq!(port.pool().prefill(&frames).unwrap(), 1023);
+    assert_eq!(port.pool().in_use(), 0, "every mbuf given back");
+    for round in 0..2 {
+        let mut b = MbufBurst::with_capacity(1023);
+        while q.recv_mbufs(&mut b) > 0 {}
+        assert_eq!(b.len(), 1023, "round {round}: the whole pool");
+        assert_eq!(port.pool().in_use(), 1023);
+        let mut counts = [0usize; 3];
+        for i in 0..b.len() {
+            let k = frames
+                .iter()
+                .position(|f| f[..] == *b.frame(i))
+                .unwrap_or_else(|| panic!("round {round}: frame {i} is none of the three"));
+            counts[k] += 1;
+            assert_eq!(b.port(i), Some(port.port_id()));
+        }
+        assert_eq!(counts, [341, 341, 341], "round {round}");
+        assert_eq!(q.rx_stats().frames, 1023 * (round + 1));
+        assert_eq!(q.rx_stats().bytes, 102_300 * (round + 1));
+        drop(b);
+        assert_eq!(port.pool().in_use(), 0);
+        if round == 0 {
+            // Refused, and nothing written: the next round receives the same frames.
+            match port.pool().prefill(&[vec![0xAB; 2049]]) {
+                Err(NetioError::Config(m)) => assert!(m.contains("2049 bytes"), "{m}"),
+                other => panic!("expected a Config error, got {other:?}"),
+            }
+            assert_eq!(port.pool().in_use(), 0);
+        }
+    }
+    drop(queues);
+    drop(port);
+    eal.detach_vdev("net_null5").unwrap();
 }
