@@ -566,6 +566,45 @@ fn bump_in_the_wire_from_port_1_to_port_0(t: &Rig) {
         rkeys.contains(&KW_RKEY) && rkeys.contains(&(0x2000 + LISTS[0])),
         "{rkeys:x?}"
     );
+
+    // Frames that look like Key-Writes where a report has its opcode (byte 42 is 1) amid a run of
+    // Key-Write reports: a DNS datagram, a raw frame, a Key-Write to another UDP port. Forwarded in order.
+    let dns = udp4(
+        (R_MAC, R_IP, 5353),
+        (H_MAC, H_IP, 53),
+        &[1, 0, 0, 1, 0xd0, 0x0d],
+    );
+    let mut raw = foreign(6);
+    raw[42] = 1;
+    let elsewhere = udp4(
+        (R_MAC, R_IP, 5000),
+        (T_MAC, C_IP, DTA_UDP_PORT + 1),
+        &key_write_payload(9),
+    );
+    assert_eq!((dns[42], raw[42], elsewhere[42]), (1, 1, 1));
+    let run = vec![
+        key_write(30, 1, 1, false),
+        dns.clone(),
+        key_write(31, 2, 2, false),
+        key_write(32, 3, 3, false),
+        raw.clone(),
+        elsewhere.clone(),
+        key_write(33, 4, 4, false),
+    ];
+    t.put(&ring(0, "net_ring3"), &run);
+    assert!(plane.poll(Some(&mut e), NOW));
+    assert_eq!(t.take(&ring(0, "net_ring2")), vec![dns, raw, elsewhere]);
+    assert_eq!(plane.counters().forwarded, 93);
+    assert_eq!(e.counters().reports_in[KW], 5);
+    let out = t.take(&ring(0, "net_ring3"));
+    assert_eq!(out.len(), 4, "one write a report");
+    let data: Vec<Vec<u8>> = out.iter().map(|f| roce(f).payload[4..].to_vec()).collect();
+    assert_eq!(
+        data,
+        (1u32..=4)
+            .map(|d| d.to_be_bytes().to_vec())
+            .collect::<Vec<_>>()
+    );
     drop(plane);
     drop((a, b));
     t.eal.detach_vdev("net_ring2").unwrap();
