@@ -13,6 +13,7 @@ mod iofwd;
 mod queries;
 mod report;
 mod responder;
+mod responder_daemon;
 mod sys;
 mod translator;
 mod udp_baseline;
@@ -95,6 +96,18 @@ enum Cmd {
         #[arg(long, default_value_t = 3.0)]
         secs: f64,
     },
+    /// The collector's software responder daemon's loop on DPDK (what `dta-collector serve --backend soft`
+    /// runs on a DPDK queue), one core: the same ring's frames in and responses out through a net_ring.
+    ResponderDaemon {
+        /// write or fetch-add.
+        #[arg(long, default_value = "write")]
+        mode: String,
+        #[arg(long, default_value_t = 3.0)]
+        secs: f64,
+        /// EAL arguments (after `--`).
+        #[arg(last = true)]
+        eal: Vec<String>,
+    },
     /// Collector queries per second on one core.
     Queries {
         #[arg(long, default_value_t = 2.0)]
@@ -161,6 +174,10 @@ fn main() -> Result<()> {
         Cmd::Responder { mode, secs } => {
             let m = responder::Mode::parse(&mode)?;
             serde_json::to_string_pretty(&responder::run(m, secs)?)?
+        }
+        Cmd::ResponderDaemon { mode, secs, eal } => {
+            let m = responder::Mode::parse(&mode)?;
+            serde_json::to_string_pretty(&responder_daemon::run(m, secs, eal)?)?
         }
         Cmd::Queries { secs } => serde_json::to_string_pretty(&queries::run(secs)?)?,
         Cmd::Report {

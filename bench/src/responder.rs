@@ -13,7 +13,7 @@
 use std::time::Instant;
 
 use anyhow::{anyhow, bail, Result};
-use dta_collector::memory::Arena;
+use dta_collector::memory::{Arena, RegionSlot};
 use dta_collector::responder::{Outcome, Responder, ResponderConfig, RESPONSE_MAX};
 use dta_protocol::layout::{Geometry, KeyIncrementGeometry, KeyWriteGeometry};
 use dta_protocol::roce::FrameRepr;
@@ -23,10 +23,10 @@ use crate::sys::thread_cpu_ns;
 use crate::workloads::{self, COLLECTOR_IP, TRANSLATOR_IP};
 
 /// Frames in the ring (consecutive PSNs).
-const RING: usize = 1 << 16;
+pub const RING: usize = 1 << 16;
 /// The translator's default AckReq cadence.
 const ACK_EVERY: usize = 16;
-const QPN: u32 = 0x100;
+pub const QPN: u32 = 0x100;
 const PEER_QPN: u32 = 0x200;
 const ADD: u64 = 3;
 /// Key-Write entries (8 bytes each: checksum and 4 data bytes, the translator's N = 1, D = 4) and
@@ -75,53 +75,136 @@ fn next(x: &mut u64) -> u64 {
     x.wrapping_mul(0x2545_F491_4F6C_DD1D)
 }
 
-/// Runs `mode` for about `secs` seconds.
-pub fn run(mode: Mode, secs: f64) -> Result<ResponderResult> {
+/// The arena both responder benches answer into: a Key-Write and a Key-Increment region of [`SLOTS`] each.
+pub fn arena() -> Result<Arena> {
     let kw = KeyWriteGeometry::new(SLOTS, 8, 1).map_err(|e| anyhow!("{e}"))?;
     let ki = KeyIncrementGeometry::new(SLOTS, 1).map_err(|e| anyhow!("{e}"))?;
-    let arena = Arena::new_normal(&[(0, Geometry::KeyWrite(kw)), (0, Geometry::KeyIncrement(ki))])
-        .map_err(|e| anyhow!("arena: {e}"))?;
-    let slot = arena.slots()[usize::from(mode == Mode::FetchAdd)];
-    let (va, rkey, len) = (slot.region.va, slot.region.rkey, slot.len() as u64);
-    let ep = workloads::roce_endpoints();
-    // The ring: consecutive PSNs from 0, addresses drawn once.
-    let mut x = 0x9E37_79B9_7F4A_7C15u64;
-    let mut ring = Vec::with_capacity(RING);
-    let mut targets = Vec::with_capacity(RING);
-    let emit = |f: FrameRepr| -> Result<Vec<u8>> {
-        let mut buf = vec![0u8; f.buffer_len()];
-        f.emit(&mut buf)
-            .map_err(|e| anyhow!("building the ring: {e}"))?;
-        Ok(buf)
-    };
-    for psn in 0..RING as u32 {
-        let at = (next(&mut x) % (len / 8)) * 8;
-        let frame = match mode {
-            Mode::Write => {
-                let mut cell = [0u8; 8];
-                cell[..4].copy_from_slice(&(at as u32).to_be_bytes());
-                cell[4..].copy_from_slice(&psn.to_be_bytes());
-                targets.push((at as usize, cell));
-                let ack = (psn as usize + 1) % ACK_EVERY == 0;
-                emit(FrameRepr::write_only(
-                    ep,
-                    QPN,
-                    psn,
-                    ack,
-                    va + at,
-                    rkey,
-                    &cell,
-                ))?
-            }
-            Mode::FetchAdd => emit(FrameRepr::fetch_add(ep, QPN, psn, true, va + at, rkey, ADD))?,
+    Arena::new_normal(&[(0, Geometry::KeyWrite(kw)), (0, Geometry::KeyIncrement(ki))])
+        .map_err(|e| anyhow!("arena: {e}"))
+}
+
+/// A ring of `mode`'s requests, as the translator sends them, into one region of the [`arena`].
+pub struct Ring {
+    pub mode: Mode,
+    /// The frames, PSNs 0 to [`RING`] - 1 on QP [`QPN`].
+    pub frames: Vec<Vec<u8>>,
+    /// WRITEs: the offset in the region and the entry of each frame.
+    targets: Vec<(usize, [u8; 8])>,
+    /// The region the ring addresses.
+    slot: RegionSlot,
+}
+
+impl Ring {
+    /// The ring into `arena`: consecutive PSNs from 0, addresses drawn once.
+    pub fn new(mode: Mode, arena: &Arena) -> Result<Self> {
+        let slot = arena.slots()[usize::from(mode == Mode::FetchAdd)];
+        let (va, rkey, len) = (slot.region.va, slot.region.rkey, slot.len() as u64);
+        let ep = workloads::roce_endpoints();
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let mut frames = Vec::with_capacity(RING);
+        let mut targets = Vec::with_capacity(RING);
+        let emit = |f: FrameRepr| -> Result<Vec<u8>> {
+            let mut buf = vec![0u8; f.buffer_len()];
+            f.emit(&mut buf)
+                .map_err(|e| anyhow!("building the ring: {e}"))?;
+            Ok(buf)
         };
-        ring.push(frame);
+        for psn in 0..RING as u32 {
+            let at = (next(&mut x) % (len / 8)) * 8;
+            let frame = match mode {
+                Mode::Write => {
+                    let mut cell = [0u8; 8];
+                    cell[..4].copy_from_slice(&(at as u32).to_be_bytes());
+                    cell[4..].copy_from_slice(&psn.to_be_bytes());
+                    targets.push((at as usize, cell));
+                    let ack = (psn as usize + 1) % ACK_EVERY == 0;
+                    emit(FrameRepr::write_only(
+                        ep,
+                        QPN,
+                        psn,
+                        ack,
+                        va + at,
+                        rkey,
+                        &cell,
+                    ))?
+                }
+                Mode::FetchAdd => {
+                    emit(FrameRepr::fetch_add(ep, QPN, psn, true, va + at, rkey, ADD))?
+                }
+            };
+            frames.push(frame);
+        }
+        Ok(Ring {
+            mode,
+            frames,
+            targets,
+            slot,
+        })
     }
+
+    /// The responses `frames` requests of whole passes are due.
+    pub fn responses_due(&self, frames: u64) -> u64 {
+        match self.mode {
+            Mode::Write => frames / ACK_EVERY as u64,
+            Mode::FetchAdd => frames,
+        }
+    }
+
+    /// Checks what the arena's memory `mem` must hold after `passes` whole passes of the ring: every
+    /// FETCH_ADD applied exactly once; the last pass's WRITEs in place.
+    pub fn check_memory(&self, mem: &[u8], passes: u64) -> Result<()> {
+        let region = &mem[self.slot.offset..self.slot.offset + self.slot.len()];
+        match self.mode {
+            Mode::Write => {
+                // Every pass writes the same ring, so each entry holds the ring's last WRITE to it.
+                let mut last = std::collections::HashMap::new();
+                for (at, cell) in &self.targets {
+                    last.insert(*at, *cell);
+                }
+                for (at, cell) in &last {
+                    let have = &region[*at..*at + 8];
+                    if have != cell {
+                        bail!("entry at {at:#x} holds {have:02x?}, the last WRITE put {cell:02x?}");
+                    }
+                }
+            }
+            Mode::FetchAdd => {
+                let sum: u64 = region
+                    .chunks_exact(8)
+                    .map(|c| u64::from_ne_bytes(c.try_into().unwrap_or([0; 8])))
+                    .sum();
+                if sum != passes * RING as u64 * ADD {
+                    bail!(
+                        "counters sum to {sum}, {passes} passes of {RING} FETCH_ADDs of {ADD} give {}",
+                        passes * RING as u64 * ADD
+                    );
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The collector's responder over `arena`, as `serve` configures it.
+pub fn responder(arena: &Arena) -> Responder {
     let config = ResponderConfig {
         local_ip: Some(COLLECTOR_IP),
         ..ResponderConfig::default()
     };
-    let mut resp = Responder::new(config, arena.slots().to_vec());
+    Responder::new(config, arena.slots().to_vec())
+}
+
+/// Opens the ring's QP afresh at PSN 0, for the next pass.
+pub fn reopen(resp: &mut Responder) {
+    resp.close_qp(QPN);
+    resp.open_qp(QPN, TRANSLATOR_IP, PEER_QPN, 0);
+}
+
+/// Runs `mode` for about `secs` seconds.
+pub fn run(mode: Mode, secs: f64) -> Result<ResponderResult> {
+    let arena = arena()?;
+    let ring = Ring::new(mode, &arena)?;
+    let mut resp = responder(&arena);
     let mut out = [0u8; RESPONSE_MAX];
     let (mut frames, mut responses, mut drops, mut passes) = (0u64, 0u64, 0u64, 0u64);
     let mut mem = arena.write();
@@ -129,9 +212,8 @@ pub fn run(mode: Mode, secs: f64) -> Result<ResponderResult> {
     let cpu0 = thread_cpu_ns();
     let t = Instant::now();
     while t.elapsed().as_secs_f64() < secs {
-        resp.close_qp(QPN);
-        resp.open_qp(QPN, TRANSLATOR_IP, PEER_QPN, 0);
-        for f in &ring {
+        reopen(&mut resp);
+        for f in &ring.frames {
             match resp.handle(f, mem, &mut out) {
                 Outcome::Respond(n) => {
                     responses += 1;
@@ -147,39 +229,8 @@ pub fn run(mode: Mode, secs: f64) -> Result<ResponderResult> {
     }
     let wall = t.elapsed().as_secs_f64();
     let cpu = (thread_cpu_ns() - cpu0) as f64;
-    // What the memory must hold now.
-    let region = &mem[slot.offset..slot.offset + len as usize];
-    match mode {
-        Mode::Write => {
-            // Every pass writes the same ring, so each entry holds the ring's last WRITE to it.
-            let mut last = std::collections::HashMap::new();
-            for (at, cell) in &targets {
-                last.insert(*at, *cell);
-            }
-            for (at, cell) in &last {
-                let have = &region[*at..*at + 8];
-                if have != cell {
-                    bail!("entry at {at:#x} holds {have:02x?}, the last WRITE put {cell:02x?}");
-                }
-            }
-        }
-        Mode::FetchAdd => {
-            let sum: u64 = region
-                .chunks_exact(8)
-                .map(|c| u64::from_ne_bytes(c.try_into().unwrap_or([0; 8])))
-                .sum();
-            if sum != passes * RING as u64 * ADD {
-                bail!(
-                    "counters sum to {sum}, {passes} passes of {RING} FETCH_ADDs of {ADD} give {}",
-                    passes * RING as u64 * ADD
-                );
-            }
-        }
-    }
-    let expected = match mode {
-        Mode::Write => frames / ACK_EVERY as u64,
-        Mode::FetchAdd => frames,
-    };
+    ring.check_memory(mem, passes)?;
+    let expected = ring.responses_due(frames);
     if drops != 0 || responses != expected {
         bail!("{drops} frames dropped, {responses} responses where {expected} were due");
     }

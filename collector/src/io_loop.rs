@@ -1,28 +1,44 @@
 //! The software responder's I/O loop: receive a burst, pass it through fault injection (when configured)
 //! and the sans-IO responder, send the burst of responses. Nothing protocol-related happens here.
 //!
-//! One lock of the responder and the arena per burst, not per frame, and no allocation per frame unless
-//! fault injection (which holds frames back to reorder them) is on.
+//! Two loops share one call path to the responder ([`answer::Locked::answer`]), one lock of the responder
+//! and the arena per burst, and no allocation per frame unless fault injection (which holds frames back to
+//! reorder them) is on:
+//! * on DPDK, [`mbufs::MbufLoop`] runs to completion on the queue: requests are read in the mbufs the
+//!   device wrote, responses built in mbufs and sent as a burst, no frame copied;
+//! * on AF_PACKET (whose kernel ring copies every frame anyway), [`batch::BatchLoop`] receives into and
+//!   sends from frame batches.
+
+pub mod answer;
+pub mod batch;
+pub mod intake;
+#[cfg(feature = "dpdk")]
+pub mod mbufs;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use dta_netio::{FrameBatch, NetioError, OpenPort as Port};
+use dta_netio::{NetioError, OpenPort as Port, RxStats, TxStats};
 
 use crate::error::{Error, Result};
 use crate::memory::Arena;
 use crate::metrics::{Metrics, PortCounters};
-use crate::responder::{FaultConfig, FaultInjector, Outcome, Responder, RESPONSE_MAX};
+use crate::responder::{FaultConfig, FaultCounts, Responder};
 
-/// How long an idle loop waits for input before it checks for shutdown and releases held frames.
-const IDLE_WAIT: Duration = Duration::from_millis(100);
 /// How often counters are published to the metrics.
 const PUBLISH_EVERY: Duration = Duration::from_millis(200);
-/// Frames per burst.
-const BURST: usize = 64;
-/// Largest frame received (jumbo frames included).
-const MAX_FRAME: usize = 9216;
+
+/// One port's loop as the daemon drives it.
+pub trait PortLoop {
+    /// Receives a burst, answers it and sends the responses; returns how many frames were received.
+    fn poll(&mut self) -> std::result::Result<usize, NetioError>;
+    /// Called after each empty poll (`empty_polls` in a row so far): waits for input or sleeps briefly, so
+    /// that an idle collector does not hold a core.
+    fn idle(&mut self, empty_polls: u32) -> std::result::Result<(), NetioError>;
+    /// The port's counters and what fault injection did.
+    fn stats(&self) -> (RxStats, TxStats, FaultCounts);
+}
 
 fn io_error(port: &str, e: NetioError) -> Error {
     Error::Io {
@@ -31,7 +47,8 @@ fn io_error(port: &str, e: NetioError) -> Error {
     }
 }
 
-/// Runs the responder on `port` until `stop` is set.
+/// Runs the responder on `port` until `stop` is set: the mbuf loop on a DPDK queue, the batch loop on any
+/// other port.
 pub fn run(
     port: &mut Port,
     responder: &Mutex<Responder>,
@@ -40,85 +57,49 @@ pub fn run(
     metrics: &Metrics,
     stop: &AtomicBool,
 ) -> Result<()> {
-    let mut injector = faults.is_active().then(|| FaultInjector::new(faults));
-    let mut rx = FrameBatch::new(BURST, MAX_FRAME);
-    let mut tx = FrameBatch::new(BURST * 2, RESPONSE_MAX);
-    let mut deliver: Vec<Vec<u8>> = Vec::new();
-    let mut out = [0u8; RESPONSE_MAX];
-    let mut last_publish = Instant::now();
     let name = port.name.clone();
+    #[cfg(feature = "dpdk")]
+    if let Some(queue) = port.dpdk_queue() {
+        let mut l = mbufs::MbufLoop::new(queue, responder, arena, faults);
+        return drive(&mut l, &name, responder, metrics, stop);
+    }
+    let mut l = batch::BatchLoop::new(&mut *port.io, responder, arena, faults);
+    drive(&mut l, &name, responder, metrics, stop)
+}
+
+/// Polls `l` until `stop`, publishing its counters every [`PUBLISH_EVERY`] and once more at the end.
+fn drive(
+    l: &mut impl PortLoop,
+    name: &str,
+    responder: &Mutex<Responder>,
+    metrics: &Metrics,
+    stop: &AtomicBool,
+) -> Result<()> {
+    let mut last_publish = Instant::now();
+    let mut empty = 0u32;
     while !stop.load(Ordering::Relaxed) {
-        rx.clear();
-        let got = port
-            .io
-            .recv_burst(&mut rx)
-            .map_err(|e| io_error(&name, e))?;
-        match injector.as_mut() {
-            Some(inj) if got > 0 => rx.iter().for_each(|f| inj.push(f, &mut deliver)),
-            Some(inj) => inj.flush(&mut deliver),
-            None => {}
-        }
-        let pending = if injector.is_some() {
-            deliver.len()
-        } else {
-            got
-        };
-        if pending > 0 {
-            let mut r = responder.lock().unwrap_or_else(|e| e.into_inner());
-            let mut mem = arena.write();
-            let mem = mem.as_mut_slice();
-            let mut respond = |frame: &[u8], tx: &mut FrameBatch| -> Result<()> {
-                if let Outcome::Respond(n) = r.handle(frame, mem, &mut out) {
-                    if tx.free() == 0 {
-                        send(port, tx, &name)?;
-                    }
-                    // A slot holds RESPONSE_MAX bytes, the most a response has.
-                    let _ = tx.push(&out[..n]);
-                }
-                Ok(())
-            };
-            if injector.is_some() {
-                for frame in deliver.drain(..) {
-                    respond(&frame, &mut tx)?;
-                }
-            } else {
-                for frame in rx.iter() {
-                    respond(frame, &mut tx)?;
-                }
-            }
-        }
-        if !tx.is_empty() {
-            send(port, &mut tx, &name)?;
-        }
+        let got = l.poll().map_err(|e| io_error(name, e))?;
         if last_publish.elapsed() >= PUBLISH_EVERY {
-            publish(port, responder, injector.as_ref(), metrics);
+            publish(l, responder, metrics);
             last_publish = Instant::now();
         }
-        if got == 0 {
-            port.io.wait(IDLE_WAIT).map_err(|e| io_error(&name, e))?;
+        if got > 0 {
+            empty = 0;
+        } else {
+            empty = empty.saturating_add(1);
+            l.idle(empty).map_err(|e| io_error(name, e))?;
         }
     }
-    publish(port, responder, injector.as_ref(), metrics);
+    publish(l, responder, metrics);
     Ok(())
 }
 
-fn send(port: &mut Port, tx: &mut FrameBatch, name: &str) -> Result<()> {
-    // Frames the port refuses are counted in its TX statistics (published as drops); the translator
-    // retransmits what was not acknowledged.
-    port.io.send_burst(tx).map_err(|e| io_error(name, e))?;
-    tx.clear();
-    Ok(())
-}
-
-fn publish(
-    port: &Port,
-    responder: &Mutex<Responder>,
-    injector: Option<&FaultInjector>,
-    metrics: &Metrics,
-) {
-    let r = responder.lock().unwrap_or_else(|e| e.into_inner());
-    metrics.publish_responder(r.stats(), injector.map(|i| i.counts()).unwrap_or_default());
-    let (rx, tx) = (port.io.rx_stats(), port.io.tx_stats());
+fn publish(l: &impl PortLoop, responder: &Mutex<Responder>, metrics: &Metrics) {
+    let (rx, tx, faults) = l.stats();
+    {
+        let r = responder.lock().unwrap_or_else(|e| e.into_inner());
+        metrics.publish_responder(r.stats(), faults);
+    }
     metrics.publish_port(PortCounters {
         rx_frames: rx.frames,
         rx_dropped: rx.dropped,

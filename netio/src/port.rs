@@ -11,6 +11,13 @@ pub trait PollPort: RxBurst + TxBurst + Send {
     /// Blocks up to `timeout` for a frame to arrive; backends that cannot wait (DPDK polls) sleep briefly
     /// instead, which keeps an idle daemon from spinning a core.
     fn wait(&self, timeout: Duration) -> Result<(), NetioError>;
+
+    /// The DPDK queue behind this port, for a loop that runs to completion on it and moves mbufs instead of
+    /// copying frames through batches; `None` for every other backend.
+    #[cfg(feature = "dpdk")]
+    fn dpdk_queue(&mut self) -> Option<&mut crate::dpdk::DpdkQueue> {
+        None
+    }
 }
 
 impl PollPort for AfPacket {
@@ -24,6 +31,10 @@ impl PollPort for crate::dpdk::DpdkQueue {
     fn wait(&self, timeout: Duration) -> Result<(), NetioError> {
         std::thread::sleep(timeout.min(Duration::from_micros(50)));
         Ok(())
+    }
+
+    fn dpdk_queue(&mut self) -> Option<&mut crate::dpdk::DpdkQueue> {
+        Some(self)
     }
 }
 
@@ -71,6 +82,12 @@ impl OpenPort {
             io: Box::new(queue),
             _keep: Some(Box::new(port)),
         })
+    }
+
+    /// The DPDK queue pair, when this is a DPDK port (see [`PollPort::dpdk_queue`]).
+    #[cfg(feature = "dpdk")]
+    pub fn dpdk_queue(&mut self) -> Option<&mut crate::dpdk::DpdkQueue> {
+        self.io.dpdk_queue()
     }
 
     /// Receive counters.
