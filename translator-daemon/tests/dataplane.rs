@@ -1093,13 +1093,13 @@ impl TwoWorkers {
     }
 }
 
-/// BUG (the working tree's uncommitted `faces_reporters` change in run/dataplane.rs, not d47dfad):
+/// BUG (ca25834, "RoCE responses only from the collector-facing port"; not in d47dfad):
 /// `take_handoff` hands a whole handed-off burst to `Engine::handle_reporter_frames` (RoCE responses
 /// refused) when its *first* mbuf's port field names the reporters' port or no known port; `net_ring` (and
 /// any PMD that leaves `mbuf.port` unset) then has every handed-off ACK refused as not for us. Worker 1's
 /// ACK arriving on worker 0's collector queue never reaches worker 1's QP: its window never drains.
 #[test]
-#[ignore = "BUG in the uncommitted faces_reporters change: a handed-off ACK on a device that leaves mbuf.port unset is refused; run with --ignored"]
+#[ignore = "BUG since ca25834 (faces_reporters in take_handoff): a handed-off ACK on a device that leaves mbuf.port unset is refused; run with --ignored"]
 fn bug_handed_off_ack_from_a_port_unstamped_device_reaches_its_owner() {
     let (_guard, eal) = setup();
     let pool = Mempool::new(eal, "dta_test_far_bug1", 1023, 0, 2048 + 128, -1).unwrap();
@@ -1122,12 +1122,12 @@ fn bug_handed_off_ack_from_a_port_unstamped_device_reaches_its_owner() {
     );
 }
 
-/// BUG (same change, with a NIC that stamps `mbuf.port`): worker 0 receives, in one poll, a report for
+/// BUG (ca25834 too, with a NIC that stamps `mbuf.port`): worker 0 receives, in one poll, a report for
 /// worker 1 on the reporters' port and worker 1's ACK on the collectors' port; both travel on the one
 /// handoff ring, the report first, and `take_handoff` judges the burst by that first mbuf: the ACK is
 /// refused as if it had come from the reporters' side.
 #[test]
-#[ignore = "BUG in the uncommitted faces_reporters change: an ACK handed off behind a report is refused; run with --ignored"]
+#[ignore = "BUG since ca25834 (faces_reporters in take_handoff): an ACK handed off behind a report is refused; run with --ignored"]
 fn bug_handed_off_ack_behind_a_report_reaches_its_owner() {
     let (_guard, eal) = setup();
     let pool = Mempool::new(eal, "dta_test_far_bug2", 1023, 0, 2048 + 128, -1).unwrap();
@@ -1242,4 +1242,71 @@ fn handoff_backpressure_holds_back_and_loses_nothing(t: &Rig) {
     assert_eq!(big.in_use(), 0, "nothing lost, nothing leaked");
     t.eal.detach_vdev("net_ring16").unwrap();
     t.eal.detach_vdev("net_ring17").unwrap();
+}
+
+/// BUG (d47dfad, `DataPlane::receive`/`stage`): the staging burst of a worker's ring is sized for one
+/// receive burst, and `poll` checks that every staging burst is empty only once, before its first port.
+/// When the ring to worker 1 fills while worker 0 stages port 0's burst, the rest stays staged; port 1's
+/// burst is then still received, and its frames for worker 1 that no longer fit the staging burst are
+/// freed by `stage` without being counted anywhere (not `handoff_full`, not `handoff_waits`): worker 1's
+/// ACKs vanish although backpressure promises that nothing more is received until the owner catches up.
+#[test]
+#[ignore = "BUG in d47dfad: frames of the second port for a full handoff ring are freed uncounted; run with --ignored"]
+fn bug_a_full_handoff_ring_loses_nothing_from_the_second_port() {
+    let (_guard, eal) = setup();
+    let pool = Mempool::new(eal, "dta_test_far_bug3", 10239, 0, 2048 + 128, -1).unwrap();
+    let t = Rig { eal, pool: &pool };
+    let mut r = TwoWorkers::new(&t, ["net_ring24", "net_ring25"], "dta_test_bug3_mesh");
+    let l1 = *LISTS.iter().find(|&&l| key_checksum(l) % 2 == 1).unwrap();
+    let (_unused, mut to_worker_1) = attach_ring(eal, "dta_test_bug3_mesh_0_1").unwrap();
+    // Fill the ring to 10 short of its 8,191.
+    let mut filled = 0u32;
+    while filled < 8181 {
+        let n = (8181 - filled).min(64);
+        let frames: Vec<Vec<u8>> = (filled..filled + n)
+            .map(|k| append(l1, k, k as u8))
+            .collect();
+        t.put(&r.ring(0, 0), &frames);
+        assert!(r.planes[0].poll(None, NOW));
+        filled += n;
+    }
+    assert_eq!(to_worker_1.waiting(), 8181);
+    // One poll receives 64 reports for worker 1 on port 0 and 64 of worker 1's ACKs on port 1.
+    let reports: Vec<Vec<u8>> = (0..64).map(|k| append(l1, 100_000 + k, k as u8)).collect();
+    let acks: Vec<Vec<u8>> = (0..64)
+        .map(|k| ack(C_IP, T_IP, QPN_BASE + 1, k, k + 1))
+        .collect();
+    t.put(&r.ring(0, 0), &reports);
+    t.put(&r.ring(1, 0), &acks);
+    r.planes[0].poll(None, NOW);
+    // Worker 1 takes everything; worker 0 catches up.
+    let mut got = MbufBurst::with_capacity(1024);
+    let mut after_fill = Vec::new();
+    let mut skipped = 0;
+    for _ in 0..100 {
+        to_worker_1.recv(&mut got);
+        for f in got.frames() {
+            if skipped < 8181 {
+                skipped += 1;
+            } else {
+                after_fill.push(f.to_vec());
+            }
+        }
+        got.clear();
+        r.planes[0].poll(None, NOW);
+        if to_worker_1.waiting() == 0 && after_fill.len() >= 128 {
+            break;
+        }
+    }
+    let c = r.planes[0].counters();
+    let left_on_port_1 = t.take(&r.ring(1, 0)).len();
+    r.close(&t);
+    let want: Vec<Vec<u8>> = reports.iter().chain(&acks).cloned().collect();
+    assert_eq!(
+        (after_fill.len(), left_on_port_1, c.handed_off, c.handoff_full),
+        (128, 0, 8181 + 128, 0),
+        "every report and ACK for worker 1 handed off (or at least counted); {} of the ACKs arrived",
+        after_fill.len().saturating_sub(64)
+    );
+    assert_eq!(after_fill, want, "in the order received");
 }
