@@ -596,7 +596,10 @@ fn bump_in_the_wire_from_port_1_to_port_0(t: &Rig) {
     assert!(plane.poll(Some(&mut e), NOW));
     // The writes were built in the reports' own mbufs (the far side's pool), not in mbufs of the
     // collector port's pool: 4 writes and 3 forwarded frames are the 7 mbufs out.
-    assert_eq!((t.pool.in_use(), a.pool().in_use(), b.pool().in_use()), (7, 0, 0));
+    assert_eq!(
+        (t.pool.in_use(), a.pool().in_use(), b.pool().in_use()),
+        (7, 0, 0)
+    );
     assert_eq!(t.take(&ring(0, "net_ring2")), vec![dns, raw, elsewhere]);
     assert_eq!(plane.counters().forwarded, 93);
     assert_eq!(e.counters().reports_in[KW], 5);
