@@ -24,7 +24,8 @@ use dta_netio::dpdk::{
     Mempool, Port, PortConfig,
 };
 use dta_translator::{Engine, Instant};
-use dta_translator_daemon::run::dataplane::{handoff_mesh, DataPlane, PlaneConfig};
+use dta_translator_daemon::run::dataplane::dpdk::handoff_mesh;
+use dta_translator_daemon::run::dataplane::{DataPlane, PlaneConfig};
 use dta_translator_daemon::run::steer::Steering;
 use serde::Serialize;
 
@@ -89,7 +90,7 @@ pub struct RunResult {
 
 /// A worker's data path, engine and responder, made before the clock starts.
 struct Prepared {
-    plane: DataPlane,
+    plane: DataPlane<DpdkQueue>,
     engine: Engine,
     acker: Acker,
     /// The far side of its collector-port queue's ring.

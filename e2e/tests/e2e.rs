@@ -69,6 +69,8 @@ fn every_primitive(sys: &mut System, salt: u64) -> Result<Vec<Outcome>> {
     Ok(out)
 }
 
+/// AF_PACKET on two workers: each interface's two sockets form one PACKET_FANOUT group, and the workers hand
+/// each other the reports whose state the other owns (copied, as AF_PACKET copies anyway).
 #[test]
 fn every_primitive_is_exact_through_af_packet() -> Result<()> {
     let _g = serial();
@@ -76,7 +78,7 @@ fn every_primitive_is_exact_through_af_packet() -> Result<()> {
         io: Io::AfPacket,
         faults: None,
         limit: Duration::from_secs(480),
-        workers: 1,
+        workers: 2,
         collector_io: Io::AfPacket,
         responder: Responder::Soft,
         translators: 1,

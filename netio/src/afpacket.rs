@@ -23,6 +23,9 @@ pub struct AfPacketConfig {
     pub sndbuf: usize,
     /// Most frames moved by one system call.
     pub max_burst: usize,
+    /// Join PACKET_FANOUT group `n` in hash mode: the sockets of one group on one interface share its frames,
+    /// the kernel keeping each flow (its addresses and ports) on one socket. One socket per worker thread.
+    pub fanout: Option<u16>,
 }
 
 impl AfPacketConfig {
@@ -37,6 +40,7 @@ impl AfPacketConfig {
             rcvbuf: 32 << 20,
             sndbuf: 8 << 20,
             max_burst,
+            fanout: None,
         }
     }
 }
@@ -48,6 +52,7 @@ impl Default for AfPacketConfig {
             rcvbuf: 8 << 20,
             sndbuf: 4 << 20,
             max_burst: 64,
+            fanout: None,
         }
     }
 }
@@ -213,6 +218,12 @@ impl AfPacket {
             mreq.mr_type = libc::PACKET_MR_PROMISC as u16;
             setsockopt(&fd, libc::SOL_PACKET, libc::PACKET_ADD_MEMBERSHIP, &mreq)
                 .map_err(|e| NetioError::io(ctx("promiscuous mode"), e))?;
+        }
+        if let Some(group) = config.fanout {
+            // The group id in the low 16 bits, the mode in the high ones (linux/if_packet.h).
+            let arg = libc::c_int::from(group) | ((libc::PACKET_FANOUT_HASH as libc::c_int) << 16);
+            setsockopt(&fd, libc::SOL_PACKET, libc::PACKET_FANOUT, &arg)
+                .map_err(|e| NetioError::io(ctx(&format!("PACKET_FANOUT group {group}")), e))?;
         }
         let mac =
             hardware_address(&fd, &cname).map_err(|e| NetioError::io(ctx("SIOCGIFHWADDR"), e))?;

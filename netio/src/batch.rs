@@ -152,6 +152,31 @@ impl FrameBatch {
         Ok(())
     }
 
+    /// Held frame `i`, writable in place (an ARP request turned into its reply). Panics if `i` is not held.
+    pub fn frame_mut(&mut self, i: usize) -> &mut [u8] {
+        assert!(i < self.len, "frame {i} of {}", self.len);
+        let len = self.lens[i] as usize;
+        &mut self.slot_mut(i)[..len]
+    }
+
+    /// Keeps the held frames for which `keep(i)` is true, in order, packed at the front.
+    pub fn retain(&mut self, mut keep: impl FnMut(usize) -> bool) {
+        let mut kept = 0;
+        for i in 0..self.len {
+            if !keep(i) {
+                continue;
+            }
+            if kept != i {
+                let len = self.lens[i] as usize;
+                self.move_slot(i, kept, len);
+                self.lens[kept] = self.lens[i];
+                self.stamps[kept] = self.stamps[i];
+            }
+            kept += 1;
+        }
+        self.len = kept;
+    }
+
     /// Whole slot `i` (held or free), for backends that receive in place.
     pub(crate) fn slot_mut(&mut self, i: usize) -> &mut [u8] {
         let start = i * self.slot_size;

@@ -10,13 +10,10 @@ use std::time::Duration;
 use dta_translator::{Engine, Event, Instant};
 
 use super::clock::Clock;
+use super::dataplane::io::Queue;
 use super::dataplane::DataPlane;
 use super::worker::{abandoned_at_stop, control, Snapshot, ToWorker, DRAIN, PUBLISH_EVERY};
 
-/// Empty polls in a row before the worker starts sleeping between polls: at full load it never sleeps,
-/// and a burst after a pause finds it spinning for a while (a sleep of [`IDLE_SLEEP`] at line rate could
-/// overflow a 1024-descriptor ring).
-const SPIN_POLLS: u32 = 4096;
 /// Longest sleep of an idle worker, which keeps an idle daemon from holding a core on a shared machine.
 const IDLE_SLEEP: Duration = Duration::from_micros(50);
 
@@ -36,11 +33,15 @@ pub struct LcoreIo {
 
 /// Runs until `stop`; then flushes the engine and keeps polling (the collector's ACKs come in through the
 /// ports) until everything is acknowledged or the drain time is up.
-pub fn run(mut plane: DataPlane, io: LcoreIo, clock: Clock) {
+pub fn run<Q: Queue>(mut plane: DataPlane<Q>, io: LcoreIo, clock: Clock) {
     let mut engine: Option<Box<Engine>> = None;
     let mut snap = Snapshot::default();
     let mut last_publish = Instant::ZERO;
     let mut stopping_since: Option<Instant> = None;
+    // Empty polls in a row before the worker sleeps between polls: at full load it never sleeps, and a
+    // burst after a pause finds it spinning for a while (a sleep of IDLE_SLEEP at line rate could overflow
+    // a 1024-descriptor ring).
+    let spin = plane.idle_spin();
     let mut idle = 0u32;
     loop {
         let now = clock.now();
@@ -88,7 +89,7 @@ pub fn run(mut plane: DataPlane, io: LcoreIo, clock: Clock) {
             idle = 0;
         } else {
             idle = idle.saturating_add(1);
-            if idle > SPIN_POLLS {
+            if idle > spin {
                 let timer = engine
                     .as_deref()
                     .and_then(Engine::poll_timeout)
@@ -100,7 +101,12 @@ pub fn run(mut plane: DataPlane, io: LcoreIo, clock: Clock) {
     publish(&plane, engine.as_deref(), &io, &mut snap);
 }
 
-fn publish(plane: &DataPlane, engine: Option<&Engine>, io: &LcoreIo, snap: &mut Snapshot) {
+fn publish<Q: Queue>(
+    plane: &DataPlane<Q>,
+    engine: Option<&Engine>,
+    io: &LcoreIo,
+    snap: &mut Snapshot,
+) {
     if let Some(e) = engine {
         snap.counters = e.counters().clone();
         snap.qps = (0..).map_while(|i| e.qp_stats(i)).collect();

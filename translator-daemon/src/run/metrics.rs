@@ -1,6 +1,6 @@
 //! Prometheus metrics of the running translator (OpenMetrics text through prometheus-client, families in
 //! [`families`]), summed over workers at scrape time, and the counter summary printed at shutdown. Workers
-//! and the I/O thread publish snapshots; this module only reads them.
+//! publish snapshots; this module only reads them.
 
 mod families;
 #[cfg(test)]
@@ -18,7 +18,8 @@ use dta_translator::{Counters, DropReason};
 use prometheus_client::registry::Registry;
 
 use super::control::ControlCounters;
-use super::io_loop::{IoCounters, PortStats};
+/// Per port: name and counters, for metrics.
+pub type PortStats = Vec<(String, dta_netio::RxStats, dta_netio::TxStats)>;
 use super::worker::{PlaneCounters, Snapshot};
 
 /// Everything the exporter reads.
@@ -26,9 +27,7 @@ use super::worker::{PlaneCounters, Snapshot};
 pub struct Sources {
     /// One snapshot per worker.
     pub workers: Arc<Mutex<Vec<Snapshot>>>,
-    /// The I/O thread.
-    pub io: Arc<IoCounters>,
-    /// Ports.
+    /// The ports' names (and counters of none but the workers' queues, which the snapshots hold).
     pub ports: Arc<Mutex<PortStats>>,
     /// One per collector.
     pub control: Vec<Arc<ControlCounters>>,
@@ -141,28 +140,16 @@ impl Sources {
         let p = self.plane();
         let _ = writeln!(s, "  frames forwarded      {}", p.forwarded);
         let _ = writeln!(s, "  frames handed off     {}", p.handed_off);
-        let _ = writeln!(
-            s,
-            "  worker backlog drops  {}",
-            self.io.worker_backlog_drops.load(Ordering::Relaxed) + p.handoff_full
-        );
+        let _ = writeln!(s, "  worker backlog drops  {}", p.handoff_full);
         let _ = writeln!(s, "  startup drops         {}", p.startup_drops);
         s
     }
 }
 
 impl Sources {
-    /// The data path's counters: the I/O thread's (AF_PACKET) plus every run-to-completion worker's (DPDK).
+    /// The data path's counters, summed over the workers.
     pub fn plane(&self) -> PlaneCounters {
-        let io = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
-        let mut t = PlaneCounters {
-            forwarded: io(&self.io.forwarded),
-            not_forwarded: io(&self.io.not_forwarded),
-            arp_replies: io(&self.io.arp_replies),
-            startup_drops: io(&self.io.startup_drops),
-            engine_frames_out: io(&self.io.engine_frames_out),
-            ..PlaneCounters::default()
-        };
+        let mut t = PlaneCounters::default();
         if let Ok(all) = self.workers.lock() {
             for p in all.iter().map(|s| &s.plane) {
                 t.forwarded += p.forwarded;
@@ -178,8 +165,8 @@ impl Sources {
         t
     }
 
-    /// Per port counters: the I/O thread's ports, plus the sum of every worker's queue of each port. A
-    /// port's `missed` is the device's (not per queue), so the largest any queue read.
+    /// Per port counters: the sum of every worker's queue of each port (a DPDK device's misses are read
+    /// by its queue 0 only, an AF_PACKET socket's by itself).
     pub fn port_totals(&self) -> PortStats {
         let mut ports = self.ports.lock().map(|p| p.clone()).unwrap_or_default();
         if let Ok(all) = self.workers.lock() {
@@ -188,7 +175,7 @@ impl Sources {
                     rx.frames += qrx.frames;
                     rx.bytes += qrx.bytes;
                     rx.dropped += qrx.dropped;
-                    rx.missed = rx.missed.max(qrx.missed);
+                    rx.missed += qrx.missed;
                     tx.frames += qtx.frames;
                     tx.bytes += qtx.bytes;
                     tx.dropped += qtx.dropped;

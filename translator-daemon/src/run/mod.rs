@@ -2,11 +2,10 @@
 //!
 //! * [`settings`]: the TOML (engine sections plus `[io]`, `[workers]`, `[[collectors]]`, `[metrics]`).
 //! * [`ports`]: AF_PACKET or DPDK ports through dta-netio.
-//! * DPDK, run to completion: [`dataplane`] (one worker's pass over its queue of every port: classify,
-//!   forward, answer ARP, hand off, engine, transmit, with no copy) and [`lcore`] (the worker thread around
-//!   it). Handoff rings of mbuf pointers join the workers.
-//! * AF_PACKET: [`io_loop`] (the I/O thread: ARP, bump-in-the-wire forwarding, steering, transmit) and
-//!   [`worker`] (one engine per worker thread, fed batches over channels).
+//! * [`dataplane`]: one worker's pass over its queue of every port, run to completion: classify, forward,
+//!   answer ARP, hand off to the owning worker, engine, transmit; over DPDK (mbufs, no copy) or AF_PACKET
+//!   (a socket per worker in a PACKET_FANOUT group). [`lcore`] is the worker thread around it, [`worker`]
+//!   what workers are told and publish.
 //! * [`steer`] / [`arp`]: the pure decisions made per frame.
 //! * [`control`]: one control client per collector (hello, welcome, re-establishment).
 //! * [`metrics`]: Prometheus endpoint and the shutdown summary.
@@ -14,10 +13,7 @@
 mod arp;
 mod clock;
 mod control;
-#[cfg(feature = "dpdk")]
 pub mod dataplane;
-mod io_loop;
-#[cfg(feature = "dpdk")]
 mod lcore;
 mod metrics;
 mod ports;
@@ -34,19 +30,17 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use dta_netio::FrameBatch;
 use dta_protocol::control::Welcome;
 use dta_translator::Engine;
 
 use clock::Clock;
 use control::{ControlCounters, ControlLink};
-use io_loop::{
-    IoCounters, IoThread, INPUT_BATCHES, OUTPUT_BATCHES, OUTPUT_SLOT_SIZE, RESPONSE_BATCHES,
-};
+use dataplane::io::Queue;
+use dataplane::{DataPlane, PlaneConfig};
 use metrics::{MetricsServer, Sources};
 use settings::{IoKind, Settings};
 use steer::Steering;
-use worker::{Snapshot, ToWorker, WorkerIo};
+use worker::{Snapshot, ToWorker};
 
 /// Command-line values that override the file.
 #[derive(Debug, Default)]
@@ -81,64 +75,6 @@ fn pin(core: Option<usize>, who: &str) {
             Ok(()) => log::info!("{who} pinned to core {c}"),
             Err(e) => log::warn!("{who}: {e}"),
         }
-    }
-}
-
-/// The I/O thread's ends of every worker's channels, one entry per worker (each worker holds the other
-/// ends in its [`WorkerIo`]).
-#[derive(Default)]
-struct Lanes {
-    input: Vec<mpsc::Sender<ToWorker>>,
-    recycled: Vec<mpsc::Receiver<FrameBatch>>,
-    responses: Vec<mpsc::Sender<FrameBatch>>,
-    responses_recycled: Vec<mpsc::Receiver<FrameBatch>>,
-    out_return: Vec<mpsc::Sender<FrameBatch>>,
-}
-
-/// Creates worker `k`'s channels with their batch pools filled: its own ends are returned, the I/O
-/// thread's are added to `lanes`.
-fn worker_channels(
-    lanes: &mut Lanes,
-    k: usize,
-    burst: usize,
-    out: mpsc::SyncSender<(usize, FrameBatch)>,
-    qp_errors: Vec<mpsc::Sender<()>>,
-    snapshots: Arc<Mutex<Vec<Snapshot>>>,
-    stop: Arc<AtomicBool>,
-) -> WorkerIo {
-    let batches = |n: usize, slot: usize, tx: &mpsc::Sender<FrameBatch>| {
-        for _ in 0..n {
-            let _ = tx.send(FrameBatch::new(burst, slot));
-        }
-    };
-    let (input, rx) = mpsc::channel::<ToWorker>();
-    let (recycle_tx, recycle_rx) = mpsc::channel();
-    batches(INPUT_BATCHES, dta_netio::DEFAULT_SLOT_SIZE, &recycle_tx);
-    let (resp_tx, resp_rx) = mpsc::channel();
-    let (resp_recycle_tx, resp_recycle_rx) = mpsc::channel();
-    batches(
-        RESPONSE_BATCHES,
-        dta_netio::DEFAULT_SLOT_SIZE,
-        &resp_recycle_tx,
-    );
-    let (pool_tx, pool_rx) = mpsc::channel();
-    batches(OUTPUT_BATCHES, OUTPUT_SLOT_SIZE, &pool_tx);
-    lanes.input.push(input);
-    lanes.recycled.push(recycle_rx);
-    lanes.responses.push(resp_tx);
-    lanes.responses_recycled.push(resp_recycle_rx);
-    lanes.out_return.push(pool_tx);
-    WorkerIo {
-        index: k,
-        rx,
-        recycle: recycle_tx,
-        responses: resp_rx,
-        responses_recycle: resp_recycle_tx,
-        out,
-        out_pool: pool_rx,
-        qp_errors,
-        snapshots,
-        stop,
     }
 }
 
@@ -181,10 +117,49 @@ pub fn run(mut s: Settings) -> Result<()> {
         }
     })
     .context("installing the SIGINT/SIGTERM handler")?;
+    let nw = s.daemon.workers.count;
     match s.daemon.io.kind {
-        IoKind::Dpdk => run_to_completion(&mut s, stop_signal),
-        IoKind::AfPacket => run_with_io_thread(&mut s, stop_signal),
+        IoKind::Dpdk => run_dpdk(&mut s, stop_signal),
+        IoKind::AfPacket => {
+            let opened = ports::open_af_packet_queues(&s.daemon.io, nw)?;
+            let mesh = dataplane::afpacket::handoff_mesh(nw, s.daemon.io.burst);
+            s.engine.local.mac = opened.macs[s.collector_port()];
+            run_workers(
+                &mut s,
+                stop_signal,
+                opened.queues,
+                mesh,
+                &opened.names,
+                |_| {},
+            )
+        }
     }
+}
+
+#[cfg(feature = "dpdk")]
+fn run_dpdk(s: &mut Settings, stop_signal: Arc<AtomicBool>) -> Result<()> {
+    let nw = s.daemon.workers.count;
+    let mut opened = ports::open_dpdk_queues(&s.daemon.io, nw)?;
+    let mesh =
+        dataplane::dpdk::handoff_mesh(opened.eal, "dta_handoff", nw).context("handoff rings")?;
+    s.engine.local.mac = opened.ports[s.collector_port()].mac();
+    let eal = opened.eal;
+    let queues = std::mem::take(&mut opened.queues);
+    let register = move |k: usize| {
+        // The per-lcore mempool cache makes mbuf allocation and freeing cheap.
+        if let Err(e) = dta_netio::dpdk::register_thread(eal) {
+            log::error!("worker {k}: {e}; its mempool cache is off");
+        }
+    };
+    let r = run_workers(s, stop_signal, queues, mesh, &opened.names, register);
+    // The ports outlive their queues, which the workers dropped.
+    drop(opened);
+    r
+}
+
+#[cfg(not(feature = "dpdk"))]
+fn run_dpdk(_s: &mut Settings, _stop: Arc<AtomicBool>) -> Result<()> {
+    anyhow::bail!("this build has no DPDK support (feature `dpdk` off); use --io af_packet")
 }
 
 /// What the I/O side of a running daemon gives the shared part of [`run`]: every worker's control input,
@@ -307,33 +282,37 @@ fn qp_error_channels(nc: usize) -> (Vec<mpsc::Sender<()>>, Vec<mpsc::Receiver<()
     (0..nc).map(|_| mpsc::channel::<()>()).unzip()
 }
 
-/// DPDK: every worker owns one queue pair of every port and runs to completion ([`dataplane`]); the workers
-/// start at once (answering ARP and forwarding while the collectors are being connected) and get their
-/// engines when every collector has answered.
-#[cfg(feature = "dpdk")]
-fn run_to_completion(s: &mut Settings, stop_signal: Arc<AtomicBool>) -> Result<()> {
-    use dataplane::{DataPlane, PlaneConfig};
+/// Every worker owns one queue of every port and runs to completion ([`dataplane`]); the workers start at
+/// once (answering ARP and forwarding while the collectors are being connected) and get their engines when
+/// every collector has answered. `on_start(k)` runs first on worker `k`'s thread.
+fn run_workers<Q: Queue + 'static>(
+    s: &mut Settings,
+    stop_signal: Arc<AtomicBool>,
+    queues: Vec<Vec<Q>>,
+    mesh: Vec<dataplane::WorkerRings<Q>>,
+    names: &[String],
+    on_start: impl Fn(usize) + Clone + Send + 'static,
+) -> Result<()>
+where
+    Q::HandoffTx: 'static,
+    Q::HandoffRx: 'static,
+{
     let nw = s.daemon.workers.count;
     let nc = s.daemon.collectors.len();
-    let mut opened = ports::open_dpdk_queues(&s.daemon.io, nw)?;
     let cport = s.collector_port();
-    s.engine.local.mac = opened.ports[cport].mac();
     log::info!(
-        "{} DPDK port(s) {:?}, {nw} run-to-completion worker(s), {nc} collector(s), translator {}",
-        opened.ports.len(),
-        opened.names,
+        "{} port(s) {names:?} via {:?}, {nw} run-to-completion worker(s), {nc} collector(s), translator {}",
+        names.len(),
+        s.daemon.io.kind,
         std::net::Ipv4Addr::from(s.engine.local.ip)
     );
-    let mesh = dataplane::handoff_mesh(opened.eal, "dta_handoff", nw).context("handoff rings")?;
     let steering = Steering::of(s);
     let snapshots = Arc::new(Mutex::new(vec![Snapshot::default(); nw]));
     let stop_workers = Arc::new(AtomicBool::new(false));
     let (qp_error_tx, qp_error_rx) = qp_error_channels(nc);
     let clock = Clock::start();
-    let eal = opened.eal;
     let mut to_workers = Vec::new();
     let mut workers = Vec::new();
-    let queues = std::mem::take(&mut opened.queues);
     for (k, (queues, (to, from))) in queues.into_iter().zip(mesh).enumerate() {
         let cfg = PlaneConfig {
             index: k,
@@ -353,17 +332,15 @@ fn run_to_completion(s: &mut Settings, stop_signal: Arc<AtomicBool>) -> Result<(
             stop: stop_workers.clone(),
         };
         let core = s.daemon.workers.cores.get(k).copied();
+        let on_start = on_start.clone();
         workers.push(spawn(&format!("dta-worker-{k}"), move || {
-            if let Err(e) = dta_netio::dpdk::register_thread(eal) {
-                log::error!("worker {k}: {e}; its mempool cache is off");
-            }
+            on_start(k);
             pin(core, &format!("worker {k}"));
             lcore::run(plane, io, clock)
         })?);
     }
     let port_stats = Arc::new(Mutex::new(
-        opened
-            .names
+        names
             .iter()
             .map(|n| (n.clone(), Default::default(), Default::default()))
             .collect(),
@@ -395,7 +372,6 @@ fn run_to_completion(s: &mut Settings, stop_signal: Arc<AtomicBool>) -> Result<(
     drop(started.qp_error_tx.drain(..));
     let sources = Sources {
         workers: snapshots,
-        io: Arc::new(IoCounters::default()),
         ports: port_stats,
         control: connected.counters,
     };
@@ -409,136 +385,6 @@ fn run_to_completion(s: &mut Settings, stop_signal: Arc<AtomicBool>) -> Result<(
         let _ = c.join();
     }
     drop(metrics);
-    drop(opened);
     print!("{}", sources.summary());
     Ok(())
-}
-
-#[cfg(not(feature = "dpdk"))]
-fn run_to_completion(_s: &mut Settings, _stop: Arc<AtomicBool>) -> Result<()> {
-    anyhow::bail!("this build has no DPDK support (feature `dpdk` off); use --io af_packet")
-}
-
-/// AF_PACKET: one I/O thread owns the sockets and steers batches of copied frames to the worker threads.
-fn run_with_io_thread(s: &mut Settings, stop_signal: Arc<AtomicBool>) -> Result<()> {
-    let ports = ports::open(&s.daemon.io)?;
-    let cport = s.collector_port();
-    // Our RoCE frames leave through the collector port, so they carry its address.
-    s.engine.local.mac = ports[cport].mac;
-    let nw = s.daemon.workers.count;
-    let nc = s.daemon.collectors.len();
-    log::info!(
-        "{} port(s) {:?} via {:?}, {nw} worker(s), {nc} collector(s), translator {}",
-        ports.len(),
-        ports.iter().map(|p| p.name.as_str()).collect::<Vec<_>>(),
-        s.daemon.io.kind,
-        std::net::Ipv4Addr::from(s.engine.local.ip)
-    );
-
-    let stop_workers = Arc::new(AtomicBool::new(false));
-    let stop_io = Arc::new(AtomicBool::new(false));
-    let workers_started = Arc::new(AtomicBool::new(false));
-
-    let burst = s.daemon.io.burst;
-    let mut lanes = Lanes::default();
-    let mut worker_io = Vec::new();
-    let snapshots = Arc::new(Mutex::new(vec![Snapshot::default(); nw]));
-    let (out_tx, out_rx) = mpsc::sync_channel(nw * OUTPUT_BATCHES);
-    let (qp_error_tx, qp_error_rx) = qp_error_channels(nc);
-    for k in 0..nw {
-        worker_io.push(worker_channels(
-            &mut lanes,
-            k,
-            burst,
-            out_tx.clone(),
-            qp_error_tx.clone(),
-            snapshots.clone(),
-            stop_workers.clone(),
-        ));
-    }
-    drop(out_tx);
-    let to_workers = lanes.input.clone();
-
-    // The ports come alive before the first hello: a collector on an RDMA NIC resolves our MAC (ARP for
-    // the GID its QP is told about) while it moves the QP to RTR, before it answers the hello, so the
-    // I/O thread must already answer ARP. Reports that arrive before the workers exist are dropped and
-    // counted (`startup_drops_total`) rather than stalling the port.
-    let io_counters = Arc::new(IoCounters::default());
-    let port_stats = Arc::new(Mutex::new(Vec::new()));
-    let io_thread = IoThread {
-        ports,
-        steering: Steering::of(s),
-        collector_port: cport,
-        local_mac: s.engine.local.mac,
-        workers: lanes.input,
-        recycled: lanes.recycled,
-        responses: lanes.responses,
-        responses_recycled: lanes.responses_recycled,
-        out_rx,
-        out_return: lanes.out_return,
-        counters: io_counters.clone(),
-        port_stats: port_stats.clone(),
-        stop: stop_io.clone(),
-        workers_started: workers_started.clone(),
-        burst,
-    };
-    let io_core = s.daemon.io.core;
-    let io_handle = spawn("dta-io", move || {
-        pin(io_core, "the I/O thread");
-        io_thread.run()
-    })?;
-    let mut started = Started {
-        s,
-        stop_signal: stop_signal.clone(),
-        to_workers,
-        qp_error_tx,
-        qp_error_rx,
-        stop_control: Arc::new(AtomicBool::new(false)),
-    };
-    let stop_io_thread = |c: &Started, why: anyhow::Error| -> anyhow::Error {
-        c.stop_control.store(true, Ordering::Relaxed);
-        stop_io.store(true, Ordering::Relaxed);
-        why
-    };
-    let connected = match started.connect(|| io_handle.is_finished()) {
-        Ok(c) => c,
-        Err(e) => return Err(stop_io_thread(&started, e)),
-    };
-
-    let clock = Clock::start();
-    let mut workers = Vec::new();
-    for (k, io) in worker_io.into_iter().enumerate() {
-        let engine = engine_for(s, k, &connected.welcomes, &clock)
-            .map_err(|e| stop_io_thread(&started, e))?;
-        let core = s.daemon.workers.cores.get(k).copied();
-        workers.push(spawn(&format!("dta-worker-{k}"), move || {
-            pin(core, &format!("worker {k}"));
-            worker::run(engine, io, clock)
-        })?);
-    }
-    drop(started.qp_error_tx.drain(..));
-    workers_started.store(true, Ordering::Relaxed);
-
-    let sources = Sources {
-        workers: snapshots,
-        io: io_counters,
-        ports: port_stats,
-        control: connected.counters,
-    };
-    let metrics = serve(s, &sources, &stop_signal, || io_handle.is_finished())?;
-    stop_workers.store(true, Ordering::Relaxed);
-    for w in workers {
-        let _ = w.join();
-    }
-    stop_io.store(true, Ordering::Relaxed);
-    let io_result = io_handle
-        .join()
-        .unwrap_or_else(|_| Err(anyhow::anyhow!("the I/O thread panicked")));
-    started.stop_control.store(true, Ordering::Relaxed);
-    for c in connected.threads {
-        let _ = c.join();
-    }
-    drop(metrics);
-    print!("{}", sources.summary());
-    io_result
 }

@@ -1,49 +1,50 @@
-//! Opening the translator's ports through dta-netio: AF_PACKET sockets, or DPDK ports (EAL initialised
-//! once with the configured arguments, vdev devargs hot-plugged). Every port is one queue pair owned by the
-//! I/O thread.
+//! Opening the translator's ports through dta-netio for run-to-completion workers, one queue of every port
+//! per worker: AF_PACKET sockets in a PACKET_FANOUT group, or DPDK ports with one queue pair per worker
+//! (EAL initialised once with the configured arguments, vdev devargs hot-plugged).
 
 use anyhow::{Context, Result};
-use dta_netio::AfPacketConfig;
 
-use super::settings::{IoKind, IoSection};
+use super::dataplane::afpacket::SocketQueue;
+use super::settings::IoSection;
 
-pub use dta_netio::OpenPort as Port;
+/// AF_PACKET sockets for run-to-completion workers: per worker, one socket on every interface.
+pub struct AfPacketQueues {
+    /// Per worker, its socket on every interface, in port order.
+    pub queues: Vec<Vec<SocketQueue>>,
+    /// The interfaces.
+    pub names: Vec<String>,
+    /// Their MAC addresses.
+    pub macs: Vec<[u8; 6]>,
+}
 
-/// Opens every configured port.
-pub fn open(io: &IoSection) -> Result<Vec<Port>> {
-    match io.kind {
-        IoKind::AfPacket => io
-            .ports
-            .iter()
-            .map(|p| open_af_packet(p, io.burst))
-            .collect(),
-        IoKind::Dpdk => open_dpdk(io),
+/// Opens `workers` sockets on every configured interface; with several workers, each interface's sockets
+/// form one PACKET_FANOUT group (hash), so that the kernel keeps a flow on one worker as RSS would.
+pub fn open_af_packet_queues(io: &IoSection, workers: usize) -> Result<AfPacketQueues> {
+    let mut queues: Vec<Vec<SocketQueue>> = (0..workers).map(|_| Vec::new()).collect();
+    let mut macs = Vec::new();
+    for (p, ifname) in io.ports.iter().enumerate() {
+        // A group id of this process and port: groups are per network namespace, and another process's
+        // sockets on the same interface must not join ours.
+        let group = (workers > 1).then(|| {
+            (std::process::id() as u16)
+                .wrapping_mul(8)
+                .wrapping_add(p as u16)
+        });
+        for (k, q) in queues.iter_mut().enumerate() {
+            let sock = SocketQueue::open(ifname, p as u16, io.burst, group).with_context(|| {
+                format!("opening AF_PACKET on {ifname} for worker {k} (needs root or CAP_NET_RAW)")
+            })?;
+            if k == 0 {
+                macs.push(sock.mac());
+            }
+            q.push(sock);
+        }
     }
-}
-
-fn open_af_packet(ifname: &str, burst: usize) -> Result<Port> {
-    Port::af_packet(ifname, &AfPacketConfig::daemon(burst))
-        .with_context(|| format!("opening AF_PACKET on {ifname} (needs root or CAP_NET_RAW)"))
-}
-
-#[cfg(feature = "dpdk")]
-fn open_dpdk(io: &IoSection) -> Result<Vec<Port>> {
-    use dta_netio::dpdk::{eal_init, register_thread};
-    let eal = eal_init(io.eal_args.clone())
-        .with_context(|| format!("DPDK EAL init with {:?}", io.eal_args))?;
-    register_thread(eal).context("registering the I/O thread with DPDK")?;
-    io.ports
-        .iter()
-        .map(|spec| {
-            Port::dpdk(spec, &io.eal_args, io.burst as u16)
-                .with_context(|| format!("opening DPDK port {spec}"))
-        })
-        .collect()
-}
-
-#[cfg(not(feature = "dpdk"))]
-fn open_dpdk(_io: &IoSection) -> Result<Vec<Port>> {
-    anyhow::bail!("this build has no DPDK support (feature `dpdk` off); use --io af_packet")
+    Ok(AfPacketQueues {
+        queues,
+        names: io.ports.clone(),
+        macs,
+    })
 }
 
 /// DPDK ports set up for run-to-completion workers: every port with one queue pair per worker.

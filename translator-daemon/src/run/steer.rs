@@ -1,11 +1,12 @@
 //! Which worker a received frame belongs to. Each worker's engine owns state that must see every report
 //! that touches it: an Append list's head, a postcard flow's cache line, a sketch's merge, a reporter's
-//! sequence numbers, and each QP's PSNs. So the I/O thread reads just enough of a frame to pick the owner:
+//! sequence numbers, and each QP's PSNs. So the worker that receives a frame reads just enough of it to
+//! pick the owner, and hands it over when that is another worker:
 //!
 //! * Append: the list id; Postcarding: the flow key; Sketch-Merge: the sketch id.
 //! * Key-Write / Key-Increment: the reporter (source IP) when the report is retransmittable, so one engine
-//!   tracks its sequence numbers; otherwise no owner ([`Target::Any`]): a run-to-completion worker keeps
-//!   it, the I/O thread spreads by key.
+//!   tracks its sequence numbers; otherwise no owner ([`Target::Any`]): the worker that received it
+//!   keeps it.
 //! * RoCE responses: the worker whose QPN range holds the BTH destination QP.
 //!
 //! * INT reports (when `[int]` is enabled): all to worker 0. One INT report touches state of several
@@ -28,7 +29,7 @@ pub enum Target {
     Worker(usize),
     /// A report whose translation needs no state of any worker (a Key-Write or Key-Increment that is not
     /// retransmittable): any worker may take it, so a run-to-completion worker keeps what it received
-    /// (RSS spreads the load); an I/O thread spreads these over the workers by key, given here.
+    /// (RSS spreads the load). The worker its key would pick is given for a caller that spreads by key.
     Any(usize),
     /// A RoCE response (ACK, NAK, ATOMIC ACK, CNP) for this worker's QP: it overtakes the worker's queued
     /// reports, since its delay is the QP's round-trip time and the retransmit timer's business.

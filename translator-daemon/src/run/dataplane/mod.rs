@@ -1,51 +1,58 @@
-//! One worker's data path on DPDK, run to completion (DPDK l3fwd, VPP): the worker owns queue `k` of every
-//! port and, in one [`DataPlane::poll`], receives a burst on each, classifies every frame once
-//! ([`Steering`]), and moves each mbuf where it belongs without copying a byte:
+//! One worker's data path, run to completion (DPDK l3fwd, VPP): the worker owns queue `k` of every port
+//! and, in one [`DataPlane::poll`], receives a burst on each, classifies every frame once ([`Steering`]),
+//! and sends each where it belongs:
 //!
 //! * a frame that is not ours goes to the other port's TX queue as it is (the bump in the wire);
-//! * an ARP request for our address is turned into its reply in its own mbuf and sent back;
+//! * an ARP request for our address is turned into its reply in place and sent back;
 //! * a report or RoCE response whose state another worker owns goes to that worker's handoff ring (when
 //!   the ring is full, the worker holds it and receives nothing more until the owner catches up);
-//! * the rest is handed to this worker's engine as one burst, read where it lies, then freed.
+//! * the rest is handed to this worker's engine as one burst, read where it lies.
 //!
 //! Then the handoff rings from the other workers are drained into the engine the same way, the engine's RoCE
-//! frames are built straight into mbufs in bursts and sent out of the collector port, DTA NACKs go back out
-//! of the port their report came in on, and due timers run. No I/O thread, no channel per frame, no copy.
+//! frames are built in bursts and sent out of the collector port, DTA NACKs go back out of the port their
+//! report came in on, and due timers run. No I/O thread, no channel per frame.
+//!
+//! The same loop runs over DPDK ([`dpdk`]: mbufs moved without a copy, the engine's frames built into the
+//! reports' own mbufs) and AF_PACKET ([`afpacket`]: one socket per worker in a PACKET_FANOUT group); [`io`]
+//! says what it needs of either.
 
-use dta_netio::dpdk::{handoff, DpdkQueue, Eal, HandoffRx, HandoffTx, MbufBurst};
-use dta_netio::NetioError;
-use dta_netio::{RxBurst, RxStats, TxBurst, TxStats};
+pub mod afpacket;
+#[cfg(feature = "dpdk")]
+pub mod dpdk;
+pub mod io;
+
+use dta_netio::{RxStats, TxStats};
 use dta_protocol::udp::{ether_type, ETHERTYPE_ARP};
 use dta_translator::{Engine, Instant};
 
 use super::arp;
 use super::steer::{Steering, Target};
 use super::worker::PlaneCounters;
+use io::{Burst, HandoffRx, HandoffTx, Queue};
 
-/// Most engine frames built per transmit burst.
-const TX_BURST: usize = DpdkQueue::TX_ROOMS;
 /// Most frames of one receive burst (the `[io] burst` limit).
 const MAX_MARKS: usize = 1024;
-/// Mbufs a handoff ring holds: a few bursts of slack between two workers.
+/// Mbufs a DPDK handoff ring holds: a few bursts of slack between two workers.
 pub const HANDOFF_RING: u32 = 4096;
 
 /// One worker's handoff rings: to each worker (`None` at its own index), and from each other one.
-pub type WorkerRings = (Vec<Option<HandoffTx>>, Vec<HandoffRx>);
+pub type WorkerRings<Q> = (
+    Vec<Option<<Q as Queue>::HandoffTx>>,
+    Vec<<Q as Queue>::HandoffRx>,
+);
 
-/// Each worker's rings of the full mesh between `workers` workers: to each other worker (`None` at its own
-/// index) and from each. Rings are named `{prefix}_{from}_{to}` (unique in the process).
-pub fn handoff_mesh(
-    eal: &Eal,
-    prefix: &str,
+/// Each worker's rings of the full mesh between `workers` workers, `ring(from, to)` making one.
+fn mesh<Q: Queue, E>(
     workers: usize,
-) -> Result<Vec<WorkerRings>, NetioError> {
-    let mut mesh: Vec<WorkerRings> = (0..workers).map(|_| (Vec::new(), Vec::new())).collect();
+    mut ring: impl FnMut(usize, usize) -> Result<(Q::HandoffTx, Q::HandoffRx), E>,
+) -> Result<Vec<WorkerRings<Q>>, E> {
+    let mut mesh: Vec<WorkerRings<Q>> = (0..workers).map(|_| (Vec::new(), Vec::new())).collect();
     for j in 0..workers {
         for k in 0..workers {
             let tx = if j == k {
                 None
             } else {
-                let (tx, rx) = handoff(eal, &format!("{prefix}_{j}_{k}"), HANDOFF_RING)?;
+                let (tx, rx) = ring(j, k)?;
                 mesh[k].1.push(rx);
                 Some(tx)
             };
@@ -70,38 +77,48 @@ pub struct PlaneConfig {
     pub burst: usize,
 }
 
+/// The queue a [`DataPlane`] runs on unless said otherwise: DPDK's where the build has it.
+#[cfg(feature = "dpdk")]
+pub type DefaultQueue = dta_netio::dpdk::DpdkQueue;
+/// The queue a [`DataPlane`] runs on unless said otherwise: DPDK's where the build has it.
+#[cfg(not(feature = "dpdk"))]
+pub type DefaultQueue = afpacket::SocketQueue;
+
+#[cfg(feature = "dpdk")]
+pub use dpdk::handoff_mesh;
+
 /// One worker's queues, rings and scratch bursts.
-pub struct DataPlane {
+pub struct DataPlane<Q: Queue = DefaultQueue> {
     cfg: PlaneConfig,
     /// Queue `index` of every port, in port order.
-    queues: Vec<DpdkQueue>,
+    queues: Vec<Q>,
     /// Rings to each other worker (`None` at this worker's own index).
-    to: Vec<Option<HandoffTx>>,
+    to: Vec<Option<Q::HandoffTx>>,
     /// Rings from the other workers.
-    from: Vec<HandoffRx>,
+    from: Vec<Q::HandoffRx>,
     /// DPDK port id of each port, in port order (to find the port a handed-off report came in on).
     port_ids: Vec<u16>,
-    rx: MbufBurst,
-    forward: MbufBurst,
-    replies: MbufBurst,
+    rx: Q::Burst,
+    forward: Q::Burst,
+    replies: Q::Burst,
     /// Per worker, the frames staged for its ring in this burst.
-    staged: Vec<MbufBurst>,
+    staged: Vec<Q::Burst>,
     counters: PlaneCounters,
 }
 
-impl DataPlane {
+impl<Q: Queue> DataPlane<Q> {
     /// A data path over `queues` (this worker's queue of every port), with rings `to` each other worker
     /// (`None` at `cfg.index`) and `from` each of them.
     pub fn new(
         cfg: PlaneConfig,
-        queues: Vec<DpdkQueue>,
-        to: Vec<Option<HandoffTx>>,
-        from: Vec<HandoffRx>,
+        queues: Vec<Q>,
+        to: Vec<Option<Q::HandoffTx>>,
+        from: Vec<Q::HandoffRx>,
     ) -> Self {
-        let port_ids = queues.iter().map(DpdkQueue::port_id).collect();
+        let port_ids = queues.iter().map(Q::port_id).collect();
         let burst = cfg.burst.max(1);
         let staged = (0..to.len())
-            .map(|_| MbufBurst::with_capacity(burst))
+            .map(|_| Q::Burst::with_capacity(burst))
             .collect();
         DataPlane {
             cfg,
@@ -109,9 +126,9 @@ impl DataPlane {
             to,
             from,
             port_ids,
-            rx: MbufBurst::with_capacity(burst),
-            forward: MbufBurst::with_capacity(burst),
-            replies: MbufBurst::with_capacity(burst),
+            rx: Q::Burst::with_capacity(burst),
+            forward: Q::Burst::with_capacity(burst),
+            replies: Q::Burst::with_capacity(burst),
             staged,
             counters: PlaneCounters::default(),
         }
@@ -119,18 +136,17 @@ impl DataPlane {
 
     /// What this data path counted.
     pub fn counters(&self) -> PlaneCounters {
-        PlaneCounters {
-            handoff_full: self.to.iter().flatten().map(HandoffTx::refused).sum(),
-            ..self.counters
-        }
+        PlaneCounters { ..self.counters }
+    }
+
+    /// Empty polls in a row before an idle worker sleeps (its queues' kind decides).
+    pub fn idle_spin(&self) -> u32 {
+        self.queues.first().map_or(0, Q::idle_spin)
     }
 
     /// Receive and transmit counters of this worker's queue on each port, in port order.
     pub fn port_stats(&self) -> Vec<(RxStats, TxStats)> {
-        self.queues
-            .iter()
-            .map(|q| (q.rx_stats(), q.tx_stats()))
-            .collect()
+        self.queues.iter().map(Q::stats).collect()
     }
 
     /// One pass over every port, the handoff rings, the engine's output and its timers; `engine` is `None`
@@ -165,7 +181,7 @@ impl DataPlane {
     /// Receives a burst on port `p` and sends every frame on its way.
     #[inline]
     fn receive(&mut self, p: usize, engine: Option<&mut Engine>, now: Instant) -> bool {
-        let n = self.queues[p].recv_mbufs(&mut self.rx);
+        let n = self.queues[p].recv(&mut self.rx);
         if n == 0 {
             return false;
         }
@@ -220,9 +236,9 @@ impl DataPlane {
             cursor += 1;
         };
         if self.faces_reporters(p) {
-            e.handle_reporter_frames(now, rx.frames(), foreign_frame);
+            e.handle_reporter_frames(now, frames(rx), foreign_frame);
         } else {
-            e.handle_frames(now, rx.frames(), foreign_frame);
+            e.handle_frames(now, frames(rx), foreign_frame);
         }
         if foreign {
             for i in 0..self.rx.len().min(MAX_MARKS) {
@@ -247,7 +263,7 @@ impl DataPlane {
     /// burst (no free to one pool and allocation from another per report).
     #[inline]
     fn recycle_rx(&mut self) {
-        self.queues[self.cfg.collector_port].reuse_as_spares(&mut self.rx);
+        self.queues[self.cfg.collector_port].recycle(&mut self.rx);
     }
 
     /// Whether port `p` faces the reporters only (a bump in the wire's other port): RoCE responses are not
@@ -267,7 +283,7 @@ impl DataPlane {
         } else {
             // A worker index beyond the rings cannot come from steering (it knows the worker count); a
             // full staging burst cannot either (it holds a whole receive burst).
-            self.rx.free_one(i);
+            self.rx.drop_one(i);
         }
     }
 
@@ -289,7 +305,7 @@ impl DataPlane {
                     self.counters.arp_replies += 1;
                 }
             }
-            None => self.rx.free_one(i),
+            None => self.rx.drop_one(i),
         }
     }
 
@@ -298,7 +314,7 @@ impl DataPlane {
         if self.queues.len() == 2 && self.rx.move_to(i, &mut self.forward) {
             self.counters.forwarded += 1;
         } else {
-            self.rx.free_one(i);
+            self.rx.drop_one(i);
             self.counters.not_forwarded += 1;
         }
     }
@@ -308,10 +324,10 @@ impl DataPlane {
     fn send_side_bursts(&mut self, p: usize) {
         if !self.forward.is_empty() {
             let other = 1 - p;
-            self.queues[other].send_mbufs(&mut self.forward);
+            self.queues[other].send(&mut self.forward);
         }
         if !self.replies.is_empty() {
-            self.queues[p].send_mbufs(&mut self.replies);
+            self.queues[p].send(&mut self.replies);
         }
         self.offer_staged();
     }
@@ -325,7 +341,7 @@ impl DataPlane {
             }
             match self.to.get_mut(k).and_then(Option::as_mut) {
                 Some(ring) => {
-                    ring.send(staged);
+                    ring.offer(staged);
                     all &= staged.is_empty();
                 }
                 None => staged.clear(),
@@ -343,9 +359,9 @@ impl DataPlane {
                 // Frames the engine finds not for it after all (RoCE from an address that is no collector)
                 // are dropped, as steering sent them here as ours: counted by the engine (not_for_us).
                 if self.faces_reporters(p) {
-                    e.handle_reporter_frames(now, self.rx.frames(), |_| {});
+                    e.handle_reporter_frames(now, frames(&self.rx), |_| {});
                 } else {
-                    e.handle_frames(now, self.rx.frames(), |_| {});
+                    e.handle_frames(now, frames(&self.rx), |_| {});
                 }
                 if e.pending_nacks() > 0 {
                     self.send_nacks(p, e, now);
@@ -360,12 +376,12 @@ impl DataPlane {
     #[cold]
     fn send_nacks(&mut self, p: usize, e: &mut Engine, now: Instant) {
         let n = e.pending_nacks();
-        self.queues[p].send_in_place(n, |_, room| e.poll_transmit_into(now, room).unwrap_or(0));
+        self.queues[p].send_nacks(e, now, n);
     }
 
     /// Drains the ring from worker `j` into the engine, or frees what it holds when there is no engine yet.
     fn take_handoff(&mut self, j: usize, engine: Option<&mut Engine>, now: Instant) -> bool {
-        let n = self.from[j].recv(&mut self.rx);
+        let n = self.from[j].take(&mut self.rx);
         if n == 0 {
             return false;
         }
@@ -373,34 +389,37 @@ impl DataPlane {
         // responses on the collector side): NACKs go back out of the first frame's.
         let p = self
             .rx
-            .port(0)
+            .origin(0)
             .and_then(|id| self.port_ids.iter().position(|&q| q == id))
             .unwrap_or(0);
         self.engine_takes(p, engine, now);
         true
     }
 
-    /// Builds the engine's RoCE frames into mbufs of the collector port, a burst at a time, and sends them.
+    /// Builds the engine's RoCE frames for the collector port, a burst at a time, and sends them.
     #[inline]
     fn transmit(&mut self, e: &mut Engine, now: Instant) -> bool {
         let q = &mut self.queues[self.cfg.collector_port];
+        let most = q.tx_burst();
         let mut any = false;
         loop {
-            let want = e.pending_frames().min(TX_BURST);
+            let want = e.pending_frames().min(most);
             if want == 0 {
                 return any;
             }
-            let mut built = 0;
-            let sent = q.send_burst_in_place(want, |rooms, lens| {
-                built = e.poll_transmit_burst(now, rooms, lens);
-                built
-            });
+            let (built, sent) = q.send_from_engine(e, now, want);
             self.counters.engine_frames_out += sent as u64;
             any |= built > 0;
             // A short burst means the window, the rate limiter or the queue stopped it: done for now.
-            if built < TX_BURST {
+            if built < most {
                 return any;
             }
         }
     }
+}
+
+/// The frames of `b` in order (holes as empty frames), as the engine takes a burst.
+#[inline]
+fn frames<B: Burst>(b: &B) -> impl ExactSizeIterator<Item = &[u8]> + '_ {
+    (0..b.len()).map(|i| b.frame(i))
 }

@@ -1,5 +1,5 @@
-//! The translator's metric families, encoded by prometheus-client at scrape time from what the workers and
-//! the I/O thread published. Workers keep plain counters on the hot path and hand over [`Snapshot`]s; a
+//! The translator's metric families, encoded by prometheus-client at scrape time from what the workers
+//! published. Workers keep plain counters on the hot path and hand over [`Snapshot`]s; a
 //! scrape sums them here, so nothing on the hot path touches a shared atomic or a registry.
 //!
 //! Counter families are named without `_total`: the encoder appends it.
@@ -76,7 +76,6 @@ impl Collector for Families {
                 .iter()
                 .map(|r| ([("reason", r.label())], c.int.dropped(*r))),
         )?;
-        let io = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
         for (name, help, v) in [
             ("roce_frames_out", "RoCE frames sent, retransmissions included.", c.roce_frames_out),
             ("roce_bytes_out", "RoCE bytes sent, retransmissions included.", c.roce_bytes_out),
@@ -151,7 +150,7 @@ impl Collector for Families {
             (
                 "worker_backlog_drops",
                 "Frames dropped because their worker fell behind (its input or handoff ring full).",
-                io(&src.io.worker_backlog_drops) + plane.handoff_full,
+                plane.handoff_full,
             ),
             (
                 "startup_drops",
@@ -164,7 +163,7 @@ impl Collector for Families {
         counters(
             enc,
             "worker_reports",
-            "Well-formed reports taken by each worker (how the I/O thread spreads them).",
+            "Well-formed reports taken by each worker (how RSS, fanout and handoff spread them).",
             snaps.iter().enumerate().map(|(k, s)| {
                 (
                     [("worker", k.to_string())],

@@ -197,7 +197,6 @@ fn fixture() -> Sources {
     };
     Sources {
         workers: Arc::new(Mutex::new(vec![a.clone(), a])),
-        io: Arc::new(IoCounters::default()),
         ports: Arc::new(Mutex::new(vec![(
             "p0".into(),
             Default::default(),
@@ -240,7 +239,6 @@ fn sums_workers_and_renders_labels() {
     b.counters.roce_frames_out = 9;
     let src = Sources {
         workers: Arc::new(Mutex::new(vec![a, b])),
-        io: Arc::new(IoCounters::default()),
         ports: Arc::new(Mutex::new(Vec::new())),
         control: vec![Arc::new(ControlCounters::default())],
     };
@@ -256,6 +254,66 @@ fn sums_workers_and_renders_labels() {
     assert!(text.contains("dta_translator_writes_lost_on_restart_total 2\n"));
     assert!(text.contains("dta_translator_collector_restarts_total{collector=\"0\"} 0\n"));
     assert!(src.summary().contains("reports in            7"));
+}
+
+/// Each worker publishes its own queue of every port and its data path's counters: the families are their
+/// sums, per port by name.
+#[test]
+fn sums_the_workers_queues_and_data_paths() {
+    let queue = |frames, missed, sent, dropped| {
+        (
+            dta_netio::RxStats {
+                frames,
+                missed,
+                ..Default::default()
+            },
+            dta_netio::TxStats {
+                frames: sent,
+                dropped,
+                ..Default::default()
+            },
+        )
+    };
+    let a = Snapshot {
+        ports: vec![queue(10, 2, 1, 0), queue(5, 0, 20, 3)],
+        plane: PlaneCounters {
+            forwarded: 4,
+            handed_off: 6,
+            handoff_waits: 1,
+            ..PlaneCounters::default()
+        },
+        ..Snapshot::default()
+    };
+    let b = Snapshot {
+        ports: vec![queue(20, 1, 2, 0), queue(7, 0, 30, 0)],
+        plane: PlaneCounters {
+            forwarded: 3,
+            startup_drops: 8,
+            ..PlaneCounters::default()
+        },
+        ..Snapshot::default()
+    };
+    let named = |n: &str| (n.to_string(), Default::default(), Default::default());
+    let src = Sources {
+        workers: Arc::new(Mutex::new(vec![a, b])),
+        ports: Arc::new(Mutex::new(vec![named("r"), named("c")])),
+        control: vec![Arc::new(ControlCounters::default())],
+    };
+    let text = src.render_for_test();
+    for line in [
+        "dta_translator_port_rx_frames_total{port=\"r\"} 30\n",
+        "dta_translator_port_rx_frames_total{port=\"c\"} 12\n",
+        "dta_translator_port_rx_missed_total{port=\"r\"} 3\n",
+        "dta_translator_port_tx_frames_total{port=\"c\"} 50\n",
+        "dta_translator_port_tx_dropped_total{port=\"c\"} 3\n",
+        "dta_translator_forwarded_total 7\n",
+        "dta_translator_handed_off_total 6\n",
+        "dta_translator_handoff_waits_total 1\n",
+        "dta_translator_startup_drops_total 8\n",
+    ] {
+        assert!(text.contains(line), "{line} in\n{text}");
+    }
+    assert!(src.summary().contains("frames forwarded      7"));
 }
 
 fn get(addr: SocketAddr, path: &str) -> std::io::Result<String> {
@@ -277,7 +335,6 @@ fn metrics_endpoint_is_served_through_the_bounded_server() {
     use std::time::Duration;
     let src = Sources {
         workers: Arc::new(Mutex::new(vec![Snapshot::default()])),
-        io: Arc::new(IoCounters::default()),
         ports: Arc::new(Mutex::new(Vec::new())),
         control: vec![Arc::new(ControlCounters::default())],
     };

@@ -1,0 +1,114 @@
+//! The data path's DPDK side: mbufs moved between queues and workers without a copy, the engine's frames
+//! built into the received reports' own mbufs.
+
+use dta_netio::dpdk::{
+    handoff, DpdkQueue, Eal, HandoffRx as RingRx, HandoffTx as RingTx, MbufBurst,
+};
+use dta_netio::{NetioError, RxBurst, RxStats, TxBurst, TxStats};
+use dta_translator::{Engine, Instant};
+
+use super::io::{Burst, HandoffRx, HandoffTx, Queue};
+use super::{WorkerRings, HANDOFF_RING};
+
+impl Burst for MbufBurst {
+    fn with_capacity(capacity: usize) -> Self {
+        MbufBurst::with_capacity(capacity)
+    }
+    #[inline]
+    fn len(&self) -> usize {
+        MbufBurst::len(self)
+    }
+    #[inline]
+    fn frame(&self, i: usize) -> &[u8] {
+        MbufBurst::frame(self, i)
+    }
+    fn frame_mut(&mut self, i: usize) -> &mut [u8] {
+        MbufBurst::frame_mut(self, i)
+    }
+    fn origin(&self, i: usize) -> Option<u16> {
+        self.port(i)
+    }
+    #[inline]
+    fn move_to(&mut self, i: usize, to: &mut Self) -> bool {
+        MbufBurst::move_to(self, i, to)
+    }
+    fn drop_one(&mut self, i: usize) {
+        self.free_one(i);
+    }
+    fn compact(&mut self) {
+        MbufBurst::compact(self);
+    }
+    fn clear(&mut self) {
+        MbufBurst::clear(self);
+    }
+}
+
+impl Queue for DpdkQueue {
+    type Burst = MbufBurst;
+    type HandoffTx = RingTx;
+    type HandoffRx = RingRx;
+
+    fn port_id(&self) -> u16 {
+        DpdkQueue::port_id(self)
+    }
+    #[inline]
+    fn recv(&mut self, burst: &mut MbufBurst) -> usize {
+        self.recv_mbufs(burst)
+    }
+    fn send(&mut self, burst: &mut MbufBurst) {
+        self.send_mbufs(burst);
+    }
+    #[inline]
+    fn send_from_engine(&mut self, e: &mut Engine, now: Instant, want: usize) -> (usize, usize) {
+        let mut built = 0;
+        let sent = self.send_burst_in_place(want, |rooms, lens| {
+            built = e.poll_transmit_burst(now, rooms, lens);
+            built
+        });
+        (built, sent)
+    }
+    fn send_nacks(&mut self, e: &mut Engine, now: Instant, n: usize) {
+        self.send_in_place(n, |_, room| e.poll_transmit_into(now, room).unwrap_or(0));
+    }
+    #[inline]
+    fn recycle(&mut self, burst: &mut MbufBurst) {
+        self.reuse_as_spares(burst);
+    }
+    fn stats(&self) -> (RxStats, TxStats) {
+        let mut rx = self.rx_stats();
+        // The device's misses are the port's, read alike by every queue: queue 0 reports them.
+        if self.queue_id() != 0 {
+            rx.missed = 0;
+        }
+        (rx, self.tx_stats())
+    }
+    fn tx_burst(&self) -> usize {
+        DpdkQueue::TX_ROOMS
+    }
+}
+
+impl HandoffTx<MbufBurst> for RingTx {
+    #[inline]
+    fn offer(&mut self, burst: &mut MbufBurst) {
+        self.send(burst);
+    }
+}
+
+impl HandoffRx<MbufBurst> for RingRx {
+    #[inline]
+    fn take(&mut self, burst: &mut MbufBurst) -> usize {
+        self.recv(burst)
+    }
+}
+
+/// The handoff rings of `workers` DPDK workers: SP/SC `rte_ring`s of mbuf pointers named
+/// `{prefix}_{from}_{to}` (unique in the process).
+pub fn handoff_mesh(
+    eal: &Eal,
+    prefix: &str,
+    workers: usize,
+) -> Result<Vec<WorkerRings<DpdkQueue>>, NetioError> {
+    super::mesh::<DpdkQueue, _>(workers, |j, k| {
+        handoff(eal, &format!("{prefix}_{j}_{k}"), HANDOFF_RING)
+    })
+}
