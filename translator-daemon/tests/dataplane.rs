@@ -8,7 +8,7 @@
 //! through a `net_pcap` port that receives nothing.
 //!
 //! The EAL initialises once per process: every case runs in sequence from one test function
-//! (`dataplane_suite`); the cases marked BUG, ignored until the data path is fixed, take the same lock.
+//! (`dataplane_suite`); the regression cases of bugs this file found run beside it and take the same lock.
 #![cfg(feature = "dpdk")]
 
 use std::sync::{Mutex, MutexGuard};
@@ -1100,14 +1100,13 @@ impl TwoWorkers {
     }
 }
 
-/// BUG (ca25834, "RoCE responses only from the collector-facing port"; not in d47dfad):
+/// Regression (found in ca25834, "RoCE responses only from the collector-facing port"; fixed since):
 /// `take_handoff` hands a whole handed-off burst to `Engine::handle_reporter_frames` (RoCE responses
 /// refused) when its *first* mbuf's port field names the reporters' port or no known port; `net_ring` (and
 /// any PMD that leaves `mbuf.port` unset) then has every handed-off ACK refused as not for us. Worker 1's
 /// ACK arriving on worker 0's collector queue never reaches worker 1's QP: its window never drains.
 #[test]
-#[ignore = "BUG since ca25834 (faces_reporters in take_handoff): a handed-off ACK on a device that leaves mbuf.port unset is refused; run with --ignored"]
-fn bug_handed_off_ack_from_a_port_unstamped_device_reaches_its_owner() {
+fn handed_off_ack_from_a_port_unstamped_device_reaches_its_owner() {
     let (_guard, eal) = setup();
     let pool = Mempool::new(eal, "dta_test_far_bug1", 1023, 0, 2048 + 128, -1).unwrap();
     let t = Rig { eal, pool: &pool };
@@ -1129,13 +1128,12 @@ fn bug_handed_off_ack_from_a_port_unstamped_device_reaches_its_owner() {
     );
 }
 
-/// BUG (ca25834 too, with a NIC that stamps `mbuf.port`): worker 0 receives, in one poll, a report for
+/// Regression (found in ca25834 too, with a NIC that stamps `mbuf.port`): worker 0 receives, in one poll, a report for
 /// worker 1 on the reporters' port and worker 1's ACK on the collectors' port; both travel on the one
 /// handoff ring, the report first, and `take_handoff` judges the burst by that first mbuf: the ACK is
 /// refused as if it had come from the reporters' side.
 #[test]
-#[ignore = "BUG since ca25834 (faces_reporters in take_handoff): an ACK handed off behind a report is refused; run with --ignored"]
-fn bug_handed_off_ack_behind_a_report_reaches_its_owner() {
+fn handed_off_ack_behind_a_report_reaches_its_owner() {
     let (_guard, eal) = setup();
     let pool = Mempool::new(eal, "dta_test_far_bug2", 1023, 0, 2048 + 128, -1).unwrap();
     let t = Rig { eal, pool: &pool };
@@ -1196,10 +1194,11 @@ fn handoff_backpressure_holds_back_and_loses_nothing(t: &Rig) {
         next += 64;
         assert!(planes[0].poll(None, NOW));
     }
+    // The ring filled while the last burst was staged: port 1 was not received that poll (one wait).
     let c = planes[0].counters();
     assert_eq!(
         (c.handed_off, c.handoff_waits, c.handoff_full),
-        (8192, 0, 0)
+        (8192, 1, 0)
     );
     assert_eq!(to_worker_1.waiting(), 8191);
     // Held back: nothing received, one wait counted, the burst still on the device's ring.
@@ -1209,7 +1208,7 @@ fn handoff_backpressure_holds_back_and_loses_nothing(t: &Rig) {
     let c = planes[0].counters();
     assert_eq!(
         (c.handed_off, c.handoff_waits, c.handoff_full),
-        (8192, 1, 0)
+        (8192, 2, 0)
     );
     assert_eq!(planes[0].port_stats()[0].0.frames, 8192);
     let (_unused2, r0_far) = attach_ring(t.eal, &r0).unwrap();
@@ -1240,7 +1239,7 @@ fn handoff_backpressure_holds_back_and_loses_nothing(t: &Rig) {
             c.handoff_full,
             c.startup_drops
         ),
-        (8256, 1, 0, 0)
+        (8256, 2, 0, 0)
     );
     assert_eq!(to_worker_1.waiting(), 0);
     assert_eq!(r0_far.waiting(), 0);
@@ -1251,15 +1250,14 @@ fn handoff_backpressure_holds_back_and_loses_nothing(t: &Rig) {
     t.eal.detach_vdev("net_ring17").unwrap();
 }
 
-/// BUG (d47dfad, `DataPlane::receive`/`stage`): the staging burst of a worker's ring is sized for one
+/// Regression (found in d47dfad; fixed since, `DataPlane::receive`/`stage`): the staging burst of a worker's ring is sized for one
 /// receive burst, and `poll` checks that every staging burst is empty only once, before its first port.
 /// When the ring to worker 1 fills while worker 0 stages port 0's burst, the rest stays staged; port 1's
 /// burst is then still received, and its frames for worker 1 that no longer fit the staging burst are
 /// freed by `stage` without being counted anywhere (not `handoff_full`, not `handoff_waits`): worker 1's
 /// ACKs vanish although backpressure promises that nothing more is received until the owner catches up.
 #[test]
-#[ignore = "BUG in d47dfad: frames of the second port for a full handoff ring are freed uncounted; run with --ignored"]
-fn bug_a_full_handoff_ring_loses_nothing_from_the_second_port() {
+fn a_full_handoff_ring_loses_nothing_from_the_second_port() {
     let (_guard, eal) = setup();
     let pool = Mempool::new(eal, "dta_test_far_bug3", 10239, 0, 2048 + 128, -1).unwrap();
     let t = Rig { eal, pool: &pool };

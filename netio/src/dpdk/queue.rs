@@ -339,10 +339,12 @@ impl DpdkQueue {
         n
     }
 
-    /// Sends every mbuf of `burst` (no holes: [`MbufBurst::compact`] first) out of this queue and empties
+    /// Sends every mbuf of `burst` (holes are closed first) out of this queue and empties
     /// it; what the device still refuses after a few offers is freed and counted as dropped. Mbufs of any
     /// pool may go (a frame received on another port is forwarded as it is). Returns how many left.
     pub fn send_mbufs(&mut self, burst: &mut MbufBurst) -> usize {
+        // Holes (frames moved out or freed) are closed first: the device must never see a null entry.
+        burst.compact();
         let held = burst.held();
         let n = held.len();
         let mut bytes = 0;

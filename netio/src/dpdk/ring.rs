@@ -116,10 +116,12 @@ unsafe impl Send for HandoffTx {}
 unsafe impl Send for HandoffRx {}
 
 impl HandoffTx {
-    /// Enqueues as many mbufs of `burst` (which must hold no holes: [`MbufBurst::compact`] first) as the
+    /// Enqueues as many mbufs of `burst` (its holes closed first) as the
     /// ring has room for, from the front, and leaves the rest in `burst`, in order, for the caller to offer
     /// again (backpressure) or to free with [`refuse`](Self::refuse). Returns how many were enqueued.
     pub fn send(&mut self, burst: &mut MbufBurst) -> usize {
+        // A null entry must never reach the ring: holes are closed first.
+        burst.compact();
         let held = burst.held();
         let n = held.len();
         if n == 0 {

@@ -158,13 +158,15 @@ impl<Q: Queue> DataPlane<Q> {
         // Backpressure: while another worker's ring is full, this worker receives nothing more (the
         // frames wait in the NIC's ring, whose overflow the device counts) but keeps draining its own rings
         // and transmitting, so two workers waiting on each other still make progress.
-        if self.offer_staged() {
-            for p in 0..self.queues.len() {
-                busy |= self.receive(p, engine.as_deref_mut(), now);
+        // Checked before every port: the ring may fill while the previous port's burst is staged, and a
+        // staging burst has room for one receive burst only.
+        for p in 0..self.queues.len() {
+            if !self.offer_staged() {
+                busy = true;
+                self.counters.handoff_waits += 1;
+                break;
             }
-        } else {
-            busy = true;
-            self.counters.handoff_waits += 1;
+            busy |= self.receive(p, engine.as_deref_mut(), now);
         }
         for j in 0..self.from.len() {
             busy |= self.take_handoff(j, engine.as_deref_mut(), now);
@@ -210,7 +212,7 @@ impl<Q: Queue> DataPlane<Q> {
             self.rx.compact();
             self.send_side_bursts(p);
         }
-        self.engine_takes(p, engine, now);
+        self.engine_takes(p, !reporters_side, engine, now);
         true
     }
 
@@ -353,12 +355,18 @@ impl<Q: Queue> DataPlane<Q> {
     /// Hands the frames left in the receive burst (all from port `p`) to the engine in one call, sends the
     /// DTA NACKs they caused back out of port `p`, and frees them.
     #[inline]
-    fn engine_takes(&mut self, p: usize, engine: Option<&mut Engine>, now: Instant) {
+    fn engine_takes(
+        &mut self,
+        p: usize,
+        responses: bool,
+        engine: Option<&mut Engine>,
+        now: Instant,
+    ) {
         match engine {
             Some(e) => {
                 // Frames the engine finds not for it after all (RoCE from an address that is no collector)
                 // are dropped, as steering sent them here as ours: counted by the engine (not_for_us).
-                if self.faces_reporters(p) {
+                if !responses {
                     e.handle_reporter_frames(now, frames(&self.rx), |_| {});
                 } else {
                     e.handle_frames(now, frames(&self.rx), |_| {});
@@ -386,13 +394,14 @@ impl<Q: Queue> DataPlane<Q> {
             return false;
         }
         // Handed-off frames came in on one port in the common case (reports on the reporter side,
-        // responses on the collector side): NACKs go back out of the first frame's.
+        // responses on the collector side): NACKs go back out of the first frame's. Responses among them
+        // are taken: the worker that received them forwarded those from the reporters' side instead.
         let p = self
             .rx
             .origin(0)
             .and_then(|id| self.port_ids.iter().position(|&q| q == id))
             .unwrap_or(0);
-        self.engine_takes(p, engine, now);
+        self.engine_takes(p, true, engine, now);
         true
     }
 
