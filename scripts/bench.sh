@@ -107,6 +107,13 @@ for m in write fetch-add; do
   "$bin/dta-bench" responder --mode "$m" --secs "$secs" > "$run/responder-$m.json"
 done
 
+# The software responder daemon (issue 25, item 5): dta-collector serve's own DPDK loop (MbufLoop::poll) on one
+# core through a net_ring, the bench writing requests into mbufs and taking responses as a NIC would.
+for m in write fetch-add; do
+  echo "bench: software responder daemon $m"
+  "$bin/dta-bench" responder-daemon --mode "$m" --secs "$secs" -- "${eal1[@]}" > "$run/responder-daemon-$m.json"
+done
+
 # Key-Write N = 1 under callgrind: its instructions per report (the floor's count) and where they go. A short
 # run (callgrind is ~50x slower), the worker loop only.
 echo "bench: callgrind, translator Key-Write N = 1"
