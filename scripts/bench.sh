@@ -131,7 +131,7 @@ valgrind --tool=callgrind --toggle-collect='dta_bench::translator::worker' --cal
 # The same under the daemon's data path: instructions per report of DataPlane::poll (the daemon's worker
 # loop body), and where they go.
 echo "bench: callgrind, daemon data path Key-Write N = 1"
-valgrind --tool=callgrind --toggle-collect='dta_translator_daemon::run::dataplane::DataPlane::poll' \
+valgrind --tool=callgrind --toggle-collect='dta_translator_daemon::run::dataplane::DataPlane*::poll' \
   --callgrind-out-file="$run/callgrind-daemon.out" \
   "$bin/dta-bench" daemon --mode keywrite-n1 --secs 0.5 -- "${eal1[@]}" \
   > "$run/callgrind-daemon-keywrite-n1.json" 2> "$run/callgrind-daemon.log"

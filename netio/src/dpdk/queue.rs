@@ -331,8 +331,9 @@ impl DpdkQueue {
         let start = burst.len();
         burst.grow(n);
         let mut bytes = 0;
-        for i in start..start + n {
-            bytes += burst.frame(i).len();
+        for &m in burst.held().get(start..).unwrap_or(&[]) {
+            // SAFETY: just received, ours.
+            bytes += unsafe { mbuf::len(m) };
         }
         self.rx_stats.frames += n as u64;
         self.rx_stats.bytes += bytes as u64;
@@ -385,28 +386,31 @@ impl DpdkQueue {
     /// instead of going back to its pool while a fresh one comes out of this port's. Only plain mbufs are
     /// taken (one segment, one reference), reset as a fresh allocation would be. Empties `burst`.
     pub fn reuse_as_spares(&mut self, burst: &mut MbufBurst) {
-        let room = TX_ROOMS - self.spare_len;
-        let mut taken = 0;
-        let mut left = 0;
+        let mut spares = self.spare_len;
+        let mut left = false;
         for slot in burst.held().iter_mut() {
             let m = *slot;
             if m.is_null() {
                 continue;
             }
-            // SAFETY: a non-null entry is an mbuf the burst owns; reset below only if it is plain.
-            if taken == room || !unsafe { mbuf::reset_plain(m) } {
-                left += 1;
+            let Some(dst) = self.spare.get_mut(spares) else {
+                left = true;
+                break;
+            };
+            // SAFETY: a non-null entry is an mbuf the burst owns; reset only if it is plain.
+            if !unsafe { mbuf::reset_plain(m) } {
+                left = true;
                 continue;
             }
-            self.spare[self.spare_len] = m;
-            self.spare_len += 1;
+            *dst = m;
+            spares += 1;
             *slot = std::ptr::null_mut();
-            taken += 1;
         }
-        if left == 0 {
-            burst.forget();
-        } else {
+        self.spare_len = spares;
+        if left {
             burst.clear();
+        } else {
+            burst.forget();
         }
     }
 

@@ -14,8 +14,9 @@ use super::dataplane::io::Queue;
 use super::dataplane::DataPlane;
 use super::worker::{abandoned_at_stop, control, Snapshot, ToWorker, DRAIN, PUBLISH_EVERY};
 
-/// Longest sleep of an idle worker, which keeps an idle daemon from holding a core on a shared machine.
-const IDLE_SLEEP: Duration = Duration::from_micros(50);
+/// Longest wait of an idle worker between polls (its queues may wait less: a DPDK worker sleeps 50 us),
+/// which keeps an idle daemon from holding a core on a shared machine and bounds how late a timer fires.
+const IDLE_WAIT: Duration = Duration::from_millis(1);
 
 /// What a worker thread is given besides its data path.
 pub struct LcoreIo {
@@ -39,7 +40,7 @@ pub fn run<Q: Queue>(mut plane: DataPlane<Q>, io: LcoreIo, clock: Clock) {
     let mut last_publish = Instant::ZERO;
     let mut stopping_since: Option<Instant> = None;
     // Empty polls in a row before the worker sleeps between polls: at full load it never sleeps, and a
-    // burst after a pause finds it spinning for a while (a sleep of IDLE_SLEEP at line rate could overflow
+    // burst after a pause finds it spinning for a while (a sleep of 50 us at line rate could overflow
     // a 1024-descriptor ring).
     let spin = plane.idle_spin();
     let mut idle = 0u32;
@@ -93,8 +94,8 @@ pub fn run<Q: Queue>(mut plane: DataPlane<Q>, io: LcoreIo, clock: Clock) {
                 let timer = engine
                     .as_deref()
                     .and_then(Engine::poll_timeout)
-                    .map_or(IDLE_SLEEP, |t| t - now);
-                std::thread::sleep(timer.min(IDLE_SLEEP));
+                    .map_or(IDLE_WAIT, |t| t - now);
+                plane.idle_wait(timer.min(IDLE_WAIT));
             }
         }
     }

@@ -4,6 +4,7 @@
 //! forwarded are copied here too; bursts between workers travel over bounded channels and come back empty,
 //! so steady state allocates nothing.
 
+use std::os::fd::AsRawFd;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TryRecvError, TrySendError};
 
 use dta_netio::{
@@ -20,6 +21,8 @@ use super::WorkerRings;
 pub const OUTPUT_SLOT_SIZE: usize = 4096 + 128;
 /// Bursts in flight on one handoff ring.
 const RING_BURSTS: usize = 16;
+/// Longest an idle worker blocks on its sockets: a frame another worker hands it waits at most this long.
+const MAX_IDLE_WAIT: std::time::Duration = std::time::Duration::from_micros(200);
 
 /// Received frames in slots, with the port each came in on and the holes left by frames moved out.
 pub struct CopyBurst {
@@ -215,6 +218,34 @@ impl Queue for SocketQueue {
     }
     fn idle_spin(&self) -> u32 {
         16
+    }
+    /// Blocks until a frame arrives on any of the worker's sockets, or `timeout` (at most
+    /// [`MAX_IDLE_WAIT`], so that frames handed over by another worker wait no longer): an idle worker
+    /// holds no core, which a poll loop of system calls would.
+    fn idle_wait(queues: &[Self], timeout: std::time::Duration) {
+        let mut fds: Vec<libc::pollfd> = queues
+            .iter()
+            .map(|q| libc::pollfd {
+                fd: q.sock.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            })
+            .collect();
+        let t = timeout.min(MAX_IDLE_WAIT);
+        let ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: t.subsec_nanos().into(),
+        };
+        // SAFETY: `fds` holds valid pollfds of open sockets; a null signal mask keeps the thread's own.
+        // An error (EINTR) only ends the wait early.
+        unsafe {
+            libc::ppoll(
+                fds.as_mut_ptr(),
+                fds.len() as libc::nfds_t,
+                &ts,
+                std::ptr::null(),
+            )
+        };
     }
 }
 

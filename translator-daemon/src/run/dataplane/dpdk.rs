@@ -22,6 +22,10 @@ impl Burst for MbufBurst {
     fn frame(&self, i: usize) -> &[u8] {
         MbufBurst::frame(self, i)
     }
+    #[inline]
+    fn frames(&self) -> impl ExactSizeIterator<Item = &[u8]> + '_ {
+        MbufBurst::frames(self)
+    }
     fn frame_mut(&mut self, i: usize) -> &mut [u8] {
         MbufBurst::frame_mut(self, i)
     }

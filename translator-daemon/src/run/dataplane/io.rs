@@ -19,6 +19,10 @@ pub trait Burst: Send + Sized {
     }
     /// Frame `i`; empty for a hole.
     fn frame(&self, i: usize) -> &[u8];
+    /// The frames in order, holes as empty frames (what the engine takes as a burst).
+    fn frames(&self) -> impl ExactSizeIterator<Item = &[u8]> + '_ {
+        (0..self.len()).map(|i| self.frame(i))
+    }
     /// Frame `i`, writable in place.
     fn frame_mut(&mut self, i: usize) -> &mut [u8];
     /// The id of the port frame `i` came in on (`None` for a hole).
@@ -63,6 +67,15 @@ pub trait Queue: Send {
     /// few loads (DPDK), few where it is a system call (AF_PACKET).
     fn idle_spin(&self) -> u32 {
         4096
+    }
+    /// An idle worker's wait between polls, on all of its `queues`: at most `timeout`. By default a short
+    /// sleep (a DPDK queue cannot wake a thread); a socket queue blocks until a frame arrives.
+    fn idle_wait(queues: &[Self], timeout: std::time::Duration)
+    where
+        Self: Sized,
+    {
+        let _ = queues;
+        std::thread::sleep(timeout.min(std::time::Duration::from_micros(50)));
     }
 }
 

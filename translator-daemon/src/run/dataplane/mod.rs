@@ -139,6 +139,11 @@ impl<Q: Queue> DataPlane<Q> {
         PlaneCounters { ..self.counters }
     }
 
+    /// An idle worker's wait between polls, at most `timeout` (its queues' kind decides how).
+    pub fn idle_wait(&self, timeout: std::time::Duration) {
+        Q::idle_wait(&self.queues, timeout);
+    }
+
     /// Empty polls in a row before an idle worker sleeps (its queues' kind decides).
     pub fn idle_spin(&self) -> u32 {
         self.queues.first().map_or(0, Q::idle_spin)
@@ -238,9 +243,9 @@ impl<Q: Queue> DataPlane<Q> {
             cursor += 1;
         };
         if self.faces_reporters(p) {
-            e.handle_reporter_frames(now, frames(rx), foreign_frame);
+            e.handle_reporter_frames(now, rx.frames(), foreign_frame);
         } else {
-            e.handle_frames(now, frames(rx), foreign_frame);
+            e.handle_frames(now, rx.frames(), foreign_frame);
         }
         if foreign {
             for i in 0..self.rx.len().min(MAX_MARKS) {
@@ -367,9 +372,9 @@ impl<Q: Queue> DataPlane<Q> {
                 // Frames the engine finds not for it after all (RoCE from an address that is no collector)
                 // are dropped, as steering sent them here as ours: counted by the engine (not_for_us).
                 if !responses {
-                    e.handle_reporter_frames(now, frames(&self.rx), |_| {});
+                    e.handle_reporter_frames(now, self.rx.frames(), |_| {});
                 } else {
-                    e.handle_frames(now, frames(&self.rx), |_| {});
+                    e.handle_frames(now, self.rx.frames(), |_| {});
                 }
                 if e.pending_nacks() > 0 {
                     self.send_nacks(p, e, now);
@@ -425,10 +430,4 @@ impl<Q: Queue> DataPlane<Q> {
             }
         }
     }
-}
-
-/// The frames of `b` in order (holes as empty frames), as the engine takes a burst.
-#[inline]
-fn frames<B: Burst>(b: &B) -> impl ExactSizeIterator<Item = &[u8]> + '_ {
-    (0..b.len()).map(|i| b.frame(i))
 }
