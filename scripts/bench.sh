@@ -91,6 +91,13 @@ for w in 1 2; do
       > "$run/daemon-$m-w$w.json"
   done
 done
+# The floor's pair, interleaved: the harness loop and the daemon's data path on Key-Write N = 1, one right
+# after the other, three times (the clock of this shared machine moves between minutes; each pair shares one).
+for i in 1 2 3; do
+  echo "bench: Key-Write N = 1 pair $i (harness loop, daemon data path)"
+  "$bin/dta-bench" translator --mode keywrite-n1 --secs 2 -- "${eal1[@]}" > "$run/pair-$i-harness.json"
+  "$bin/dta-bench" daemon --mode keywrite-n1 --secs 2 -- "${eal1[@]}" > "$run/pair-$i-daemon.json"
+done
 # The bump in the wire: non-DTA frames from a looping net_pcap to a net_null sink, through the daemon's
 # data path (with its engine) and through testpmd io forwarding, on the same vdevs in the same minute.
 "$bin/dta-bench" forward-pcap --out "$run/forward.pcap" --count 1024
