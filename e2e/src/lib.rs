@@ -5,6 +5,7 @@
 pub mod bins;
 pub mod conformance;
 pub mod http;
+pub mod int_fabric;
 pub mod int_spec;
 pub mod int_workload;
 pub mod netns;

@@ -214,6 +214,13 @@ ip = [{ip}]
 impl System {
     /// Builds the network and starts both daemons; `Ok(None)` means skip (printed).
     pub fn start(tag: &str, opts: Options) -> Result<Option<System>> {
+        Self::start_with(tag, opts, "")
+    }
+
+    /// [`start`](Self::start) with `translator_extra` appended to every translator's configuration
+    /// (after the INT sections with `int`, so its first lines continue `[int]`: a fabric's
+    /// `hop_mode` and `[[int.switches]]`, say).
+    pub fn start_with(tag: &str, opts: Options, translator_extra: &str) -> Result<Option<System>> {
         // Short and unique per test process: namespace names show up in `ip netns list`.
         let prefix = format!("dta{}{tag}", std::process::id());
         let (topo, rxe, backend) = match opts.responder {
@@ -264,7 +271,7 @@ impl System {
             topo::TRANSLATOR_IP,
             topo::TRANSLATOR_MGMT,
             opts.int,
-        );
+        ) + translator_extra;
         if opts.responder == Responder::Rxe {
             // rxe in a TCG guest can stall for longer than the default 7 timeouts (about 0.13 s at a
             // 1 ms timeout) when the host is busy; a failed QP is not what the suite judges.
@@ -299,7 +306,7 @@ impl System {
                         topo::TRANSLATOR2_IP,
                         topo::TRANSLATOR2_MGMT,
                         opts.int,
-                    ),
+                    ) + translator_extra,
                 )?;
                 let (translator, metrics, sender) = start_translator(
                     &path.translator,
@@ -400,6 +407,13 @@ impl System {
         let s = self.int_sender.as_mut().context("started without int")?;
         let o = send_and_settle(s, &self.metrics, w)?;
         self.finish(w, o)
+    }
+
+    /// Sends INT reports and waits for the translator to settle, without the check (`checked` 0): for
+    /// a caller that waits for something more before [`verify`](Self::verify).
+    pub fn send_int(&mut self, w: &Workload) -> Result<Outcome> {
+        let s = self.int_sender.as_mut().context("started without int")?;
+        send_and_settle(s, &self.metrics, w)
     }
 
     /// [`run`](Self::run) through the second reporter and translator.
