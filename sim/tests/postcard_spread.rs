@@ -109,7 +109,7 @@ fn in_path_order_over_ten_idle_timeouts_the_partial_writes_compose() {
 }
 
 #[test]
-fn in_random_order_a_path_is_lost_exactly_when_hop_1_comes_an_idle_timeout_late() {
+fn in_random_order_a_late_hop_1_loses_no_path() {
     // Seed 4: no two of these 1000 flows share a chunk copy (most seeds have one such pair).
     let p = seeded(1000, 3 * MS, Order::Random, 1000, 4);
     let flows = schedule(&p).unwrap();
@@ -137,24 +137,21 @@ fn in_random_order_a_path_is_lost_exactly_when_hop_1_comes_an_idle_timeout_late(
         }
     }
     assert_eq!((lost.len(), prefix, empty), (460, 137, 323));
-    // INT per-hop reports: the path's length is unknown, so hop 1's entry writes the end-marking blanks.
+    // INT per-hop reports: the path's length is unknown, so hop 1's entry writes the end-marking blanks;
+    // it also carries the hops the flow's earlier reports named (the translator's path memory, issue 27),
+    // so the blanks cover none of them: the flows an end marker alone lost above read whole too.
     let m = run(&p, Kind::Int, &flows);
     let measured: HashSet<usize> = (0..flows.len())
         .filter(|&i| m.verdicts[i] != Verdict::Exact)
         .collect();
-    assert_eq!(measured, lost);
     assert_eq!(
-        Verdicts::of(&m.verdicts),
-        Verdicts {
-            exact: 1000 - lost.len() as u64,
-            prefix,
-            empty,
-            ..Verdicts::default()
-        }
+        measured,
+        HashSet::new(),
+        "of the {} an end marker alone loses",
+        lost.len()
     );
     assert_eq!(m.evictions, 0);
-    // DTA postcards: the length is B, no entry writes a blank inside the path, every path reads whole;
-    // the same entries are written (same timeouts and continuations).
+    // DTA postcards: the length is B, no entry writes a blank inside the path, every path reads whole.
     let d = run(&p, Kind::Dta, &flows);
     assert_eq!(
         Verdicts::of(&d.verdicts),
@@ -163,10 +160,7 @@ fn in_random_order_a_path_is_lost_exactly_when_hop_1_comes_an_idle_timeout_late(
             ..Verdicts::default()
         }
     );
-    assert_eq!(
-        (d.timeouts, d.continuations, d.evictions),
-        (m.timeouts, m.continuations, 0)
-    );
+    assert_eq!(d.evictions, 0);
 }
 
 /// Hand-placed flows at the timer's edge, through both kinds.
@@ -220,24 +214,17 @@ fn the_idle_timer_fires_at_its_own_instant_before_a_report_of_that_instant() {
     let p = params(5, 10 * MS, Order::Random, 1000);
     for kind in [Kind::Dta, Kind::Int] {
         let m = run(&p, kind, &flows);
-        // DTA's known length: no blank inside the path, all five whole. INT per-hop: as commented above.
-        let want = match kind {
-            Kind::Dta => vec![Verdict::Exact; 5],
-            Kind::Int => vec![
-                Verdict::Exact,
-                Verdict::Prefix,
-                Verdict::Prefix,
-                Verdict::Exact,
-                Verdict::Empty,
-            ],
-        };
-        assert_eq!(m.verdicts, want, "{kind}");
-        // Entries: flow 1 one (complete), flows 2, 3 and 5 two each, flow 4 five; timeouts: all but flow
-        // 1's; continuations: the first of flows 2, 3 and 5, the last four of flow 4.
-        assert_eq!(
-            (m.timeouts, m.continuations, m.evictions),
-            (11, 7, 0),
-            "{kind}"
-        );
+        // DTA's known length: no blank inside the path, all five whole. INT per-hop: hop 1's entry carries
+        // the hops the flow's earlier reports named (the translator's path memory), so the end-marking
+        // blanks the comments above describe cover none of them: all five whole too.
+        assert_eq!(m.verdicts, vec![Verdict::Exact; 5], "{kind}");
+        // DTA's entries: flow 1 one (complete), flows 2, 3 and 5 two each, flow 4 five; timeouts: all but
+        // flow 1's; continuations: the first of flows 2, 3 and 5, the last four of flow 4. (INT's hop-1
+        // entries carry the flow's earlier hops, so some complete instead of timing out: its counts
+        // differ, and only its verdicts are asserted.)
+        if kind == Kind::Dta {
+            assert_eq!((m.timeouts, m.continuations), (11, 7), "{kind}");
+        }
+        assert_eq!(m.evictions, 0, "{kind}");
     }
 }
