@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
-use crate::report::{read_json, testpmd_pps};
+use crate::report::{instructions_per_report, read_json, testpmd_pps};
 
 /// `key` of `v` as a number (NaN when absent).
 fn num(v: &Option<Value>, key: &str) -> f64 {
@@ -15,16 +15,11 @@ fn num(v: &Option<Value>, key: &str) -> f64 {
 
 /// Instructions per report of the daemon's poll under callgrind.
 fn poll_instructions(dir: &Path) -> Option<f64> {
-    let text = std::fs::read_to_string(dir.join("callgrind-daemon.out")).ok()?;
-    let total: f64 = text
-        .lines()
-        .find_map(|l| l.strip_prefix("summary:"))?
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()?;
-    let reports = read_json(&dir.join("callgrind-daemon-keywrite-n1.json"))?["reports"].as_f64()?;
-    (reports > 0.0).then(|| total / reports)
+    instructions_per_report(
+        dir,
+        "callgrind-daemon.out",
+        "callgrind-daemon-keywrite-n1.json",
+    )
 }
 
 fn met(ratio: f64, floor: f64) -> &'static str {

@@ -49,7 +49,12 @@ pub fn testpmd_pps(text: &str, key: &str) -> Option<f64> {
 /// `callgrind.out`'s `summary:`) over the run's reports (its JSON). The worker's start-up spin is in the
 /// total: ~7 a report at the bench's 0.5 s.
 fn callgrind_per_report(dir: &Path) -> Option<f64> {
-    let text = std::fs::read_to_string(dir.join("callgrind.out")).ok()?;
+    instructions_per_report(dir, "callgrind.out", "callgrind-keywrite-n1.json")
+}
+
+/// A callgrind run's total instructions (`out`) over the reports its measured run counted (`json`).
+pub(crate) fn instructions_per_report(dir: &Path, out: &str, json: &str) -> Option<f64> {
+    let text = std::fs::read_to_string(dir.join(out)).ok()?;
     let total: f64 = text
         .lines()
         .find_map(|l| l.strip_prefix("summary:"))?
@@ -57,7 +62,7 @@ fn callgrind_per_report(dir: &Path) -> Option<f64> {
         .next()?
         .parse()
         .ok()?;
-    let reports = read_json(&dir.join("callgrind-keywrite-n1.json"))?["reports"].as_f64()?;
+    let reports = read_json(&dir.join(json))?["reports"].as_f64()?;
     (reports > 0.0).then(|| total / reports)
 }
 
