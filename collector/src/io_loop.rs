@@ -40,6 +40,9 @@ pub trait PortLoop {
     fn stats(&self) -> (RxStats, TxStats, FaultCounts);
 }
 
+/// How long a poll waits before trying a port whose link is down again.
+const LINK_DOWN_WAIT: std::time::Duration = std::time::Duration::from_millis(10);
+
 fn io_error(port: &str, e: NetioError) -> Error {
     Error::Io {
         context: format!("port {port}"),
@@ -77,8 +80,22 @@ fn drive(
 ) -> Result<()> {
     let mut last_publish = Instant::now();
     let mut empty = 0u32;
+    let mut link_down = 0u64;
     while !stop.load(Ordering::Relaxed) {
-        let got = l.poll().map_err(|e| io_error(name, e))?;
+        let got = match l.poll() {
+            Ok(n) => n,
+            // A link that went down comes back: the responder waits, its memory intact, and the
+            // translator resends what was not acknowledged meanwhile.
+            Err(e) if e.is_link_down() => {
+                link_down += 1;
+                if link_down == 1 || link_down.is_power_of_two() {
+                    log::warn!("port {name}: {e}; waiting for the link ({link_down} polls so far)");
+                }
+                std::thread::sleep(LINK_DOWN_WAIT);
+                continue;
+            }
+            Err(e) => return Err(io_error(name, e)),
+        };
         if last_publish.elapsed() >= PUBLISH_EVERY {
             publish(l, responder, metrics);
             last_publish = Instant::now();
@@ -87,7 +104,11 @@ fn drive(
             empty = 0;
         } else {
             empty = empty.saturating_add(1);
-            l.idle(empty).map_err(|e| io_error(name, e))?;
+            match l.idle(empty) {
+                Ok(()) => {}
+                Err(e) if e.is_link_down() => std::thread::sleep(LINK_DOWN_WAIT),
+                Err(e) => return Err(io_error(name, e)),
+            }
         }
     }
     publish(l, responder, metrics);

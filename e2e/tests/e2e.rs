@@ -8,7 +8,7 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
-use anyhow::{ensure, Result};
+use anyhow::{ensure, Context, Result};
 use dta_e2e::http::metric;
 use dta_e2e::system::{Io, Options, Outcome, Responder, System};
 use dta_e2e::workload;
@@ -411,6 +411,52 @@ fn int_leaf_spine_fabric_is_exact_through_af_packet() -> Result<()> {
             "{series}{{{label}}} is not {want}:\n{m}"
         );
     }
+    Ok(())
+}
+
+/// A data link down for 2 s on both sides of the bump (the collector's `c0`, the translator's `ta` and
+/// its peer `tb` with it) kills neither daemon (issue 26, item 1): the collector's memory is kept (the
+/// answers written before read back exact after), and reports after the link is back are all written.
+#[test]
+fn a_data_link_down_for_two_seconds_kills_neither_daemon() -> Result<()> {
+    let _g = serial();
+    let opts = Options {
+        io: Io::AfPacket,
+        faults: None,
+        limit: Duration::from_secs(480),
+        workers: 2,
+        collector_io: Io::AfPacket,
+        responder: Responder::Soft,
+        translators: 1,
+        int: false,
+    };
+    let Some(mut sys) = System::start("f", opts)? else {
+        return Ok(());
+    };
+    let translator = sys.translator.pid();
+    let collector = sys.collector.as_ref().context("collector")?.pid();
+    let before = workload::key_write(5_000, 2, 11)?;
+    sys.run(&before)?;
+    sys.topo.collector.ip(&["link", "set", "c0", "down"])?;
+    sys.topo.translator.ip(&["link", "set", "ta", "down"])?;
+    std::thread::sleep(Duration::from_secs(2));
+    sys.topo.collector.ip(&["link", "set", "c0", "up"])?;
+    sys.topo.translator.ip(&["link", "set", "ta", "up"])?;
+    ensure!(
+        sys.translator.running() && sys.translator.pid() == translator,
+        "the translator survived the link going down"
+    );
+    let c = sys.collector.as_mut().context("collector")?;
+    ensure!(
+        c.running() && c.pid() == collector,
+        "the collector survived the link going down"
+    );
+    // The memory written before is still there.
+    let checked = sys.verify(&before)?;
+    ensure!(checked > 0, "nothing checked");
+    let after = workload::key_write(20_000, 5, 12)?;
+    let o = sys.run(&after)?;
+    print(&[o]);
     Ok(())
 }
 

@@ -50,6 +50,16 @@ impl NetioError {
         }
     }
 
+    /// Whether this is the link being down (ENETDOWN, or ENXIO for an interface without carrier): a state
+    /// that passes when the link comes back, which a daemon waits out rather than exits on.
+    pub fn is_link_down(&self) -> bool {
+        matches!(
+            self,
+            NetioError::Io { source, .. }
+                if matches!(source.raw_os_error(), Some(libc::ENETDOWN | libc::ENXIO))
+        )
+    }
+
     /// Wraps an `io::Error` with a context string.
     pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> Self {
         NetioError::Io {
