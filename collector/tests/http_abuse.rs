@@ -1,7 +1,7 @@
 //! The HTTP API under abusive clients, against `dta-collector serve --backend soft` as a process with the
 //! default HTTP limits (64 connections, 10 s to read a request, 10 s to write a response, 16 KiB of request
 //! head): a client that pipelines requests and never reads, an endless request line, more idle connections
-//! than the cap, and percent-encoded query parameters. On loopback; each test is bounded in time (about
+//! than the cap, one address holding its own cap, and percent-encoded query parameters. On loopback; each test is bounded in time (about
 //! 25 s at most) and kills its child on every path. The figures (RSS, latency) are printed; run with
 //! `--nocapture` to see them.
 // The daemon's parts (control server, HTTP API, the binary) exist with the `server` feature only.
@@ -17,6 +17,19 @@ use process::Serve;
 
 /// The server's cap on connections (`Limits::default().max_connections`).
 const MAX_CONNECTIONS: usize = 64;
+/// Its cap on connections from one address (`Limits::default().max_per_address`).
+const PER_ADDRESS: usize = 8;
+
+/// A connection to `addr` from loopback address `from` (any 127.0.0.x is this host's).
+fn connect_from(from: [u8; 4], addr: &str) -> TcpStream {
+    use socket2::{Domain, Socket, Type};
+    let to: std::net::SocketAddr = addr.parse().expect("the API's address");
+    let s = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
+    s.bind(&std::net::SocketAddr::from((from, 0)).into())
+        .unwrap();
+    s.connect(&to.into()).unwrap();
+    s.into()
+}
 
 fn serve() -> Serve {
     process::serve(&process::example(), &[])
@@ -184,8 +197,9 @@ fn query_parameters_are_percent_decoded() {
 #[test]
 fn connections_beyond_the_cap_are_refused_until_idle_ones_time_out() {
     let s = serve();
+    // From 8 addresses, as many as each may hold: the whole cap.
     let idle: Vec<TcpStream> = (0..MAX_CONNECTIONS)
-        .map(|_| TcpStream::connect(&s.http).unwrap())
+        .map(|k| connect_from([127, 0, 0, 10 + (k / PER_ADDRESS) as u8], &s.http))
         .collect();
     // The acceptor takes them in order; until it has counted them all (a loaded machine may take a
     // while), an extra connection is still served: ask until one is refused.
@@ -249,6 +263,48 @@ fn connections_beyond_the_cap_are_refused_until_idle_ones_time_out() {
         let mut b = [0u8; 1];
         assert_eq!(c.read(&mut b).unwrap(), 0);
     }
+}
+
+/// (e) One host's keep-alive connections cannot lock the others out: past 8 open from one address its next
+/// one is answered 503 (counted as `address_cap`), while a query from another address is answered at once.
+#[test]
+fn one_address_cannot_take_every_connection() {
+    let s = serve();
+    let hog = [127, 0, 0, 30];
+    let idle: Vec<TcpStream> = (0..PER_ADDRESS)
+        .map(|_| connect_from(hog, &s.http))
+        .collect();
+    // The acceptor counts them in order: ask from the same address until one is refused (bounded).
+    let until = Instant::now() + Duration::from_secs(5);
+    let status = loop {
+        std::thread::sleep(Duration::from_millis(100));
+        let mut c = connect_from(hog, &s.http);
+        c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let _ = write!(c, "GET /metrics HTTP/1.0\r\n\r\n");
+        let mut raw = Vec::new();
+        let _ = c.read_to_end(&mut raw);
+        let text = String::from_utf8_lossy(&raw).to_string();
+        if text.starts_with("HTTP/1.1 503") || Instant::now() > until {
+            break text;
+        }
+    };
+    assert!(status.starts_with("HTTP/1.1 503"), "{status}");
+    let latency = query_answered(&s.http);
+    let refused = metric(
+        &s.http,
+        "dta_collector_http_refused_total{reason=\"address_cap\"}",
+    )
+    .unwrap();
+    println!("one address: {PER_ADDRESS} held, {refused} refused; another's query answered in {latency:?}");
+    assert!(refused >= 1);
+    assert_eq!(
+        metric(
+            &s.http,
+            "dta_collector_http_refused_total{reason=\"connection_cap\"}"
+        ),
+        Some(0)
+    );
+    drop(idle);
 }
 
 /// `/regions` tells anyone the layouts but not the virtual addresses and R_Keys: with those and a live

@@ -57,6 +57,9 @@ mod serve;
 pub struct Limits {
     /// Connections served at once; one more is answered 503 and closed.
     pub max_connections: usize,
+    /// Connections served at once from one client address; one more from it is answered 503 and closed, so
+    /// that one host's keep-alive connections cannot take every slot from the others.
+    pub max_per_address: usize,
     /// From the moment the server waits for a request (a new connection, or the next request on a kept-alive
     /// one) until its head and body are read. An idle connection is closed when it passes.
     pub read_timeout: Duration,
@@ -72,6 +75,7 @@ impl Default for Limits {
     fn default() -> Self {
         Limits {
             max_connections: 64,
+            max_per_address: 8,
             read_timeout: Duration::from_secs(10),
             write_timeout: Duration::from_secs(10),
             max_head: 16 * 1024,
@@ -87,6 +91,8 @@ pub struct HttpStats {
     pub connections: AtomicU64,
     /// Connections refused with 503 because `max_connections` were open.
     pub refused_connection_cap: AtomicU64,
+    /// Connections refused with 503 because `max_per_address` were open from the same address.
+    pub refused_address_cap: AtomicU64,
     /// Requests answered.
     pub requests: AtomicU64,
     /// Connections closed idle (no byte of a request before the read deadline).

@@ -76,7 +76,7 @@ struct HttpCounts {
     connections: u64,
     active: i64,
     requests: u64,
-    refused: [(&'static str, u64); 7],
+    refused: [(&'static str, u64); 8],
 }
 
 impl Collector for HttpCounts {
@@ -119,6 +119,7 @@ impl HttpStats {
             requests: l(&self.requests),
             refused: [
                 ("connection_cap", l(&self.refused_connection_cap)),
+                ("address_cap", l(&self.refused_address_cap)),
                 ("idle_timeout", l(&self.idle_timeouts)),
                 ("read_timeout", l(&self.read_timeouts)),
                 ("write_timeout", l(&self.write_timeouts)),

@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 use std::io::{self, Read, Write};
-use std::net::{Shutdown, TcpListener, TcpStream};
+use std::net::{IpAddr, Shutdown, TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -22,8 +22,9 @@ struct Shared {
     stats: Arc<HttpStats>,
     handler: BoxHandler,
     refusal: Refusal,
-    /// A handle on every open connection, to close them all when the server stops.
-    open: Mutex<HashMap<u64, TcpStream>>,
+    /// A handle on every open connection and its client's address: to close them all when the server
+    /// stops, and to count a client's connections.
+    open: Mutex<HashMap<u64, (IpAddr, TcpStream)>>,
 }
 
 /// Leaves the connection table and the active count when a connection's thread ends.
@@ -72,8 +73,8 @@ fn accept_loop(listener: TcpListener, shared: Arc<Shared>, stop: Arc<AtomicBool>
     let mut threads: Vec<JoinHandle<()>> = Vec::new();
     let mut next_id = 0u64;
     while !stop.load(Ordering::Relaxed) {
-        let stream = match listener.accept() {
-            Ok((s, _)) => s,
+        let (stream, peer) = match listener.accept() {
+            Ok((s, a)) => (s, a.ip()),
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                 wait_readable(&listener, 200);
                 continue;
@@ -105,11 +106,19 @@ fn accept_loop(listener: TcpListener, shared: Arc<Shared>, stop: Arc<AtomicBool>
         };
         let id = next_id;
         next_id += 1;
+        if let Ok(mut open) = shared.open.lock() {
+            // At most max_connections entries: counting them is cheaper than keeping a second table.
+            let mine = open.values().filter(|(ip, _)| *ip == peer).count();
+            if mine >= shared.limits.max_per_address {
+                drop(open);
+                stats.refused_address_cap.fetch_add(1, Ordering::Relaxed);
+                refuse(stream, shared.refusal);
+                continue;
+            }
+            open.insert(id, (peer, handle));
+        }
         stats.active.fetch_add(1, Ordering::Relaxed);
         stats.connections.fetch_add(1, Ordering::Relaxed);
-        if let Ok(mut open) = shared.open.lock() {
-            open.insert(id, handle);
-        }
         let sh = shared.clone();
         let spawned = std::thread::Builder::new()
             .name(name.clone())
@@ -123,7 +132,7 @@ fn accept_loop(listener: TcpListener, shared: Arc<Shared>, stop: Arc<AtomicBool>
             Err(e) => {
                 log::warn!("HTTP: cannot spawn a connection thread: {e}");
                 if let Ok(mut open) = shared.open.lock() {
-                    if let Some(s) = open.remove(&id) {
+                    if let Some((_, s)) = open.remove(&id) {
                         refuse(s, shared.refusal);
                     }
                 }
@@ -132,7 +141,7 @@ fn accept_loop(listener: TcpListener, shared: Arc<Shared>, stop: Arc<AtomicBool>
         }
     }
     if let Ok(open) = shared.open.lock() {
-        for s in open.values() {
+        for (_, s) in open.values() {
             let _ = s.shutdown(Shutdown::Both);
         }
     }

@@ -136,6 +136,64 @@ fn get(addr: SocketAddr, path: &str) -> std::io::Result<String> {
     exchange(addr, &format!("GET {path} HTTP/1.0\r\n\r\n"))
 }
 
+/// A connection to `addr` from loopback address `from` (any 127.0.0.x is this host's).
+fn connect_from(from: [u8; 4], addr: SocketAddr) -> std::io::Result<TcpStream> {
+    use socket2::{Domain, Socket, Type};
+    let s = Socket::new(Domain::IPV4, Type::STREAM, None)?;
+    s.bind(&SocketAddr::from((from, 0)).into())?;
+    s.connect(&addr.into())?;
+    Ok(s.into())
+}
+
+/// `GET path` from loopback address `from`: the whole answer.
+fn get_from(from: [u8; 4], addr: SocketAddr, path: &str) -> std::io::Result<String> {
+    let mut c = connect_from(from, addr)?;
+    c.set_read_timeout(Some(Duration::from_secs(5)))?;
+    let _ = c.write_all(format!("GET {path} HTTP/1.0\r\n\r\n").as_bytes());
+    let mut text = String::new();
+    c.read_to_string(&mut text)?;
+    Ok(text)
+}
+
+/// One client address cannot take every slot: past `max_per_address` open connections its next one is
+/// answered 503 and counted (`address_cap`), while another address is still served and the total cap is
+/// never reached.
+#[test]
+fn one_address_cannot_take_every_connection() {
+    let limits = Limits {
+        max_connections: 10,
+        max_per_address: 3,
+        read_timeout: Duration::from_secs(5),
+        ..Limits::default()
+    };
+    let server = demo(limits);
+    let addr = server.local_addr();
+    let hog = [127, 0, 0, 2];
+    let idle: Vec<TcpStream> = (0..3).map(|_| connect_from(hog, addr).unwrap()).collect();
+    // The acceptor counts them in order: ask from the same address until one is refused (bounded).
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let refused = loop {
+        let text = get_from(hog, addr, "/metrics").unwrap();
+        if text.starts_with("HTTP/1.1 503") || Instant::now() > deadline {
+            break text;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(refused.starts_with("HTTP/1.1 503"), "{refused}");
+    // Another address is served meanwhile.
+    let text = get_from([127, 0, 0, 3], addr, "/metrics").unwrap();
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+    assert!(
+        !text.contains("demo_http_refused_total{reason=\"address_cap\"} 0\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("demo_http_refused_total{reason=\"connection_cap\"} 0\n"),
+        "{text}"
+    );
+    drop(idle);
+}
+
 #[test]
 fn keeps_alive_answers_the_handler_and_refuses_with_the_config_body() {
     let server = demo(Limits::default());

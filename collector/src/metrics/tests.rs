@@ -31,6 +31,7 @@ const SERIES: &[&str] = &[
     "dta_collector_frames_total{opcode=\"0x13\"}",
     "dta_collector_http_connections_active",
     "dta_collector_http_connections_total",
+    "dta_collector_http_refused_total{reason=\"address_cap\"}",
     "dta_collector_http_refused_total{reason=\"bad_request\"}",
     "dta_collector_http_refused_total{reason=\"body_too_large\"}",
     "dta_collector_http_refused_total{reason=\"connection_cap\"}",

@@ -33,6 +33,7 @@ const SERIES: &[&str] = &[
     "dta_translator_frames_in_total",
     "dta_translator_http_connections_active",
     "dta_translator_http_connections_total",
+    "dta_translator_http_refused_total{reason=\"address_cap\"}",
     "dta_translator_http_refused_total{reason=\"bad_request\"}",
     "dta_translator_http_refused_total{reason=\"body_too_large\"}",
     "dta_translator_http_refused_total{reason=\"connection_cap\"}",
