@@ -460,6 +460,80 @@ fn a_data_link_down_for_two_seconds_kills_neither_daemon() -> Result<()> {
     Ok(())
 }
 
+/// SIGTERM while an Append stream is still coming in (issue 26, item 5): every report the translator took
+/// in is readable at the collector (the list's head word says so) or counted (dropped, or lost at stop);
+/// none is lost silently.
+#[test]
+fn sigterm_under_an_append_stream_loses_nothing_silently() -> Result<()> {
+    let _g = serial();
+    let opts = Options {
+        io: Io::AfPacket,
+        faults: None,
+        limit: Duration::from_secs(480),
+        workers: 1,
+        collector_io: Io::AfPacket,
+        responder: Responder::Soft,
+        translators: 1,
+        int: false,
+    };
+    let Some(mut sys) = System::start("s", opts)? else {
+        return Ok(());
+    };
+    let pid = sys.translator.pid() as i32;
+    let w = workload::append(60_000)?;
+    // The stop comes in the middle of the stream; the sender goes on after it.
+    let stopper = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(700));
+        // SAFETY: kill(2) on the translator this test started.
+        unsafe { libc::kill(pid, libc::SIGTERM) };
+    });
+    let (sent, _) = sys.send_at_rate(&w.reports, 20_000, Duration::from_secs(2))?;
+    stopper
+        .join()
+        .map_err(|_| anyhow::anyhow!("stopper panicked"))?;
+    // Its own graceful stop (a second signal would cut it short): wait for it to end.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while sys.translator.running() {
+        ensure!(
+            std::time::Instant::now() < deadline,
+            "the translator did not stop"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let summary = sys.stop_translator()?;
+    let line = |what: &str| -> u64 {
+        summary
+            .lines()
+            .find_map(|l| l.trim().strip_prefix(what))
+            .and_then(|rest| rest.split_whitespace().next()?.parse().ok())
+            .unwrap_or(u64::MAX)
+    };
+    let taken = line("append");
+    let dropped = line("reports dropped");
+    let lost_at_stop = line("writes lost (stop)");
+    // The API is on the management network, from the collector's namespace.
+    let http = sys.http;
+    let a = dta_e2e::netns::enter_and_run(sys.topo.collector.name(), move || {
+        dta_e2e::http::get_json(
+            http,
+            &format!("/query/append?list={}&tail=0&max=1", workload::APPEND_LIST),
+        )
+    })??;
+    let head = a["head"].as_u64().unwrap_or(u64::MAX);
+    println!(
+        "sent {sent}, taken {taken}, dropped {dropped}, writes lost at stop {lost_at_stop}, head {head}"
+    );
+    ensure!(
+        taken > 0 && taken < sent,
+        "the stop came mid-stream: {summary}"
+    );
+    ensure!(
+        lost_at_stop == 0 && head + dropped == taken,
+        "taken {taken} = readable {head} + dropped {dropped}, none lost at stop:\n{summary}"
+    );
+    Ok(())
+}
+
 /// The highest lossless rate through the namespaces (issue 14), and the stage that loses first above it.
 /// Asserted: a modest rate is lossless (the probe can fail: it counts every stage); the rate found is
 /// printed, not asserted (it measures the machine).

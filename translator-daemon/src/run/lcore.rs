@@ -77,10 +77,11 @@ pub fn run<Q: Queue>(mut plane: DataPlane<Q>, io: LcoreIo, clock: Clock) {
             let Some(e) = engine.as_deref_mut() else {
                 break;
             };
-            let t = *stopping_since.get_or_insert_with(|| {
-                e.flush(now);
-                now
-            });
+            let t = *stopping_since.get_or_insert(now);
+            // Every poll while stopping, not once: reports keep arriving during the drain, and one
+            // taken after a single flush sat in a batch that nothing wrote when the QPs went idle (lost
+            // without a count). Flushed here, it is written, or counted below if not acknowledged.
+            e.flush(now);
             if e.is_idle() || now > t + DRAIN {
                 snap.abandoned_at_stop = abandoned_at_stop(e, io.index);
                 break;
