@@ -53,3 +53,21 @@ pub struct TxStats {
     /// Frames dropped because the queue, ring or socket buffer was full (or the frame was refused).
     pub dropped: u64,
 }
+
+/// Counters of several endpoints of one port (a worker's queue each) add up to the port's.
+impl std::ops::AddAssign for RxStats {
+    fn add_assign(&mut self, o: RxStats) {
+        self.frames += o.frames;
+        self.bytes += o.bytes;
+        self.dropped += o.dropped;
+        self.missed += o.missed;
+    }
+}
+
+impl std::ops::AddAssign for TxStats {
+    fn add_assign(&mut self, o: TxStats) {
+        self.frames += o.frames;
+        self.bytes += o.bytes;
+        self.dropped += o.dropped;
+    }
+}

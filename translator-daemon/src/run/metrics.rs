@@ -151,15 +151,8 @@ impl Sources {
     pub fn plane(&self) -> PlaneCounters {
         let mut t = PlaneCounters::default();
         if let Ok(all) = self.workers.lock() {
-            for p in all.iter().map(|s| &s.plane) {
-                t.forwarded += p.forwarded;
-                t.not_forwarded += p.not_forwarded;
-                t.arp_replies += p.arp_replies;
-                t.handed_off += p.handed_off;
-                t.handoff_full += p.handoff_full;
-                t.handoff_waits += p.handoff_waits;
-                t.startup_drops += p.startup_drops;
-                t.engine_frames_out += p.engine_frames_out;
+            for s in all.iter() {
+                t += s.plane;
             }
         }
         t
@@ -172,13 +165,8 @@ impl Sources {
         if let Ok(all) = self.workers.lock() {
             for snap in all.iter() {
                 for ((_, rx, tx), (qrx, qtx)) in ports.iter_mut().zip(&snap.ports) {
-                    rx.frames += qrx.frames;
-                    rx.bytes += qrx.bytes;
-                    rx.dropped += qrx.dropped;
-                    rx.missed += qrx.missed;
-                    tx.frames += qtx.frames;
-                    tx.bytes += qtx.bytes;
-                    tx.dropped += qtx.dropped;
+                    *rx += *qrx;
+                    *tx += *qtx;
                 }
             }
         }

@@ -55,6 +55,20 @@ pub struct PlaneCounters {
     pub engine_frames_out: u64,
 }
 
+/// Workers' counters add up to the daemon's.
+impl std::ops::AddAssign for PlaneCounters {
+    fn add_assign(&mut self, o: PlaneCounters) {
+        self.forwarded += o.forwarded;
+        self.not_forwarded += o.not_forwarded;
+        self.arp_replies += o.arp_replies;
+        self.handed_off += o.handed_off;
+        self.handoff_full += o.handoff_full;
+        self.handoff_waits += o.handoff_waits;
+        self.startup_drops += o.startup_drops;
+        self.engine_frames_out += o.engine_frames_out;
+    }
+}
+
 /// What a worker publishes for metrics.
 #[derive(Debug, Clone, Default)]
 pub struct Snapshot {
