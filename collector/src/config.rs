@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::Path;
 
-use dta_protocol::int::mapping::{EVENT_LEN, HOP_RECORD_LEN};
+use dta_protocol::int::mapping::{EventLists, EVENT_LEN, HOP_RECORD_LEN};
 use dta_protocol::layout::Geometry;
 use dta_protocol::MacAddr;
 use serde::Deserialize;
@@ -133,10 +133,11 @@ impl PostcardingSection {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct IntSection {
-    /// The Append list of drop events (16-byte entries); none: `int-drops` answers counts only.
-    pub drop_list: Option<u32>,
-    /// The Append list of congestion (queue) events (16-byte entries).
-    pub queue_list: Option<u32>,
+    /// The Append lists of drop events (16-byte entries): one, or the translator workers' (one each,
+    /// `drop_list = [10, 12]`), read together; none: `int-drops` answers counts only.
+    pub drop_list: EventLists,
+    /// The Append lists of congestion (queue) events (16-byte entries), as `drop_list`.
+    pub queue_list: EventLists,
     /// The node ids a path can hold, as inclusive `[first, last]` ranges; none: the `[postcarding]`
     /// universe.
     pub nodes: Option<Vec<[u32; 2]>>,
@@ -271,9 +272,14 @@ impl Config {
     /// The `[int]` section against the regions: the lists it names hold 16-byte events, a Key-Write
     /// entry fits a hop record, and paths and hops have a universe and a length to decode.
     fn validate_int(&self, int: &IntSection) -> Result<()> {
-        let lists = [("drop_list", int.drop_list), ("queue_list", int.queue_list)];
-        for (name, id) in lists {
-            let Some(id) = id else { continue };
+        let lists = [
+            ("drop_list", &int.drop_list),
+            ("queue_list", &int.queue_list),
+        ];
+        for (name, id) in lists
+            .iter()
+            .flat_map(|(name, l)| l.ids().iter().map(move |&id| (*name, id)))
+        {
             let g = self.regions.iter().find_map(|r| match r.geometry {
                 Geometry::Append(g) if r.id == id => Some(g),
                 _ => None,
@@ -293,13 +299,14 @@ impl Config {
                 Some(_) => {}
             }
         }
-        if let (Some(d), Some(q)) = (int.drop_list, int.queue_list) {
-            if d == q {
-                return Err(Error::Config(format!(
-                    "[int] drop_list and queue_list are both list {d}: drop and queue events need \
-                     lists of their own"
-                )));
-            }
+        let mut ids: Vec<u32> = lists.iter().flat_map(|(_, l)| l.ids().to_vec()).collect();
+        ids.sort_unstable();
+        if let Some(w) = ids.windows(2).find(|w| w[0] == w[1]) {
+            return Err(Error::Config(format!(
+                "[int] list {} is named twice in drop_list and queue_list: drop and queue events \
+                 (and each translator worker's) need lists of their own",
+                w[0]
+            )));
         }
         for r in &self.regions {
             match r.geometry {
@@ -418,8 +425,8 @@ mod tests {
         let c = Config::parse(&example_with_int()).unwrap();
         let int = c.int.clone().unwrap();
         assert_eq!(
-            (int.drop_list, int.queue_list, int.hops),
-            (Some(4), Some(5), Some(5))
+            (int.drop_list.clone(), int.queue_list.clone(), int.hops),
+            (EventLists::one(4), EventLists::one(5), Some(5))
         );
         assert_eq!(int.node_universe().unwrap().unwrap().len(), 64);
         assert_eq!(c.int_hops(), Some(5));
@@ -457,7 +464,20 @@ mod tests {
             ),
             (
                 format!("[int]\ndrop_list = 3\nqueue_list = 3\n{}", list(3, 16)),
-                "both list 3",
+                "list 3 is named twice",
+            ),
+            (
+                format!("[int]\ndrop_list = [3, 6]\n{}", list(3, 16)),
+                "[int] drop_list = 6: no append region with id 6",
+            ),
+            (
+                format!(
+                    "[int]\ndrop_list = [3, 6]\nqueue_list = [7, 6]\n{}{}{}",
+                    list(3, 16),
+                    list(6, 16),
+                    list(7, 16)
+                ),
+                "list 6 is named twice",
             ),
             ("[int]\nhops = 0\n".to_string(), "hops = 0"),
             ("[int]\nhops = 300\n".to_string(), "hops"),
@@ -476,6 +496,14 @@ mod tests {
             let e = Config::parse(&text).unwrap_err().to_string();
             assert!(e.contains(why), "{text:?}: {e}");
         }
+        // One list per translator worker.
+        let c = Config::parse(&format!(
+            "[int]\ndrop_list = [3, 6]\n{}{}",
+            list(3, 16),
+            list(6, 16)
+        ))
+        .unwrap();
+        assert_eq!(c.int.unwrap().drop_list.ids(), [3, 6]);
         // A postcarding region with [int] nodes (and no [postcarding]) is fine.
         let c = Config::parse(
             "[int]\nnodes = [[1, 4]]\n[[region]]\nkind = \"postcarding\"\nchunks = 16\nhops = 4\nn_max = 1\n",

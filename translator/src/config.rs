@@ -6,7 +6,7 @@
 mod durations;
 mod int;
 
-pub use int::{FabricSwitch, HopMode, IntConfig, SwitchRole};
+pub use int::{EventLists, FabricSwitch, HopMode, IntConfig, SwitchRole};
 
 use dta_protocol::dta::{HeaderForm, ReportFormat, DTA_UDP_PORT};
 use dta_protocol::udp::ECN_ECT0;

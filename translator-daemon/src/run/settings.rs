@@ -157,6 +157,25 @@ impl Settings {
         if d.workers.count == 0 || d.workers.count > 64 {
             bail!("[workers] count {} is not in 1..=64", d.workers.count);
         }
+        let int = &self.engine.int;
+        for (what, lists) in [
+            ("drop_list", &int.drop_list),
+            ("queue_list", &int.queue_list),
+        ] {
+            if int.enabled && !lists.is_empty() && lists.len() < d.workers.count {
+                bail!(
+                    "[int] {what} names {} list(s) for {} workers: every worker takes INT reports and \
+                     appends its events to a list of its own (an Append list's head has one writer), so \
+                     give one per worker, e.g. {what} = {:?}, each an append region of 16-byte entries \
+                     at the collector, whose [int] {what} names them all",
+                    lists.len(),
+                    d.workers.count,
+                    (0..d.workers.count as u32)
+                        .map(|k| lists.ids()[0] + 2 * k)
+                        .collect::<Vec<_>>()
+                );
+            }
+        }
         if !d.workers.cores.is_empty() && d.workers.cores.len() != d.workers.count {
             bail!(
                 "[workers] cores lists {} cores for {} workers: give one per worker, or none",
@@ -207,6 +226,9 @@ impl Settings {
         let step = (k * self.daemon.collectors.len()) as u32;
         c.local.qpn_base += step;
         c.local.udp_src_port_base = c.local.udp_src_port_base.wrapping_add(step as u16);
+        // Each worker appends INT events to lists of its own (an Append list's head has one writer).
+        c.int.drop_list = self.engine.int.drop_list.of_worker(k);
+        c.int.queue_list = self.engine.int.queue_list.of_worker(k);
         c
     }
 }
@@ -254,6 +276,40 @@ qpn_base = 0x200
             s.worker_config(1).local.udp_src_port_base,
             s.engine.local.udp_src_port_base + 1
         );
+    }
+
+    #[test]
+    fn int_event_lists_one_per_worker() {
+        let with = |lists: &str| {
+            Settings::from_toml(&format!(
+                "{FILE}\n[report]\nkeywrite_data_len = 12\n[int]\nenabled = true\n{lists}\n"
+            ))
+            .unwrap()
+        };
+        let s = with("drop_list = [10, 12]\nqueue_list = [11, 13]");
+        s.validate().unwrap();
+        assert_eq!(s.worker_config(0).int.drop_list.ids(), [10]);
+        assert_eq!(s.worker_config(1).int.drop_list.ids(), [12]);
+        assert_eq!(s.worker_config(1).int.queue_list.ids(), [13]);
+        // One list for two workers: two writers of one head would overwrite each other.
+        let e = with("drop_list = 10").validate().unwrap_err().to_string();
+        assert!(
+            e.contains("[int] drop_list names 1 list(s) for 2 workers")
+                && e.contains("drop_list = [10, 12]"),
+            "{e}"
+        );
+        let e = with("queue_list = [11]")
+            .validate()
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("[int] queue_list names 1 list(s)"), "{e}");
+        // A list twice is refused when the engine's sections load.
+        let e = Settings::from_toml(&format!(
+            "{FILE}\n[report]\nkeywrite_data_len = 12\n[int]\nenabled = true\n\
+             drop_list = [10, 12]\nqueue_list = [12, 13]\n"
+        ))
+        .unwrap_err();
+        assert!(format!("{e:#}").contains("each list once"), "{e:#}");
     }
 
     #[test]
