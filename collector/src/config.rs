@@ -18,6 +18,9 @@ use crate::responder::FaultConfig;
 /// Largest postcard value universe: the decoder keeps a table with one entry per value.
 pub const MAX_UNIVERSE: usize = 1 << 24;
 
+/// Largest `[collector] max_dest_rd_atomic`: Soft-RoCE's limit (rxe's `RXE_MAX_QP_RD_ATOM`).
+pub const MAX_DEST_RD_ATOMIC: u32 = 128;
+
 /// The whole file.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -221,6 +224,16 @@ impl Config {
                 self.collector.path_mtu
             )));
         }
+        // Every QP keeps this many atomic responses for replay: 2^32 - 1 of them was accepted here and
+        // aborted the collector allocating 64 GiB at the first hello. Soft-RoCE takes at most 128
+        // (RXE_MAX_QP_RD_ATOM), ConnectX NICs 16; 0 would refuse the translator's FETCH_ADDs.
+        let rd = self.collector.max_dest_rd_atomic;
+        if !(1..=MAX_DEST_RD_ATOMIC).contains(&rd) {
+            return Err(Error::Config(format!(
+                "[collector] max_dest_rd_atomic = {rd} is not within 1..={MAX_DEST_RD_ATOMIC} (Soft-RoCE \
+                 takes at most 128 atomics in flight per QP, ConnectX NICs 16)"
+            )));
+        }
         let mut seen = HashSet::new();
         for r in &self.regions {
             let kind = r.geometry.kind();
@@ -402,6 +415,60 @@ mod tests {
         }
         let c = Config::parse("[collector]\nmac = \"02:00:00:00:0a:ff\"\n").unwrap();
         assert_eq!(c.collector.mac, MacAddr([2, 0, 0, 0, 10, 255]));
+    }
+
+    /// Issue 26, item 9: `max_dest_rd_atomic = 4294967295` started and then aborted allocating 64 GiB at
+    /// the first hello; `redundncy = 2` in a `[[region]]` was silently ignored. Both are refused at load.
+    #[test]
+    fn config_traps_are_refused_at_load() {
+        let limit = "(Soft-RoCE takes at most 128 atomics in flight per QP, ConnectX NICs 16)";
+        for rd in [0u64, 129, 4294967295] {
+            let e = Config::parse(&format!("[collector]\nmax_dest_rd_atomic = {rd}\n"))
+                .unwrap_err()
+                .to_string();
+            assert_eq!(
+                e,
+                format!(
+                    "configuration: [collector] max_dest_rd_atomic = {rd} is not within 1..=128 {limit}"
+                )
+            );
+        }
+        for rd in [1, 16, 128] {
+            Config::parse(&format!("[collector]\nmax_dest_rd_atomic = {rd}\n")).unwrap();
+        }
+        let region = "[[region]]\nkind = \"key_write\"\nslots = 256\nentry_size = 8\nn_max = 2\n";
+        let e = Config::parse(&format!("{region}redundncy = 2\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("unknown field `redundncy`, expected one of `slots`, `entry_size`, `n_max`"),
+            "{e}"
+        );
+        let e = Config::parse(&format!("{region}colour = \"blue\"\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("unknown field `colour`"), "{e}");
+        let c = Config::parse(&format!("{region}redundancy = 2\n")).unwrap();
+        assert_eq!(c.regions[0].redundancy, Some(2));
+        // Every other section already refused unknown keys; kept so.
+        for (text, key) in [
+            ("[collector]\nmax_dest_rd_atomc = 4\n", "max_dest_rd_atomc"),
+            (
+                "[control]\nbind = \"127.0.0.1:1\"\ntoken = \"t\"\ntokn = \"u\"\n",
+                "tokn",
+            ),
+            ("[http]\nbind = \"127.0.0.1:1\"\nbnd = 1\n", "bnd"),
+            ("[faults]\ndorp = 0.1\n", "dorp"),
+            ("[postcarding]\nrange = []\n", "range"),
+            ("[int]\ndrop_lst = 1\n", "drop_lst"),
+            ("[colector]\n", "colector"),
+        ] {
+            let e = Config::parse(text).unwrap_err().to_string();
+            assert!(
+                e.contains(&format!("unknown field `{key}`")),
+                "{text:?}: {e}"
+            );
+        }
     }
 
     /// The example's `[int]` block, uncommented, with the key_write entries it asks for.

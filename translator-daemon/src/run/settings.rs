@@ -106,6 +106,15 @@ pub struct Settings {
     pub daemon: Daemon,
 }
 
+/// The network device a port spec drives: the interface named by DPDK devargs' `iface=` (two vdevs on
+/// one interface are one port), else the spec itself (an interface name, a PCI address, a vdev name).
+fn port_device(spec: &str) -> &str {
+    spec.split(',')
+        .find_map(|kv| kv.trim().strip_prefix("iface="))
+        .unwrap_or(spec)
+        .trim()
+}
+
 fn take<T: for<'de> Deserialize<'de>>(table: &mut toml::Table, key: &str) -> Result<Option<T>> {
     match table.remove(key) {
         None => Ok(None),
@@ -136,6 +145,15 @@ impl Settings {
             1 | 2 => {}
             0 => bail!("no port: give [io] ports or --interface"),
             n => bail!("{n} ports: the translator drives one port, or two for a bump in the wire"),
+        }
+        if let [a, b] = d.io.ports.as_slice() {
+            if port_device(a) == port_device(b) {
+                bail!(
+                    "[io] ports name {:?} twice: a bump in the wire needs two different ports (one port \
+                     as both would send every frame it forwards back out where it came in)",
+                    port_device(a)
+                );
+            }
         }
         if let Some(p) = d.io.collector_port {
             if p >= d.io.ports.len() {
@@ -329,6 +347,35 @@ qpn_base = 0x200
         )
         .unwrap();
         assert!(s.validate().unwrap_err().to_string().contains("3 ports"));
+    }
+
+    /// Issue 26, item 9: `ports = ["ta", "ta"]` was accepted and reflected every forwarded frame back to
+    /// its sender; one device named twice (also through two vdevs' `iface=`) is refused at load.
+    #[test]
+    fn the_same_port_twice_is_refused() {
+        for (ports, dev) in [
+            (r#"["ta", "ta"]"#, "ta"),
+            (
+                r#"["net_af_packet0,iface=ta", "net_af_packet1,iface=ta"]"#,
+                "ta",
+            ),
+        ] {
+            let s = Settings::from_toml(&FILE.replace(
+                r#"["net_af_packet0,iface=ta", "net_af_packet1,iface=tb"]"#,
+                ports,
+            ))
+            .unwrap();
+            assert_eq!(
+                s.validate().unwrap_err().to_string(),
+                format!(
+                    "[io] ports name {dev:?} twice: a bump in the wire needs two different ports (one \
+                     port as both would send every frame it forwards back out where it came in)"
+                ),
+                "{ports}"
+            );
+        }
+        let s = Settings::from_toml(&FILE.replace("iface=tb", "iface=tc")).unwrap();
+        s.validate().unwrap();
     }
 
     #[test]

@@ -9,6 +9,7 @@ use crate::error::ConfigError;
 pub use dta_protocol::int::mapping::EventLists;
 use dta_protocol::int::mapping::HOP_RECORD_LEN;
 use dta_protocol::int::FABRIC_TNA_REPORT_PORT;
+use dta_protocol::roce::ROCEV2_UDP_PORT;
 
 /// INT front-end options.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -122,6 +123,19 @@ impl IntConfig {
     ) -> Result<(), ConfigError> {
         if !self.enabled {
             return Ok(());
+        }
+        // As for reports: RoCEv2's port carries the collector's responses, never INT.
+        for (field, port) in [
+            ("int.udp_port", Some(self.udp_port)),
+            ("int.md_udp_port", self.md_udp_port),
+        ] {
+            if port == Some(ROCEV2_UDP_PORT) {
+                return Err(bad(
+                    field,
+                    ROCEV2_UDP_PORT.into(),
+                    "not 4791, RoCEv2's port, where the collector's responses arrive",
+                ));
+            }
         }
         if self.udp_port == report_port {
             return Err(bad(
