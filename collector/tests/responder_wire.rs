@@ -161,6 +161,9 @@ fn assert_taken(
     }
 }
 
+/// A case: its name, the drop it must earn, and how it changes a good frame.
+type Case = (&'static str, DropReason, fn(&mut Vec<u8>));
+
 #[test]
 fn what_linux_drops_before_rxe_is_a_counted_drop_never_acked_or_written() {
     // The unmodified write, its correct non-zero UDP checksum (etherparse's), and broadcast are taken.
@@ -192,7 +195,7 @@ fn what_linux_drops_before_rxe_is_a_counted_drop_never_acked_or_written() {
         f
     });
 
-    let cases: [(&str, DropReason, fn(&mut Vec<u8>)); 8] = [
+    let cases: [Case; 8] = [
         ("a foreign unicast MAC", DropReason::ForeignMac, |f| {
             f[5] = 0x99
         }),
