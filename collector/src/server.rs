@@ -112,6 +112,8 @@ pub fn start(
                 max_dest_rd_atomic: c.max_dest_rd_atomic,
                 path_mtu: c.path_mtu,
                 local_ip: Some(c.ip.octets()),
+                local_mac: Some(c.mac.octets()),
+                vlan: c.vlan,
             };
             let responder = Arc::new(Mutex::new(Responder::new(rc, arena.slots().to_vec())));
             if let Some(ifname) = interface {

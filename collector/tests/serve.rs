@@ -144,7 +144,8 @@ fn a_roce_write_on_loopback_lands_and_is_found() {
         unreachable!()
     };
     assert_eq!(g, KeyWriteGeometry::new(65536, 8, 4).unwrap());
-    let ep = UdpEndpoints::new([0; 6], [0; 6], [127, 0, 0, 1], [127, 0, 0, 1], 49152, 4791);
+    // To the MAC the welcome advertises, as a translator sends: the responder drops RoCE to any other.
+    let ep = UdpEndpoints::new([0; 6], w.mac, [127, 0, 0, 1], [127, 0, 0, 1], 49152, 4791);
     let mut entry = [0u8; 8];
     g.encode_entry(42, &[0xca, 0xfe, 0xf0, 0x0d], &mut entry)
         .unwrap();

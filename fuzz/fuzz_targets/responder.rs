@@ -104,6 +104,8 @@ impl Harness {
             max_dest_rd_atomic: u32::from(b % 5),
             path_mtu: if b & 8 != 0 { 256 } else { 1024 },
             local_ip: (b & 16 != 0).then_some(LOCAL_IP),
+            local_mac: (b & 32 != 0).then_some([2, 0, 0, 0, 0, 2]),
+            vlan: None,
         };
         let mut resp = Responder::new(config, arena.slots().to_vec());
         let mut general = Responder::new(config, arena.slots().to_vec());

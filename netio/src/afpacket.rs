@@ -2,6 +2,13 @@
 //!
 //! One non-blocking socket per endpoint; bursts go through `recvmmsg`/`sendmmsg`, one system call per burst,
 //! straight into and out of the caller's batch slots. The message arrays are allocated once at open.
+//!
+//! **VLAN tags.** Linux strips an 802.1Q/802.1ad tag from a received frame before a packet socket sees it
+//! (the device's VLAN offload, or the stack's own `skb_vlan_untag`) and hands it apart, in the
+//! `PACKET_AUXDATA` control message. A bump in the wire that forwarded the frame as read would send it on
+//! untagged, and a responder would take a tagged frame for an untagged one. So every socket asks for the
+//! auxdata and puts the tag back where it was on the wire, right after the source MAC: a frame in a batch
+//! is the frame as it arrived, tag included, as DPDK delivers it.
 
 use std::cell::Cell;
 use std::ffi::CString;
@@ -57,11 +64,39 @@ impl Default for AfPacketConfig {
     }
 }
 
+/// `PACKET_AUXDATA` (linux/if_packet.h): the socket option, and `struct tpacket_auxdata` with the bits of
+/// `tp_status` that say a VLAN tag was taken off (libc has neither).
+const PACKET_AUXDATA: libc::c_int = 8;
+const TP_STATUS_VLAN_VALID: u32 = 1 << 4;
+const TP_STATUS_VLAN_TPID_VALID: u32 = 1 << 6;
+/// The 802.1Q TPID, for a kernel that gives the TCI without the TPID (before Linux 3.14).
+const ETH_P_8021Q: u16 = 0x8100;
+/// Bytes of one VLAN tag (TPID and TCI).
+pub const VLAN_TAG_LEN: usize = 4;
+
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct TpacketAuxdata {
+    tp_status: u32,
+    tp_len: u32,
+    tp_snaplen: u32,
+    tp_mac: u16,
+    tp_net: u16,
+    tp_vlan_tci: u16,
+    tp_vlan_tpid: u16,
+}
+
+/// Room for one control message per received frame: `CMSG_SPACE(sizeof(struct tpacket_auxdata))` is 40
+/// bytes on 64-bit Linux; 64, in u64s so that the buffer is aligned for a `cmsghdr`.
+type Control = [u64; 8];
+
 /// The `mmsghdr`/`iovec` arrays handed to the kernel. They hold raw pointers, rewritten before every call to
 /// point into the batch of that call and never dereferenced after it, so moving them across threads is sound.
 struct Messages {
     hdrs: Vec<libc::mmsghdr>,
     iovs: Vec<libc::iovec>,
+    /// One control buffer per message, for the receive path's `PACKET_AUXDATA`.
+    ctrl: Vec<Control>,
 }
 
 // SAFETY: see the type's comment: the pointers are only meaningful during one system call made by the owner.
@@ -73,7 +108,46 @@ impl Messages {
         Messages {
             hdrs: vec![unsafe { std::mem::zeroed() }; n],
             iovs: vec![unsafe { std::mem::zeroed() }; n],
+            ctrl: vec![[0; 8]; n],
         }
+    }
+
+    /// As [`set`](Self::set), with message `k`'s control buffer attached (receiving).
+    fn set_rx(&mut self, k: usize, base: *mut u8, len: usize) {
+        self.set(k, base, len);
+        let hdr = &mut self.hdrs[k].msg_hdr;
+        hdr.msg_control = self.ctrl[k].as_mut_ptr().cast();
+        hdr.msg_controllen = std::mem::size_of::<Control>() as _;
+    }
+
+    /// The VLAN tag (TPID, TCI) the kernel took off received message `k`, from its `PACKET_AUXDATA`.
+    fn vlan_tag(&self, k: usize) -> Option<(u16, u16)> {
+        let hdr = &self.hdrs[k].msg_hdr;
+        // SAFETY: the kernel filled `msg_control` (our buffer `ctrl[k]`, alive) with `msg_controllen` bytes
+        // of well-formed control messages; the CMSG_* helpers stay within them, and the data is read
+        // unaligned, at its length checked against the message's.
+        unsafe {
+            let mut c = libc::CMSG_FIRSTHDR(hdr);
+            while !c.is_null() {
+                if (*c).cmsg_level == libc::SOL_PACKET
+                    && (*c).cmsg_type == PACKET_AUXDATA
+                    && (*c).cmsg_len as usize
+                        >= libc::CMSG_LEN(std::mem::size_of::<TpacketAuxdata>() as u32) as usize
+                {
+                    let aux = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast::<TpacketAuxdata>());
+                    if aux.tp_status & TP_STATUS_VLAN_VALID == 0 {
+                        return None;
+                    }
+                    let tpid = match aux.tp_status & TP_STATUS_VLAN_TPID_VALID {
+                        0 => ETH_P_8021Q,
+                        _ => aux.tp_vlan_tpid,
+                    };
+                    return Some((tpid, aux.tp_vlan_tci));
+                }
+                c = libc::CMSG_NXTHDR(hdr, c);
+            }
+        }
+        None
     }
 
     /// Points message `k` at `len` bytes from `base`.
@@ -181,6 +255,9 @@ impl AfPacket {
             &1 as &libc::c_int,
         )
         .map_err(|e| NetioError::io(ctx("PACKET_IGNORE_OUTGOING (needs Linux 4.20)"), e))?;
+        // The VLAN tag the kernel strips comes back in a control message (see the module's comment).
+        setsockopt(&fd, libc::SOL_PACKET, PACKET_AUXDATA, &1 as &libc::c_int)
+            .map_err(|e| NetioError::io(ctx("PACKET_AUXDATA"), e))?;
         set_buffer(&fd, libc::SO_RCVBUFFORCE, libc::SO_RCVBUF, config.rcvbuf)
             .map_err(|e| NetioError::io(ctx("SO_RCVBUF"), e))?;
         set_buffer(&fd, libc::SO_SNDBUFFORCE, libc::SO_SNDBUF, config.sndbuf)
@@ -348,7 +425,7 @@ impl RxBurst for AfPacket {
         let slot_size = batch.slot_size();
         for k in 0..n {
             let p = batch.slot_ptr(base + k);
-            self.msgs.set(k, p, slot_size);
+            self.msgs.set_rx(k, p, slot_size);
         }
         // MSG_TRUNC makes msg_len the frame's real length, so an oversize frame is recognised, not cut.
         // SAFETY: n messages, each pointing at one whole free slot of `batch`, which outlives the call.
@@ -375,14 +452,24 @@ impl RxBurst for AfPacket {
         let stamp = now_ns();
         let mut kept = base;
         for k in 0..r as usize {
-            let len = self.msgs.hdrs[k].msg_len as usize;
+            let mut len = self.msgs.hdrs[k].msg_len as usize;
             let truncated = self.msgs.hdrs[k].msg_hdr.msg_flags & libc::MSG_TRUNC != 0;
-            if truncated || len > slot_size {
+            let tag = self.msgs.vlan_tag(k);
+            let wire_len = len + tag.map_or(0, |_| VLAN_TAG_LEN);
+            // Over the slot (a jumbo frame into standard slots), or too short to hold a tag after the MACs.
+            if truncated || wire_len > slot_size || (tag.is_some() && len < 12) {
                 self.rx_stats.dropped += 1;
                 continue;
             }
             if kept != base + k {
                 batch.move_slot(base + k, kept, len);
+            }
+            if let Some((tpid, tci)) = tag {
+                let slot = batch.slot_mut(kept);
+                slot.copy_within(12..len, 12 + VLAN_TAG_LEN);
+                slot[12..14].copy_from_slice(&tpid.to_be_bytes());
+                slot[14..16].copy_from_slice(&tci.to_be_bytes());
+                len = wire_len;
             }
             batch.set_frame(kept, len, stamp);
             kept += 1;

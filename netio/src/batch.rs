@@ -6,6 +6,12 @@ use crate::NetioError;
 /// to spare; jumbo-frame users pass a larger one to [`FrameBatch::new`].
 pub const DEFAULT_SLOT_SIZE: usize = 2048;
 
+/// Slot size that holds a jumbo frame: an IP MTU of 9216 bytes (the largest that switches commonly take;
+/// hosts on RoCE fabrics usually run 9000) with its Ethernet header and two VLAN tags, rounded up to 64.
+/// What a bump in the wire receives into, so that a link's MTU never decides what it can forward. The
+/// memory is allocated zeroed, so pages of a slot that no frame reaches are never touched.
+pub const JUMBO_SLOT_SIZE: usize = 9216 + 64;
+
 /// Up to `capacity` frames of at most `slot_size` bytes each, in one allocation made once.
 ///
 /// Receiving appends frames into free slots, sending reads the filled ones, and [`clear`](Self::clear) makes

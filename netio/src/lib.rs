@@ -33,8 +33,8 @@ mod pcap;
 pub mod port;
 
 #[cfg(target_os = "linux")]
-pub use afpacket::{AfPacket, AfPacketConfig};
-pub use batch::{FrameBatch, DEFAULT_SLOT_SIZE};
+pub use afpacket::{AfPacket, AfPacketConfig, VLAN_TAG_LEN};
+pub use batch::{FrameBatch, DEFAULT_SLOT_SIZE, JUMBO_SLOT_SIZE};
 pub use burst::{RxBurst, RxStats, TxBurst, TxStats};
 pub use error::NetioError;
 pub use kind::IoKind;

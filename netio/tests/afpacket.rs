@@ -229,3 +229,123 @@ fn unknown_interface_and_bad_config_are_errors_with_context() {
         .to_string()
         .contains("max_burst 0"));
 }
+
+/// Frame `n` from A to B carrying `tags` (TPID, TCI) after the MACs, then our EtherType, `n` and a pattern
+/// up to `len` bytes: built here byte by byte, as it is on the wire.
+fn tagged(n: u32, tags: &[(u16, u16)], len: usize) -> Vec<u8> {
+    let mut f = Vec::with_capacity(len);
+    f.extend_from_slice(&MAC_B);
+    f.extend_from_slice(&MAC_A);
+    for (tpid, tci) in tags {
+        f.extend_from_slice(&tpid.to_be_bytes());
+        f.extend_from_slice(&tci.to_be_bytes());
+    }
+    f.extend_from_slice(&ETHERTYPE.to_be_bytes());
+    f.extend_from_slice(&n.to_be_bytes());
+    while f.len() < len {
+        f.push((f.len() as u32 ^ n) as u8);
+    }
+    f
+}
+
+/// Issue 26, item 10: the kernel takes a frame's outer VLAN tag off before a packet socket reads it; the
+/// socket puts it back from PACKET_AUXDATA, so a frame received is the frame as sent (802.1Q with its
+/// priority bits, 802.1ad with an inner 802.1Q tag, VID 0 priority tags, jumbo frames on an MTU 9000 link),
+/// and a frame over the receiver's slots is dropped and counted, tag included in its length.
+#[test]
+fn vlan_tags_and_jumbo_frames_arrive_as_sent() {
+    let tag = format!("dtaV{}", std::process::id());
+    let Some(ns) = netns_or_skip(&tag) else {
+        return;
+    };
+    let (a, b) = (format!("{tag}a"), format!("{tag}b"));
+    ns.ip(&["link", "add", &a, "type", "veth", "peer", "name", &b])
+        .unwrap();
+    for (dev, mac) in [(&a, "02:00:00:00:00:0a"), (&b, "02:00:00:00:00:0b")] {
+        ns.ip(&["link", "set", dev, "address", mac, "mtu", "9000", "up"])
+            .unwrap();
+    }
+    let cfg = AfPacketConfig::default();
+    let (mut pa, mut pb) = ns.run_in(|| {
+        (
+            AfPacket::open(&a, &cfg).unwrap(),
+            AfPacket::open(&b, &cfg).unwrap(),
+        )
+    });
+    // Which frames look like ours: our EtherType after any tags.
+    let ours = |f: &[u8]| {
+        let mut at = 12;
+        while f.len() >= at + 4 && matches!(u16::from_be_bytes([f[at], f[at + 1]]), 0x8100 | 0x88a8)
+        {
+            at += 4;
+        }
+        f.len() >= at + 2 && f[at..at + 2] == ETHERTYPE.to_be_bytes()
+    };
+    let sent = vec![
+        // VID 100, PCP 5.
+        tagged(1, &[(0x8100, 0xa064)], 64),
+        // Untagged, between tagged ones.
+        tagged(2, &[], 64),
+        // A priority tag: VID 0, PCP 3 (RoCE's lossless class without VLANs).
+        tagged(3, &[(0x8100, 0x6000)], 100),
+        // QinQ: an 802.1ad S-tag (VID 200) over an 802.1Q C-tag (VID 300).
+        tagged(4, &[(0x88a8, 0x00c8), (0x8100, 0x012c)], 80),
+        // Jumbo, MTU 9000, tagged: 9000 + 14 + 4 bytes.
+        tagged(5, &[(0x8100, 0x0064)], 9018),
+        // Jumbo untagged.
+        tagged(6, &[], 9014),
+    ];
+    let mut out = FrameBatch::new(8, dta_netio::JUMBO_SLOT_SIZE);
+    for f in &sent {
+        out.push(f).unwrap();
+    }
+    assert_eq!(pa.send_burst(&out).unwrap(), sent.len());
+
+    let mut inb = FrameBatch::new(16, dta_netio::JUMBO_SLOT_SIZE);
+    let mut got = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while got.len() < sent.len() && Instant::now() < deadline {
+        pb.wait_readable(Duration::from_millis(50)).unwrap();
+        inb.clear();
+        pb.recv_burst(&mut inb).unwrap();
+        got.extend(inb.iter().filter(|f| ours(f)).map(<[u8]>::to_vec));
+    }
+    assert_eq!(got.len(), sent.len(), "every frame arrived");
+    for (i, (g, s)) in got.iter().zip(&sent).enumerate() {
+        assert_eq!(g.len(), s.len(), "frame {i}'s length");
+        assert!(g == s, "frame {i} arrived as sent: {:02x?}", &g[..22]);
+    }
+    assert_eq!(pb.rx_stats().dropped, 0);
+
+    // Into standard 2 KiB slots: the two jumbo frames are dropped and counted; a 2050-byte frame on the
+    // wire whose tag the kernel took off (2046 bytes read) too, as with its tag it does not fit.
+    let sent = vec![
+        tagged(7, &[(0x8100, 0x0064)], 2050),
+        tagged(8, &[(0x8100, 0x0064)], 2048),
+        tagged(9, &[(0x8100, 0x0064)], 9018),
+        tagged(10, &[], 9014),
+        tagged(11, &[(0x8100, 0x0064)], 64),
+    ];
+    out.clear();
+    for f in &sent {
+        out.push(f).unwrap();
+    }
+    assert_eq!(pa.send_burst(&out).unwrap(), sent.len());
+    let before = pb.rx_stats().dropped;
+    let mut small = FrameBatch::new(16, dta_netio::DEFAULT_SLOT_SIZE);
+    let mut got = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while (got.len() < 2 || pb.rx_stats().dropped - before < 3) && Instant::now() < deadline {
+        pb.wait_readable(Duration::from_millis(50)).unwrap();
+        small.clear();
+        pb.recv_burst(&mut small).unwrap();
+        got.extend(small.iter().filter(|f| ours(f)).map(<[u8]>::to_vec));
+    }
+    let lens: Vec<usize> = got.iter().map(Vec::len).collect();
+    assert_eq!(lens, [2048, 64]);
+    assert!(
+        got == [sent[1].clone(), sent[4].clone()],
+        "frames 8 and 11 as sent"
+    );
+    assert_eq!(pb.rx_stats().dropped - before, 3, "the frames over 2 KiB");
+}

@@ -44,6 +44,13 @@ pub struct ResponderConfig {
     pub path_mtu: u32,
     /// When set, frames to another IPv4 address are dropped (an AF_PACKET socket sees all traffic).
     pub local_ip: Option<[u8; 4]>,
+    /// When set, RoCE to any destination MAC but this one and broadcast is dropped
+    /// ([`DropReason::ForeignMac`]), as a NIC's address filter drops it before rxe could see it.
+    pub local_mac: Option<[u8; 6]>,
+    /// The VLAN the responder sits on, as a NIC's (VLAN) interface would: `None` takes untagged frames and
+    /// VID 0 priority tags, `Some(vid)` only frames tagged with that VID; anything else is dropped
+    /// ([`DropReason::Vlan`]). A response carries the request's tag (VID and priority) back.
+    pub vlan: Option<u16>,
 }
 
 impl Default for ResponderConfig {
@@ -52,6 +59,8 @@ impl Default for ResponderConfig {
             max_dest_rd_atomic: 16,
             path_mtu: 1024,
             local_ip: None,
+            local_mac: None,
+            vlan: None,
         }
     }
 }
@@ -77,6 +86,85 @@ pub struct Responder {
     pub(super) qps: QpTable,
     next_qpn: u32,
     pub(super) stats: Stats,
+    /// A tagged request without its tag, handled as untagged (kept to allocate once).
+    untagged: Vec<u8>,
+}
+
+/// The 802.1Q TPID, and the length of a tag.
+const TPID_8021Q: [u8; 2] = [0x81, 0x00];
+const VLAN_TAG_LEN: usize = 4;
+const BROADCAST: [u8; 6] = [0xFF; 6];
+
+/// Whether `frame` carries an 802.1Q tag after its MACs.
+#[inline]
+fn tagged(frame: &[u8]) -> bool {
+    frame.len() >= 14 + VLAN_TAG_LEN && frame[12..14] == TPID_8021Q
+}
+
+/// The ones'-complement sum of `bytes` as big-endian 16-bit words (an odd last byte padded with 0),
+/// folded to 16 bits: 0xFFFF over a header or datagram whose checksum field is right.
+pub(super) fn ones_sum(bytes: &[u8], init: u32) -> u16 {
+    let mut sum = u64::from(init);
+    let mut words = bytes.chunks_exact(2);
+    for w in &mut words {
+        sum += u64::from(u16::from_be_bytes([w[0], w[1]]));
+    }
+    if let [last] = words.remainder() {
+        sum += u64::from(*last) << 8;
+    }
+    while sum > 0xFFFF {
+        sum = (sum & 0xFFFF) + (sum >> 16);
+    }
+    sum as u16
+}
+
+/// What Linux checks of a RoCEv2 datagram before rxe sees it: the destination MAC (the NIC's filter), the
+/// IPv4 header checksum, the UDP length against IPv4's, and a non-zero UDP checksum. Frames that are not
+/// IPv4/UDP to port 4791 pass untouched, for the parser to call them what they are.
+fn admit(config: &ResponderConfig, frame: &[u8]) -> Result<(), DropReason> {
+    const IP: usize = 14;
+    let Some(&version_ihl) = frame.get(IP) else {
+        return Ok(());
+    };
+    let ihl = usize::from(version_ihl & 0x0F) * 4;
+    let udp_at = IP + ihl;
+    let (Some(ip), Some(udp)) = (frame.get(IP..udp_at), frame.get(udp_at..udp_at + 8)) else {
+        return Ok(());
+    };
+    if frame[12..14] != [0x08, 0x00]
+        || version_ihl >> 4 != 4
+        || ihl < 20
+        || ip[9] != 17
+        || u16::from_be_bytes([ip[6], ip[7]]) & 0x3FFF != 0
+        || u16::from_be_bytes([udp[2], udp[3]]) != ROCEV2_UDP_PORT
+    {
+        return Ok(());
+    }
+    if config
+        .local_mac
+        .is_some_and(|mac| frame[..6] != mac && frame[..6] != BROADCAST)
+    {
+        return Err(DropReason::ForeignMac);
+    }
+    if ones_sum(ip, 0) != 0xFFFF {
+        return Err(DropReason::Ipv4Checksum);
+    }
+    let total = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
+    let udp_len = usize::from(u16::from_be_bytes([udp[4], udp[5]]));
+    if udp_len < 8 || total < ihl || udp_len != total - ihl {
+        return Err(DropReason::UdpLength);
+    }
+    if udp[6..8] != [0, 0] {
+        // A datagram cut short is the parser's to refuse.
+        let Some(datagram) = frame.get(udp_at..udp_at + udp_len) else {
+            return Ok(());
+        };
+        let pseudo = ones_sum(&ip[12..20], 17 + udp_len as u32);
+        if ones_sum(datagram, u32::from(pseudo)) != 0xFFFF {
+            return Err(DropReason::UdpChecksum);
+        }
+    }
+    Ok(())
 }
 
 /// First QPN handed out, also after the counter wraps; QPNs 0 and 1 are special in InfiniBand.
@@ -100,6 +188,7 @@ impl Responder {
             qps: QpTable::default(),
             next_qpn: FIRST_QPN,
             stats: Stats::default(),
+            untagged: Vec::new(),
         }
     }
 
@@ -168,10 +257,13 @@ impl Responder {
     /// decides exactly as before. Both give the same outcome, counters, memory and response bytes
     /// (`fast.rs`'s tests compare them frame by frame).
     pub fn handle(&mut self, frame: &[u8], mem: &mut [u8], out: &mut [u8]) -> Outcome {
+        if self.config.vlan.is_some() || tagged(frame) {
+            return self.handle_tagged(frame, mem, out, true);
+        }
         if let Some(outcome) = super::fast::handle(self, frame, mem, out) {
             return outcome;
         }
-        self.handle_general(frame, mem, out)
+        self.handle_untagged(frame, mem, out)
     }
 
     /// The general path alone, frame by frame through `etherparse` and `FrameRepr`: what [`handle`](Self::handle)
@@ -179,6 +271,57 @@ impl Responder {
     /// [`handle`](Self::handle) with.
     #[doc(hidden)]
     pub fn handle_general(&mut self, frame: &[u8], mem: &mut [u8], out: &mut [u8]) -> Outcome {
+        if self.config.vlan.is_some() || tagged(frame) {
+            return self.handle_tagged(frame, mem, out, false);
+        }
+        self.handle_untagged(frame, mem, out)
+    }
+
+    /// A frame of a responder on a VLAN, or a tagged one: taken as a NIC on that VLAN takes it (see
+    /// [`ResponderConfig::vlan`]), handled without its tag, and answered with it.
+    fn handle_tagged(
+        &mut self,
+        frame: &[u8],
+        mem: &mut [u8],
+        out: &mut [u8],
+        fast: bool,
+    ) -> Outcome {
+        let tci = tagged(frame).then(|| [frame[14], frame[15]]);
+        let vid = tci.map(|t| u16::from_be_bytes(t) & 0x0FFF);
+        let taken = match (self.config.vlan, vid) {
+            (Some(want), Some(vid)) => want == vid,
+            (None, vid) => vid.unwrap_or(0) == 0,
+            (Some(_), None) => false,
+        };
+        let Some(tci) = tci.filter(|_| taken) else {
+            if taken {
+                // Untagged on an untagged responder (not reached: `handle` takes those itself).
+                return self.handle_untagged(frame, mem, out);
+            }
+            self.stats.drop(DropReason::Vlan);
+            return Outcome::Dropped(DropReason::Vlan);
+        };
+        let mut inner = std::mem::take(&mut self.untagged);
+        inner.clear();
+        inner.extend_from_slice(&frame[..12]);
+        inner.extend_from_slice(&frame[12 + VLAN_TAG_LEN..]);
+        let outcome = match fast.then(|| super::fast::handle(self, &inner, mem, out)) {
+            Some(Some(outcome)) => outcome,
+            _ => self.handle_untagged(&inner, mem, out),
+        };
+        self.untagged = inner;
+        match outcome {
+            Outcome::Respond(n) if n + VLAN_TAG_LEN <= out.len() => {
+                out.copy_within(12..n, 12 + VLAN_TAG_LEN);
+                out[12..14].copy_from_slice(&TPID_8021Q);
+                out[14..16].copy_from_slice(&tci);
+                Outcome::Respond(n + VLAN_TAG_LEN)
+            }
+            o => o,
+        }
+    }
+
+    fn handle_untagged(&mut self, frame: &[u8], mem: &mut [u8], out: &mut [u8]) -> Outcome {
         match self.handle_inner(frame, mem, out) {
             Ok(outcome) => outcome,
             Err(reason) => {
@@ -194,6 +337,7 @@ impl Responder {
         mem: &mut [u8],
         out: &mut [u8],
     ) -> Result<Outcome, DropReason> {
+        admit(&self.config, frame)?;
         let udp = UdpFrame::parse(frame).map_err(|_| DropReason::NotRoce)?;
         if udp.endpoints.dst_port != ROCEV2_UDP_PORT {
             return Err(DropReason::NotRoce);

@@ -15,7 +15,9 @@ use dta_protocol::roce::{
 };
 use dta_protocol::udp::{UdpEndpoints, ETHERTYPE_IPV4, ETH_HEADER_LEN, IPV4_HEADER_LEN};
 
-use super::core::{apply_atomic, write_length_ok, Outcome, Responder, ROCEV2_SOURCE_PORTS};
+use super::core::{
+    apply_atomic, ones_sum, write_length_ok, Outcome, Responder, ROCEV2_SOURCE_PORTS,
+};
 use super::qp::{CachedAtomic, Qp};
 use super::reply::Reply;
 use super::template::{icrc_ok, reply_key, AckTemplate, BTH_AT, EXT_AT};
@@ -93,6 +95,15 @@ pub(super) fn handle(
         || total < MIN_TOTAL_LEN
         || usize::from(be16(h, UDP + 4)) != total - IPV4_HEADER_LEN
         || be16(h, UDP + 2) != ROCEV2_UDP_PORT
+    {
+        return None;
+    }
+    // What Linux checks before rxe: our MAC (broadcast is rare: the general path), the IPv4 header
+    // checksum, and no UDP checksum (a non-zero one, rare from a RoCE sender, is the general path's to
+    // verify).
+    if r.config.local_mac.is_some_and(|mac| h[..6] != mac)
+        || ones_sum(&h[IP..UDP], 0) != 0xFFFF
+        || be16(h, UDP + 6) != 0
     {
         return None;
     }

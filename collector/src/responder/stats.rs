@@ -5,6 +5,20 @@
 pub enum DropReason {
     /// Not Ethernet/IPv4/UDP to port 4791 (ordinary traffic on a shared interface).
     NotRoce,
+    /// A VLAN tag the responder's `vlan` setting does not take: a tagged frame (VID other than 0) to a
+    /// responder configured untagged, an untagged or otherwise tagged frame to one configured with a VID.
+    /// A NIC hands such a frame to another (VLAN) interface, or to none, never to this one's RoCE.
+    Vlan,
+    /// RoCE to a destination MAC that is neither the responder's nor broadcast: a NIC's address filter
+    /// drops it (Linux marks it PACKET_OTHERHOST and IP drops it), so rxe never sees it.
+    ForeignMac,
+    /// The IPv4 header checksum is wrong: IP drops the datagram before UDP.
+    Ipv4Checksum,
+    /// The UDP length is not the IPv4 payload's (0 included): UDP drops the datagram.
+    UdpLength,
+    /// A non-zero UDP checksum that does not match: UDP drops the datagram (0 means "none", as RoCEv2
+    /// senders send it).
+    UdpChecksum,
     /// Addressed to another IPv4 address.
     NotForUs,
     /// The iCRC does not match.
@@ -34,8 +48,13 @@ pub enum DropReason {
 
 impl DropReason {
     /// Every reason, in a stable order for metrics.
-    pub const ALL: [DropReason; 13] = [
+    pub const ALL: [DropReason; 18] = [
         DropReason::NotRoce,
+        DropReason::Vlan,
+        DropReason::ForeignMac,
+        DropReason::Ipv4Checksum,
+        DropReason::UdpLength,
+        DropReason::UdpChecksum,
         DropReason::NotForUs,
         DropReason::Icrc,
         DropReason::UnsupportedOpcode,
@@ -54,6 +73,11 @@ impl DropReason {
     pub const fn label(self) -> &'static str {
         match self {
             DropReason::NotRoce => "not_roce",
+            DropReason::Vlan => "vlan",
+            DropReason::ForeignMac => "foreign_mac",
+            DropReason::Ipv4Checksum => "ipv4_checksum",
+            DropReason::UdpLength => "udp_length",
+            DropReason::UdpChecksum => "udp_checksum",
             DropReason::NotForUs => "not_for_us",
             DropReason::Icrc => "icrc",
             DropReason::UnsupportedOpcode => "unsupported_opcode",

@@ -9,7 +9,7 @@ use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TryRecvError, TrySendE
 
 use dta_netio::{
     AfPacket, AfPacketConfig, FrameBatch, NetioError, RxBurst, RxStats, TxBurst, TxStats,
-    DEFAULT_SLOT_SIZE,
+    JUMBO_SLOT_SIZE,
 };
 use dta_translator::{Engine, Instant};
 
@@ -24,7 +24,10 @@ const RING_BURSTS: usize = 16;
 /// Longest an idle worker blocks on its sockets: a frame another worker hands it waits at most this long.
 const MAX_IDLE_WAIT: std::time::Duration = std::time::Duration::from_micros(200);
 
-/// Received frames in slots, with the port each came in on and the holes left by frames moved out.
+/// Received frames in slots, with the port each came in on and the holes left by frames moved out. The
+/// slots take a jumbo frame (MTU 9216, VLAN tags included): a bump in the wire on an MTU 9000 link
+/// forwards every frame the link carries; a frame still longer is dropped and counted per port
+/// (`dta_translator_port_rx_dropped_total`).
 pub struct CopyBurst {
     batch: FrameBatch,
     origin: Vec<u16>,
@@ -34,7 +37,7 @@ pub struct CopyBurst {
 impl Burst for CopyBurst {
     fn with_capacity(capacity: usize) -> Self {
         CopyBurst {
-            batch: FrameBatch::new(capacity, DEFAULT_SLOT_SIZE),
+            batch: FrameBatch::new(capacity, JUMBO_SLOT_SIZE),
             origin: Vec::with_capacity(capacity),
             live: Vec::with_capacity(capacity),
         }
