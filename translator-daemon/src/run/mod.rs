@@ -208,6 +208,7 @@ impl Started<'_> {
                 requests,
                 counters: cc,
                 stop: self.stop_control.clone(),
+                engine: s.worker_config(0),
             };
             let tx = init_tx.clone();
             threads.push(spawn(&format!("dta-control-{i}"), move || link.run(tx))?);
