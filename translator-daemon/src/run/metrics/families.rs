@@ -118,6 +118,11 @@ impl Collector for Families {
                 c.int.untracked,
             ),
             ("int_whole_paths", "INT sink reports carrying a whole path.", c.int.whole_paths),
+            (
+                "int_sequence_resets",
+                "INT sequence numbers too far from their source's newest to be loss or lateness (a reporter that restarted): tracking started again from them.",
+                c.int.resets,
+            ),
             ("qp_reestablished", "QPs resumed after an error (per worker).", t.reestablished),
             (
                 "collector_restarts_seen",
