@@ -267,10 +267,14 @@ pub fn run(mode: Mode, workers: usize, secs: f64, eal: Vec<String>) -> Result<Ru
         handles.push(std::thread::spawn(move || -> Result<WorkerResult> {
             register_thread(eal).context("rte_thread_register")?;
             crate::sys::pin_to_cpu(w);
+            let acker = Acker::new(cfg.local.qpn_base)?;
+            let mut engine =
+                Engine::new(cfg, &[welcome], Instant(0)).map_err(|e| anyhow!("engine: {e}"))?;
+            // As the daemon makes its workers: each translates its own flows' INT reports.
+            engine.set_int_shard(w, workers);
             let p = Prepared {
-                acker: Acker::new(cfg.local.qpn_base)?,
-                engine: Engine::new(cfg, &[welcome], Instant(0))
-                    .map_err(|e| anyhow!("engine: {e}"))?,
+                acker,
+                engine,
                 plane: DataPlane::new(plane_cfg, vec![r, c], to, from),
                 wire_tx,
                 wire_rx,

@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::path::Path;
 
-use dta_protocol::int::mapping::{EVENT_LEN, HOP_RECORD_LEN};
+use dta_protocol::int::mapping::{EventLists, EVENT_LEN, HOP_RECORD_LEN};
 use dta_protocol::layout::Geometry;
 use dta_protocol::MacAddr;
 use serde::Deserialize;
@@ -17,6 +17,9 @@ use crate::responder::FaultConfig;
 
 /// Largest postcard value universe: the decoder keeps a table with one entry per value.
 pub const MAX_UNIVERSE: usize = 1 << 24;
+
+/// Largest `[collector] max_dest_rd_atomic`: Soft-RoCE's limit (rxe's `RXE_MAX_QP_RD_ATOM`).
+pub const MAX_DEST_RD_ATOMIC: u32 = 128;
 
 /// The whole file.
 #[derive(Debug, Clone, Deserialize)]
@@ -133,10 +136,11 @@ impl PostcardingSection {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct IntSection {
-    /// The Append list of drop events (16-byte entries); none: `int-drops` answers counts only.
-    pub drop_list: Option<u32>,
-    /// The Append list of congestion (queue) events (16-byte entries).
-    pub queue_list: Option<u32>,
+    /// The Append lists of drop events (16-byte entries): one, or the translator workers' (one each,
+    /// `drop_list = [10, 12]`), read together; none: `int-drops` answers counts only.
+    pub drop_list: EventLists,
+    /// The Append lists of congestion (queue) events (16-byte entries), as `drop_list`.
+    pub queue_list: EventLists,
     /// The node ids a path can hold, as inclusive `[first, last]` ranges; none: the `[postcarding]`
     /// universe.
     pub nodes: Option<Vec<[u32; 2]>>,
@@ -220,6 +224,16 @@ impl Config {
                 self.collector.path_mtu
             )));
         }
+        // Every QP keeps this many atomic responses for replay: 2^32 - 1 of them was accepted here and
+        // aborted the collector allocating 64 GiB at the first hello. Soft-RoCE takes at most 128
+        // (RXE_MAX_QP_RD_ATOM), ConnectX NICs 16; 0 would refuse the translator's FETCH_ADDs.
+        let rd = self.collector.max_dest_rd_atomic;
+        if !(1..=MAX_DEST_RD_ATOMIC).contains(&rd) {
+            return Err(Error::Config(format!(
+                "[collector] max_dest_rd_atomic = {rd} is not within 1..={MAX_DEST_RD_ATOMIC} (Soft-RoCE \
+                 takes at most 128 atomics in flight per QP, ConnectX NICs 16)"
+            )));
+        }
         let mut seen = HashSet::new();
         for r in &self.regions {
             let kind = r.geometry.kind();
@@ -271,9 +285,14 @@ impl Config {
     /// The `[int]` section against the regions: the lists it names hold 16-byte events, a Key-Write
     /// entry fits a hop record, and paths and hops have a universe and a length to decode.
     fn validate_int(&self, int: &IntSection) -> Result<()> {
-        let lists = [("drop_list", int.drop_list), ("queue_list", int.queue_list)];
-        for (name, id) in lists {
-            let Some(id) = id else { continue };
+        let lists = [
+            ("drop_list", &int.drop_list),
+            ("queue_list", &int.queue_list),
+        ];
+        for (name, id) in lists
+            .iter()
+            .flat_map(|(name, l)| l.ids().iter().map(move |&id| (*name, id)))
+        {
             let g = self.regions.iter().find_map(|r| match r.geometry {
                 Geometry::Append(g) if r.id == id => Some(g),
                 _ => None,
@@ -293,13 +312,14 @@ impl Config {
                 Some(_) => {}
             }
         }
-        if let (Some(d), Some(q)) = (int.drop_list, int.queue_list) {
-            if d == q {
-                return Err(Error::Config(format!(
-                    "[int] drop_list and queue_list are both list {d}: drop and queue events need \
-                     lists of their own"
-                )));
-            }
+        let mut ids: Vec<u32> = lists.iter().flat_map(|(_, l)| l.ids().to_vec()).collect();
+        ids.sort_unstable();
+        if let Some(w) = ids.windows(2).find(|w| w[0] == w[1]) {
+            return Err(Error::Config(format!(
+                "[int] list {} is named twice in drop_list and queue_list: drop and queue events \
+                 (and each translator worker's) need lists of their own",
+                w[0]
+            )));
         }
         for r in &self.regions {
             match r.geometry {
@@ -397,6 +417,60 @@ mod tests {
         assert_eq!(c.collector.mac, MacAddr([2, 0, 0, 0, 10, 255]));
     }
 
+    /// Issue 26, item 9: `max_dest_rd_atomic = 4294967295` started and then aborted allocating 64 GiB at
+    /// the first hello; `redundncy = 2` in a `[[region]]` was silently ignored. Both are refused at load.
+    #[test]
+    fn config_traps_are_refused_at_load() {
+        let limit = "(Soft-RoCE takes at most 128 atomics in flight per QP, ConnectX NICs 16)";
+        for rd in [0u64, 129, 4294967295] {
+            let e = Config::parse(&format!("[collector]\nmax_dest_rd_atomic = {rd}\n"))
+                .unwrap_err()
+                .to_string();
+            assert_eq!(
+                e,
+                format!(
+                    "configuration: [collector] max_dest_rd_atomic = {rd} is not within 1..=128 {limit}"
+                )
+            );
+        }
+        for rd in [1, 16, 128] {
+            Config::parse(&format!("[collector]\nmax_dest_rd_atomic = {rd}\n")).unwrap();
+        }
+        let region = "[[region]]\nkind = \"key_write\"\nslots = 256\nentry_size = 8\nn_max = 2\n";
+        let e = Config::parse(&format!("{region}redundncy = 2\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("unknown field `redundncy`, expected one of `slots`, `entry_size`, `n_max`"),
+            "{e}"
+        );
+        let e = Config::parse(&format!("{region}colour = \"blue\"\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("unknown field `colour`"), "{e}");
+        let c = Config::parse(&format!("{region}redundancy = 2\n")).unwrap();
+        assert_eq!(c.regions[0].redundancy, Some(2));
+        // Every other section already refused unknown keys; kept so.
+        for (text, key) in [
+            ("[collector]\nmax_dest_rd_atomc = 4\n", "max_dest_rd_atomc"),
+            (
+                "[control]\nbind = \"127.0.0.1:1\"\ntoken = \"t\"\ntokn = \"u\"\n",
+                "tokn",
+            ),
+            ("[http]\nbind = \"127.0.0.1:1\"\nbnd = 1\n", "bnd"),
+            ("[faults]\ndorp = 0.1\n", "dorp"),
+            ("[postcarding]\nrange = []\n", "range"),
+            ("[int]\ndrop_lst = 1\n", "drop_lst"),
+            ("[colector]\n", "colector"),
+        ] {
+            let e = Config::parse(text).unwrap_err().to_string();
+            assert!(
+                e.contains(&format!("unknown field `{key}`")),
+                "{text:?}: {e}"
+            );
+        }
+    }
+
     /// The example's `[int]` block, uncommented, with the key_write entries it asks for.
     fn example_with_int() -> String {
         let text = std::fs::read_to_string(concat!(
@@ -418,8 +492,8 @@ mod tests {
         let c = Config::parse(&example_with_int()).unwrap();
         let int = c.int.clone().unwrap();
         assert_eq!(
-            (int.drop_list, int.queue_list, int.hops),
-            (Some(4), Some(5), Some(5))
+            (int.drop_list.clone(), int.queue_list.clone(), int.hops),
+            (EventLists::one(4), EventLists::one(5), Some(5))
         );
         assert_eq!(int.node_universe().unwrap().unwrap().len(), 64);
         assert_eq!(c.int_hops(), Some(5));
@@ -457,7 +531,20 @@ mod tests {
             ),
             (
                 format!("[int]\ndrop_list = 3\nqueue_list = 3\n{}", list(3, 16)),
-                "both list 3",
+                "list 3 is named twice",
+            ),
+            (
+                format!("[int]\ndrop_list = [3, 6]\n{}", list(3, 16)),
+                "[int] drop_list = 6: no append region with id 6",
+            ),
+            (
+                format!(
+                    "[int]\ndrop_list = [3, 6]\nqueue_list = [7, 6]\n{}{}{}",
+                    list(3, 16),
+                    list(6, 16),
+                    list(7, 16)
+                ),
+                "list 6 is named twice",
             ),
             ("[int]\nhops = 0\n".to_string(), "hops = 0"),
             ("[int]\nhops = 300\n".to_string(), "hops"),
@@ -476,6 +563,14 @@ mod tests {
             let e = Config::parse(&text).unwrap_err().to_string();
             assert!(e.contains(why), "{text:?}: {e}");
         }
+        // One list per translator worker.
+        let c = Config::parse(&format!(
+            "[int]\ndrop_list = [3, 6]\n{}{}",
+            list(3, 16),
+            list(6, 16)
+        ))
+        .unwrap();
+        assert_eq!(c.int.unwrap().drop_list.ids(), [3, 6]);
         // A postcarding region with [int] nodes (and no [postcarding]) is fine.
         let c = Config::parse(
             "[int]\nnodes = [[1, 4]]\n[[region]]\nkind = \"postcarding\"\nchunks = 16\nhops = 4\nn_max = 1\n",

@@ -3,6 +3,11 @@
 //! QP through a [`QpOpener`] (the software responder or the ibverbs backend), and answers with a welcome
 //! that lists every region. A bad hello gets a refusal with a reason and the connection is closed.
 //!
+//! The connection is the lease on the QPs its hellos opened ([`qps`]): a welcomed translator keeps it open
+//! with keep-alive lines, and when it closes (or falls silent past the idle deadline) the QPs are closed
+//! after a grace period unless the translator says hello again. Hellos naming too many QPs, or taking the
+//! collector past its total, are refused with the reason and counted.
+//!
 //! Before the token is checked a connection is anyone's, so it is bounded ([`ControlLimits`]): a number
 //! of connections in total and per address (more are refused at once, with a refusal line), one deadline
 //! for the whole hello line rather than a timeout per read, and a size limit on it. Every refusal is
@@ -13,17 +18,21 @@
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use dta_protocol::control::{
-    CollectorMessage, Hello, Refusal, ResponderQp, TranslatorMessage, Welcome, CONTROL_VERSION,
+    CollectorMessage, Refusal, TranslatorMessage, Welcome, CONTROL_VERSION,
 };
 use dta_protocol::layout::Region;
 
 use crate::error::{Error, Result};
+
+pub mod qps;
+
+pub use qps::{LeaseId, QpLimits, QpOpener, QpStats, QpTable};
 
 /// How often the accept loop checks for shutdown.
 const POLL: Duration = Duration::from_millis(50);
@@ -46,10 +55,13 @@ pub struct ControlLimits {
     pub max_per_address: usize,
     /// The whole first hello line, from accept to its newline, must arrive within this.
     pub hello_deadline: Duration,
-    /// A later hello on a welcomed connection (re-establishment) must arrive whole within this.
+    /// On a welcomed connection the next line (a keep-alive, or a hello to re-establish) must arrive whole
+    /// within this; past it the connection ends, and with it the lease on its QPs.
     pub idle_deadline: Duration,
     /// Longest hello line, newline included.
     pub max_hello: usize,
+    /// QPs per hello and in all, and how long a closed connection's QPs wait for their translator.
+    pub qps: QpLimits,
 }
 
 impl Default for ControlLimits {
@@ -61,14 +73,9 @@ impl Default for ControlLimits {
             idle_deadline: Duration::from_secs(30),
             // About 7,000 QPs; a translator sends one per worker.
             max_hello: 256 << 10,
+            qps: QpLimits::default(),
         }
     }
-}
-
-/// Opens the collector's side of the translator's QPs: the backend-specific part of a handshake.
-pub trait QpOpener: Send + Sync {
-    /// Creates (or re-creates) one connected responder QP per translator QP, in order.
-    fn open(&self, hello: &Hello) -> std::result::Result<Vec<ResponderQp>, String>;
 }
 
 /// What the collector advertises in every welcome.
@@ -94,6 +101,7 @@ pub struct ControlServer {
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
     slots: Arc<Slots>,
+    shared: Arc<Shared>,
 }
 
 impl ControlServer {
@@ -120,30 +128,38 @@ impl ControlServer {
             .map_err(|e| Error::io("control port non-blocking", e))?;
         let stop = Arc::new(AtomicBool::new(false));
         let slots = Arc::new(Slots::default());
-        let server = Shared {
+        let shared = Arc::new(Shared {
             ad,
             opener,
             limits,
             stop: stop.clone(),
             slots: slots.clone(),
-        };
+            table: Mutex::new(QpTable::default()),
+            qp_stats: Arc::new(QpStats::default()),
+            next_lease: AtomicU64::new(1),
+        });
+        let server = shared.clone();
         let thread = std::thread::Builder::new()
             .name("dta-control".into())
-            .spawn(move || accept_loop(listener, Arc::new(server)))
+            .spawn(move || accept_loop(listener, server))
             .map_err(|e| Error::io("spawning the control thread", e))?;
         log::info!(
             "control server on {addr} (at most {} connections, {} per address; hello within {:?}, \
-             at most {} bytes)",
+             at most {} bytes; at most {} QPs per hello, {} in all, a closed connection's kept {:?})",
             limits.max_connections,
             limits.max_per_address,
             limits.hello_deadline,
-            limits.max_hello
+            limits.max_hello,
+            limits.qps.per_hello,
+            limits.qps.total,
+            limits.qps.grace
         );
         Ok(ControlServer {
             addr,
             stop,
             thread: Some(thread),
             slots,
+            shared,
         })
     }
 
@@ -155,6 +171,11 @@ impl ControlServer {
     /// Connections being served now.
     pub fn connections(&self) -> usize {
         self.slots.lock().total
+    }
+
+    /// The QP table's counters (open, reclaimed, refused), for metrics.
+    pub fn qp_stats(&self) -> Arc<QpStats> {
+        self.shared.qp_stats.clone()
     }
 
     /// Stops accepting and waits for the accept thread. Connection threads end at their deadline.
@@ -179,6 +200,54 @@ struct Shared {
     limits: ControlLimits,
     stop: Arc<AtomicBool>,
     slots: Arc<Slots>,
+    /// Every open QP and the lease holding it; one lock, so that caps and replacement see one state.
+    table: Mutex<QpTable>,
+    qp_stats: Arc<QpStats>,
+    next_lease: AtomicU64,
+}
+
+impl Shared {
+    fn table(&self) -> std::sync::MutexGuard<'_, QpTable> {
+        self.table.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Closes the QPs of leases whose grace has passed.
+    fn reap(&self) {
+        let n = self
+            .table()
+            .reap(self.opener.as_ref(), Instant::now(), &self.qp_stats);
+        if n > 0 {
+            log::info!(
+                "reclaimed {n} QPs of translators whose control connection closed {:?} ago and who did \
+                 not say hello again",
+                self.limits.qps.grace
+            );
+        }
+    }
+}
+
+/// Ends a connection's lease however the connection ends: its QPs then have the grace period.
+struct LeaseGuard<'a> {
+    server: &'a Shared,
+    lease: LeaseId,
+    peer: SocketAddr,
+    welcomed: bool,
+}
+
+impl Drop for LeaseGuard<'_> {
+    fn drop(&mut self) {
+        let grace = self.server.limits.qps.grace;
+        self.server
+            .table()
+            .end_lease(self.lease, Instant::now(), grace);
+        if self.welcomed {
+            log::info!(
+                "control connection from {peer} ended; its QPs are closed in {grace:?} unless it says \
+                 hello again",
+                peer = self.peer
+            );
+        }
+    }
 }
 
 /// Connections in service, in total and per address.
@@ -247,6 +316,7 @@ impl Drop for Slot {
 fn accept_loop(listener: TcpListener, server: Arc<Shared>) {
     let (mut refused, mut last_log) = (0u64, None::<Instant>);
     while !server.stop.load(Ordering::Relaxed) {
+        server.reap();
         match listener.accept() {
             Ok((stream, peer)) => {
                 let slot = match server.slots.take(peer.ip(), &server.limits) {
@@ -377,8 +447,14 @@ fn serve_connection(
     stream.set_write_timeout(Some(WRITE_TIMEOUT))?;
     let mut pending = Vec::new();
     let mut deadline = Instant::now() + limits.hello_deadline;
-    let mut welcomed = false;
+    let mut lease = LeaseGuard {
+        server,
+        lease: server.next_lease.fetch_add(1, Ordering::Relaxed),
+        peer,
+        welcomed: false,
+    };
     loop {
+        let welcomed = lease.welcomed;
         let line = match read_line_by(
             &mut stream,
             &mut pending,
@@ -417,17 +493,19 @@ fn serve_connection(
                 "hello is not UTF-8 text (invalid byte at offset {})",
                 e.utf8_error().valid_up_to()
             )),
-            Ok(text) => answer(&text, &server.ad, server.opener.as_ref()),
+            Ok(text) => answer(&text, server, lease.lease, welcomed),
         };
         match reply {
-            Ok(w) => {
+            Ok(Some(w)) => {
                 let mut text = serde_json::to_string(&CollectorMessage::Welcome(w))
                     .map_err(std::io::Error::other)?;
                 text.push('\n');
                 stream.write_all(text.as_bytes())?;
-                welcomed = true;
+                lease.welcomed = true;
                 deadline = Instant::now() + limits.idle_deadline;
             }
+            // A keep-alive: the translator is still there.
+            Ok(None) => deadline = Instant::now() + limits.idle_deadline,
             Err(why) => return refuse(&mut stream, peer, why),
         }
     }
@@ -455,12 +533,15 @@ fn refuse(stream: &mut TcpStream, peer: SocketAddr, why: String) -> std::io::Res
     Ok(())
 }
 
-/// Checks a hello line and builds the welcome, or says why not.
-pub fn answer(
+/// Checks a line of a translator: a hello gets its QPs (held by `lease`) and the welcome, a keep-alive on a
+/// welcomed connection nothing; anything else is refused with the reason.
+fn answer(
     line: &str,
-    ad: &Advertised,
-    opener: &dyn QpOpener,
-) -> std::result::Result<Welcome, String> {
+    server: &Shared,
+    lease: LeaseId,
+    welcomed: bool,
+) -> std::result::Result<Option<Welcome>, String> {
+    let ad = &server.ad;
     // The version is checked before the rest of the schema, so that a peer of another version learns that,
     // not that its fields look malformed to us.
     let value: serde_json::Value =
@@ -474,8 +555,12 @@ pub fn answer(
         }
         None => return Err("hello has no numeric \"version\" field".into()),
     }
-    let TranslatorMessage::Hello(hello) =
-        serde_json::from_value(value).map_err(|e| format!("malformed hello: {e}"))?;
+    let hello = match serde_json::from_value(value).map_err(|e| format!("malformed hello: {e}"))? {
+        TranslatorMessage::Hello(h) => h,
+        TranslatorMessage::KeepAlive(_) if welcomed => return Ok(None),
+        // Before a welcome nothing is held, and the token has not been checked.
+        TranslatorMessage::KeepAlive(_) => return Err("keep-alive before a hello".into()),
+    };
     if !token_eq(hello.token.as_bytes(), ad.token.as_bytes()) {
         return Err(
             "wrong token: the translator's control token does not match the collector's".into(),
@@ -491,8 +576,14 @@ pub fn answer(
             q.qpn, q.start_psn
         ));
     }
-    let qps = opener.open(&hello)?;
-    Ok(Welcome {
+    let qps = server.table().open(
+        server.opener.as_ref(),
+        &hello,
+        lease,
+        &server.limits.qps,
+        &server.qp_stats,
+    )?;
+    Ok(Some(Welcome {
         version: CONTROL_VERSION,
         mac: ad.mac,
         ip: ad.ip,
@@ -500,7 +591,7 @@ pub fn answer(
         max_dest_rd_atomic: ad.max_dest_rd_atomic,
         path_mtu: ad.path_mtu,
         regions: ad.regions.clone(),
-    })
+    }))
 }
 
 /// Compares tokens in time independent of where they differ.

@@ -24,7 +24,7 @@ use crate::query::{
     KeyWriteAnswer, PathAnswer, PostcardDecoder,
 };
 use dta_protocol::int::inner::FlowKey;
-use dta_protocol::int::mapping::flow_key;
+use dta_protocol::int::mapping::{flow_key, EventLists};
 
 /// The answer of a sketch query.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -64,10 +64,10 @@ struct IntSettings {
     decoder: Option<PostcardDecoder>,
     /// Hops `int-flow` reads.
     hops: Option<u8>,
-    /// The drop event list.
-    drop_list: Option<u32>,
-    /// The queue event list.
-    queue_list: Option<u32>,
+    /// The drop event lists.
+    drop_list: EventLists,
+    /// The queue event lists.
+    queue_list: EventLists,
 }
 
 /// Queries on a live arena.
@@ -249,12 +249,14 @@ impl QueryEngine {
         let events = self
             .int
             .drop_list
-            .map(|list| {
+            .ids()
+            .iter()
+            .map(|&list| {
                 self.run(QueryKind::Append, Some(list), |mem, g: &AppendGeometry| {
                     drop_events(mem, g, list, q.node, q.reason, q.window)
                 })
             })
-            .transpose()?;
+            .collect::<Result<Vec<_>>>()?;
         Ok(IntDropsAnswer::new(q.node, q.reason, counts, events))
     }
 
@@ -269,12 +271,14 @@ impl QueryEngine {
         let events = self
             .int
             .queue_list
-            .map(|list| {
+            .ids()
+            .iter()
+            .map(|&list| {
                 self.run(QueryKind::Append, Some(list), |mem, g: &AppendGeometry| {
                     queue_events(mem, g, list, node, queue, window)
                 })
             })
-            .transpose()?;
+            .collect::<Result<Vec<_>>>()?;
         Ok(IntQueuesAnswer::new(node, queue, events))
     }
 

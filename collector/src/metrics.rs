@@ -10,7 +10,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use dta_httpd::openmetrics::{counter, counters, exposition};
+use dta_httpd::openmetrics::{counter, counters, exposition, gauge};
 use dta_httpd::HttpStats;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::DescriptorEncoder;
@@ -19,6 +19,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
+use crate::control::QpStats;
 use crate::responder::{DropReason, FaultCounts, NakKind, Stats};
 
 /// The query kinds, for per-kind counters.
@@ -80,6 +81,8 @@ struct Snapshot {
     responder: Stats,
     faults: FaultCounts,
     port: PortCounters,
+    /// The control server's QP table, when there is one.
+    control: Option<Arc<QpStats>>,
 }
 
 /// The published snapshot as a collector, encoded at every scrape.
@@ -157,6 +160,31 @@ impl Collector for Published {
         ] {
             counter(enc, name, help, v)?;
         }
+        if let Some(c) = &i.control {
+            let get =
+                |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
+            gauge(
+                enc,
+                "control_qps_open",
+                "Responder QPs open for translators.",
+                i64::try_from(get(&c.open)).unwrap_or(i64::MAX),
+            )?;
+            counter(
+                enc,
+                "control_qps_reclaimed",
+                "QPs closed because their translator's control connection ended and it did not say hello again within the grace period.",
+                get(&c.reclaimed),
+            )?;
+            counters(
+                enc,
+                "control_hellos_refused_qp_cap",
+                "Hellos refused for the QPs they asked for, by limit.",
+                [
+                    ([("limit", "per_hello")], get(&c.refused_per_hello)),
+                    ([("limit", "total")], get(&c.refused_total)),
+                ],
+            )?;
+        }
         Ok(())
     }
 }
@@ -215,6 +243,11 @@ impl Metrics {
         let mut i = self.published.lock();
         i.responder = stats.clone();
         i.faults = faults;
+    }
+
+    /// Exposes the control server's QP counters from now on.
+    pub fn publish_control(&self, stats: Arc<QpStats>) {
+        self.published.lock().control = Some(stats);
     }
 
     /// Publishes the responder port's counters.

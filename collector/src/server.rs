@@ -166,7 +166,9 @@ pub fn start(
                 path_mtu: c.path_mtu,
                 regions: arena.regions(),
             };
-            Some(ControlServer::start(cc.bind, ad, opener.clone())?)
+            let server = ControlServer::start(cc.bind, ad, opener.clone())?;
+            metrics.publish_control(server.qp_stats());
+            Some(server)
         }
         None => None,
     };

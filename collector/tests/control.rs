@@ -21,20 +21,12 @@ struct Opener {
 }
 
 impl QpOpener for Opener {
-    fn open(&self, hello: &Hello) -> Result<Vec<ResponderQp>, String> {
+    fn open_qp(&self, _: &Hello, q: &RequesterQp) -> Result<u32, String> {
         let mut seen = self.seen.lock().unwrap();
-        Ok(hello
-            .qps
-            .iter()
-            .map(|q| {
-                seen.push(*q);
-                ResponderQp {
-                    qpn: 0x200 + seen.len() as u32 - 1,
-                    peer_qpn: q.qpn,
-                }
-            })
-            .collect())
+        seen.push(*q);
+        Ok(0x200 + seen.len() as u32 - 1)
     }
+    fn close_qp(&self, _: u32) {}
 }
 
 fn region() -> Region {

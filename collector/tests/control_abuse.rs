@@ -10,24 +10,18 @@ use std::net::{SocketAddr, TcpStream};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use dta_collector::control::{Advertised, ControlLimits, ControlServer, QpOpener};
+use dta_collector::control::{Advertised, ControlLimits, ControlServer, QpLimits, QpOpener};
 use dta_protocol::control::{
-    CollectorMessage, Hello, RequesterQp, ResponderQp, TranslatorMessage, CONTROL_VERSION,
+    CollectorMessage, Hello, RequesterQp, TranslatorMessage, CONTROL_VERSION,
 };
 
 struct Opener;
 
 impl QpOpener for Opener {
-    fn open(&self, hello: &Hello) -> Result<Vec<ResponderQp>, String> {
-        Ok(hello
-            .qps
-            .iter()
-            .map(|q| ResponderQp {
-                qpn: 0x200,
-                peer_qpn: q.qpn,
-            })
-            .collect())
+    fn open_qp(&self, _: &Hello, _: &RequesterQp) -> Result<u32, String> {
+        Ok(0x200)
     }
+    fn close_qp(&self, _: u32) {}
 }
 
 /// What the test collector advertises (no regions: these tests never get past the hello).
@@ -59,6 +53,7 @@ fn limits() -> ControlLimits {
         hello_deadline: Duration::from_millis(1500),
         idle_deadline: Duration::from_millis(1500),
         max_hello: 64 << 10,
+        qps: QpLimits::default(),
     }
 }
 

@@ -88,9 +88,9 @@ fn http_int_drops_answers_the_engines_json() {
     write_scenario(&e);
     let expected = concat!(
         r#"{"node":7,"reason":71,"counts":[{"reason":71,"key":2140398074,"count":5}],"total":5,"#,
-        r#""events":{"list":4,"head":5,"first":0,"scanned":5,"overrun":0,"next_tail":5,"events":["#,
+        r#""events":[{"list":4,"head":5,"first":0,"scanned":5,"overrun":0,"next_tail":5,"events":["#,
         r#"{"flow":1035330277,"node":7,"port":130,"reason":71,"queue_id":2,"timestamp":1000},"#,
-        r#"{"flow":396371169,"node":7,"port":12,"reason":71,"queue_id":1,"timestamp":1003}]}}"#
+        r#"{"flow":396371169,"node":7,"port":12,"reason":71,"queue_id":1,"timestamp":1003}]}]}"#
     );
     assert_eq!(
         get(&e, "/query/int-drops?node=7&reason=71"),
@@ -386,7 +386,7 @@ fn cli_joins_int_drops_from_every_collector() {
     ]));
     assert_eq!(
         out,
-        r#"{"node":7,"reason":3,"counts":[{"reason":3,"key":237134963,"count":2}],"total":2,"events":null}"#
+        r#"{"node":7,"reason":3,"counts":[{"reason":3,"key":237134963,"count":2}],"total":2,"events":[]}"#
     );
 }
 
@@ -395,10 +395,10 @@ fn int_queues_over_http_and_from_the_collector_with_the_list() {
     let with = engine(CONFIG);
     put_list(&with, 5, 0, &queue_events(), 4);
     let expected = concat!(
-        r#"{"node":7,"queue_id":1,"max_occupancy":7000,"events":{"list":5,"head":4,"first":0,"#,
+        r#"{"node":7,"queue_id":1,"max_occupancy":7000,"events":[{"list":5,"head":4,"first":0,"#,
         r#""scanned":4,"overrun":0,"next_tail":4,"events":["#,
         r#"{"node":7,"port":130,"queue_id":1,"occupancy":5000,"timestamp":100},"#,
-        r#"{"node":7,"port":130,"queue_id":1,"occupancy":7000,"timestamp":103}]}}"#
+        r#"{"node":7,"port":130,"queue_id":1,"occupancy":7000,"timestamp":103}]}]}"#
     );
     assert_eq!(
         get(&with, "/query/int-queues?node=7&queue=1"),

@@ -292,7 +292,7 @@ fn drops_are_counted_per_reason_and_events_filtered_by_node() {
         ]
     );
     assert_eq!(a.total, 7);
-    let events = a.events.clone().unwrap();
+    let events = a.events[0].clone();
     assert_eq!(
         (
             events.list,
@@ -332,7 +332,7 @@ fn drops_are_counted_per_reason_and_events_filtered_by_node() {
         )
     );
     assert_eq!(
-        a.events.unwrap().events,
+        a.events.into_iter().next().unwrap().events,
         [
             ev(F1_KEY, 7, 130, 71, 2, 1000),
             ev(F2_KEY, 7, 12, 71, 1, 1003)
@@ -348,7 +348,7 @@ fn drops_are_counted_per_reason_and_events_filtered_by_node() {
             count: 0
         }]
     );
-    assert_eq!(a.events.unwrap().events, []);
+    assert_eq!(a.events.into_iter().next().unwrap().events, []);
     let a = e.int_drops(&drops(8, None)).unwrap();
     assert_eq!(
         a.counts,
@@ -359,7 +359,7 @@ fn drops_are_counted_per_reason_and_events_filtered_by_node() {
         }]
     );
     assert_eq!(
-        a.events.unwrap().events,
+        a.events.into_iter().next().unwrap().events,
         [ev(0, 8, 131, 71, 0, 1001), ev(F1_KEY, 8, 1, 3, 0, 1004)]
     );
 }
@@ -373,7 +373,7 @@ fn drop_events_are_read_in_a_bounded_window() {
         window: Window { tail: None, max: 2 },
         ..drops(7, None)
     };
-    let ev = e.int_drops(&q).unwrap().events.unwrap();
+    let ev = e.int_drops(&q).unwrap().events.into_iter().next().unwrap();
     assert_eq!((ev.first, ev.scanned, ev.next_tail), (3, 2, 5));
     assert_eq!(ev.events.len(), 1);
     assert_eq!(ev.events[0].timestamp, 1003);
@@ -385,7 +385,7 @@ fn drop_events_are_read_in_a_bounded_window() {
         },
         ..drops(7, None)
     };
-    let ev = e.int_drops(&q).unwrap().events.unwrap();
+    let ev = e.int_drops(&q).unwrap().events.into_iter().next().unwrap();
     assert_eq!((ev.first, ev.scanned, ev.next_tail), (1, 2, 3));
     assert_eq!(ev.events.len(), 1);
     assert_eq!(ev.events[0].timestamp, 1002);
@@ -401,7 +401,7 @@ fn drop_events_are_read_in_a_bounded_window() {
         },
         ..drops(9, None)
     };
-    let ev = e.int_drops(&q).unwrap().events.unwrap();
+    let ev = e.int_drops(&q).unwrap().events.into_iter().next().unwrap();
     assert_eq!(
         (ev.head, ev.first, ev.scanned, ev.overrun, ev.next_tail),
         (36, 4, 32, 4, 36)
@@ -426,10 +426,10 @@ fn without_a_drop_list_drops_are_counts_only() {
     write_scenario(&e);
     let a = e.int_drops(&drops(7, None)).unwrap();
     assert_eq!(a.total, 7);
-    assert_eq!(a.events, None);
+    assert!(a.events.is_empty());
     assert!(serde_json::to_string(&a)
         .unwrap()
-        .ends_with(r#""total":7,"events":null}"#));
+        .ends_with(r#""total":7,"events":[]}"#));
 }
 
 #[test]
@@ -473,8 +473,11 @@ fn shards_of_several_collectors_join_into_one_answer() {
     let e = IntDropsAnswer::merge(vec![a.clone(), b.clone()])
         .unwrap_err()
         .to_string();
-    assert!(e.contains("two collectors answer with a drop list"), "{e}");
-    let b = IntDropsAnswer { events: None, ..b };
+    assert!(e.contains("two collectors answer with list 4"), "{e}");
+    let b = IntDropsAnswer {
+        events: Vec::new(),
+        ..b
+    };
     let overlap = IntDropsAnswer::merge(vec![b.clone(), b.clone()])
         .unwrap_err()
         .to_string();
@@ -526,7 +529,7 @@ fn queue_events_are_filtered_by_node_and_queue() {
     };
     let a = e.int_queues(7, None, all).unwrap();
     assert_eq!(a.max_occupancy, Some(12_000));
-    let w = a.events.unwrap();
+    let w = a.events.into_iter().next().unwrap();
     assert_eq!(
         (w.list, w.head, w.first, w.scanned, w.next_tail),
         (5, 4, 0, 4, 4)
@@ -541,25 +544,34 @@ fn queue_events_are_filtered_by_node_and_queue() {
     );
     let a = e.int_queues(7, Some(1), all).unwrap();
     assert_eq!(a.max_occupancy, Some(7000));
-    assert_eq!(a.events.unwrap().events.len(), 2);
+    assert_eq!(a.events.into_iter().next().unwrap().events.len(), 2);
     let a = e.int_queues(8, None, all).unwrap();
     assert_eq!(a.max_occupancy, Some(90_000));
-    assert_eq!(a.events.unwrap().events, [q(8, 1, 2, 90_000, 101)]);
+    assert_eq!(
+        a.events.into_iter().next().unwrap().events,
+        [q(8, 1, 2, 90_000, 101)]
+    );
     let a = e.int_queues(9, None, all).unwrap();
-    assert_eq!((a.max_occupancy, a.events.unwrap().events.len()), (None, 0));
+    assert_eq!(
+        (
+            a.max_occupancy,
+            a.events.into_iter().next().unwrap().events.len()
+        ),
+        (None, 0)
+    );
     // The newest two only.
     let a = e
         .int_queues(7, None, Window { tail: None, max: 2 })
         .unwrap();
     assert_eq!(
-        a.events.unwrap().events,
+        a.events.into_iter().next().unwrap().events,
         [q(7, 2, 131, 12_000, 102), q(7, 1, 130, 7000, 103)]
     );
     // Without [int] queue_list: no events, and the collector says so with none rather than an error.
     let plain = engine(&CONFIG.replace("queue_list = 5\n", ""));
     assert_eq!(
         serde_json::to_string(&plain.int_queues(7, None, all).unwrap()).unwrap(),
-        r#"{"node":7,"queue_id":null,"max_occupancy":null,"events":null}"#
+        r#"{"node":7,"queue_id":null,"max_occupancy":null,"events":[]}"#
     );
     // One answer with the list among several is the answer; two is a misconfiguration.
     let with = e.int_queues(7, None, all).unwrap();
@@ -569,4 +581,71 @@ fn queue_events_are_filtered_by_node_and_queue() {
         with
     );
     assert!(IntQueuesAnswer::merge(vec![with.clone(), with]).is_err());
+}
+
+/// A translator with two workers writes one drop list and one queue list per worker (issue 25, item 3):
+/// `[int] drop_list = [4, 6]` reads both, one window each, and the counts are unchanged.
+#[test]
+fn the_lists_of_several_translator_workers_are_read_together() {
+    let extra = "\n[[region]]\nkind = \"append\"\nid = 6\nentries = 32\nentry_size = 16\nbatch_size = 16\n\
+                 \n[[region]]\nkind = \"append\"\nid = 7\nentries = 32\nentry_size = 16\nbatch_size = 16\n";
+    let config = CONFIG.replace(
+        "drop_list = 4\nqueue_list = 5\n",
+        "drop_list = [4, 6]\nqueue_list = [5, 7]\n",
+    ) + extra;
+    let e = engine(&config);
+    write_scenario(&e);
+    // Worker 1's drop list: two more of node 7's drops; its queue list: one event of node 7.
+    put_list(
+        &e,
+        6,
+        0,
+        &[
+            drop_event(F1_KEY, 7, 2, 3, 1, 5001),
+            drop_event(0, 8, 2, 71, 1, 5002),
+            drop_event(0, 7, 2, 71, 1, 5003),
+        ],
+        3,
+    );
+    let one = engine(CONFIG);
+    write_scenario(&one);
+    let (a, alone) = (
+        e.int_drops(&drops(7, None)).unwrap(),
+        one.int_drops(&drops(7, None)).unwrap(),
+    );
+    assert_eq!(
+        (a.total, a.counts.clone()),
+        (alone.total, alone.counts.clone())
+    );
+    assert_eq!(a.events.iter().map(|w| w.list).collect::<Vec<_>>(), [4, 6]);
+    assert_eq!(a.events[0], alone.events[0]);
+    assert_eq!(
+        a.events[1]
+            .events
+            .iter()
+            .map(|e| e.timestamp)
+            .collect::<Vec<_>>(),
+        [5001, 5003]
+    );
+    assert_eq!((a.events[1].head, a.events[1].scanned), (3, 3));
+    // The queue lists likewise: list 7 is empty, list 5 holds the scenario's events.
+    let all = Window {
+        tail: None,
+        max: 1024,
+    };
+    let (q, q_alone) = (
+        e.int_queues(7, None, all).unwrap(),
+        one.int_queues(7, None, all).unwrap(),
+    );
+    assert_eq!(q.events.iter().map(|w| w.list).collect::<Vec<_>>(), [5, 7]);
+    assert_eq!(q.events[0], q_alone.events[0]);
+    assert_eq!((q.events[1].head, q.events[1].events.len()), (0, 0));
+    assert_eq!(q.max_occupancy, q_alone.max_occupancy);
+    // Two collectors each holding one worker's lists join into the same answer.
+    let only = |w: usize| IntDropsAnswer {
+        events: vec![a.events[w].clone()],
+        counts: if w == 0 { a.counts.clone() } else { Vec::new() },
+        ..a.clone()
+    };
+    assert_eq!(IntDropsAnswer::merge(vec![only(1), only(0)]).unwrap(), a);
 }

@@ -82,7 +82,7 @@ fn serve_answers_the_int_routes() {
         (status, body.as_str()),
         (
             200,
-            r#"{"node":7,"reason":null,"counts":[],"total":0,"events":{"list":4,"head":0,"first":0,"scanned":0,"overrun":0,"next_tail":0,"events":[]}}"#
+            r#"{"node":7,"reason":null,"counts":[],"total":0,"events":[{"list":4,"head":0,"first":0,"scanned":0,"overrun":0,"next_tail":0,"events":[]}]}"#
         )
     );
     let (status, body) = client::get(&s.http, "/query/int-queues?node=7").unwrap();
@@ -90,7 +90,7 @@ fn serve_answers_the_int_routes() {
         (status, body.as_str()),
         (
             200,
-            r#"{"node":7,"queue_id":null,"max_occupancy":null,"events":{"list":5,"head":0,"first":0,"scanned":0,"overrun":0,"next_tail":0,"events":[]}}"#
+            r#"{"node":7,"queue_id":null,"max_occupancy":null,"events":[{"list":5,"head":0,"first":0,"scanned":0,"overrun":0,"next_tail":0,"events":[]}]}"#
         )
     );
     let (_, metrics) = client::get(&s.http, "/metrics").unwrap();

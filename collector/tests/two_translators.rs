@@ -9,7 +9,7 @@ mod support;
 use std::sync::{Arc, Mutex};
 
 use dta_collector::backend::soft::SoftOpener;
-use dta_collector::control::QpOpener;
+use dta_collector::control::{QpLimits, QpStats, QpTable};
 use dta_collector::responder::{DropReason, Outcome, Responder, ResponderConfig};
 use support::*;
 
@@ -23,8 +23,11 @@ fn two_translators_with_the_same_qpn_write_through_their_own_qps() {
     )));
     let shared = resp.clone();
     let opener = SoftOpener::new(resp);
-    let a = opener.open(&hello(TRANSLATOR_A, 10)).unwrap();
-    let b = opener.open(&hello(TRANSLATOR_B, 20)).unwrap();
+    // Hellos as the control server handles them: its table replaces a translator QP's old QP.
+    let (mut table, stats) = (QpTable::default(), QpStats::default());
+    let mut open = |h, lease| table.open(&opener, &h, lease, &QpLimits::default(), &stats);
+    let a = open(hello(TRANSLATOR_A, 10), 1).unwrap();
+    let b = open(hello(TRANSLATOR_B, 20), 2).unwrap();
     assert_eq!((a.len(), b.len()), (1, 1));
     assert_eq!(
         (a[0].peer_qpn, b[0].peer_qpn),
@@ -72,7 +75,7 @@ fn two_translators_with_the_same_qpn_write_through_their_own_qps() {
     assert_eq!(resp.stats().writes, 8);
     drop(resp);
     // A's re-hello (same address, same QPN) replaces A's QP only.
-    let a2 = opener.open(&hello(TRANSLATOR_A, 99)).unwrap();
+    let a2 = open(hello(TRANSLATOR_A, 99), 3).unwrap();
     let mut resp = shared.lock().unwrap();
     assert!(resp.qp(a[0].qpn).is_none(), "A's old QP closed");
     assert_eq!(resp.qp(a2[0].qpn).unwrap().expected_psn, 99);

@@ -11,7 +11,7 @@
 //!   ports 1..=8, and spines 5 and 6), every postcard knows its path's length.
 #![no_main]
 
-use dta_translator::config::{FabricSwitch, HopMode, IntConfig, SwitchRole};
+use dta_translator::config::{EventLists, FabricSwitch, HopMode, IntConfig, SwitchRole};
 use dta_translator::int::{Action, Actions, IntCounters, IntFrontEnd};
 use libfuzzer_sys::fuzz_target;
 
@@ -43,8 +43,16 @@ fuzz_target!(|data: &[u8]| {
         path: flags & 4 == 0,
         flow_state: flags & 8 == 0,
         drop_counts: flags & 16 == 0,
-        drop_list: (flags & 32 != 0).then_some(7),
-        queue_list: (flags & 64 != 0).then_some(8),
+        drop_list: if flags & 32 != 0 {
+            EventLists::one(7)
+        } else {
+            EventLists::default()
+        },
+        queue_list: if flags & 64 != 0 {
+            EventLists::one(8)
+        } else {
+            EventLists::default()
+        },
         max_sequences: 4,
         hop_mode: if topology {
             HopMode::Topology
@@ -92,8 +100,8 @@ fuzz_target!(|data: &[u8]| {
                 assert!((1..=hops).contains(&hop));
             }
             Action::DropCount { .. } => assert!(cfg.drop_counts),
-            Action::DropEvent(_) => assert!(cfg.drop_list.is_some()),
-            Action::QueueEvent(_) => assert!(cfg.queue_list.is_some()),
+            Action::DropEvent(_) => assert!(!cfg.drop_list.is_empty()),
+            Action::QueueEvent(_) => assert!(!cfg.queue_list.is_empty()),
         }
     }
     // Sink reports: hops 1..=len in order, one path after another.

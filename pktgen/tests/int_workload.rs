@@ -9,7 +9,7 @@ use dta_pktgen::rng::SplitMix64;
 use dta_protocol::int::inner::FlowKey;
 use dta_protocol::int::mapping::flow_key;
 use dta_protocol::udp::{UdpEndpoints, UdpFrame};
-use dta_translator::config::IntConfig;
+use dta_translator::config::{EventLists, IntConfig};
 use dta_translator::int::{Action, Actions, IntCounters, IntFrontEnd};
 
 fn generator(kind: IntKind, drop_per_mille: u32) -> IntGenerator {
@@ -35,8 +35,8 @@ fn front() -> IntFrontEnd {
     let cfg = IntConfig {
         enabled: true,
         md_udp_port: Some(5000),
-        drop_list: Some(10),
-        queue_list: Some(11),
+        drop_list: EventLists::one(10),
+        queue_list: EventLists::one(11),
         ..IntConfig::default()
     };
     IntFrontEnd::new(&cfg, 5)

@@ -1,7 +1,8 @@
 //! Messages of the control channel between translator and collector (DESIGN.md section 6).
 //!
 //! TCP (default port 40050), one JSON object per line. The translator opens with a [`Hello`]; the collector
-//! answers with a [`Welcome`] or refuses with a [`Refusal`] and closes. Both sides check the protocol
+//! answers with a [`Welcome`] or refuses with a [`Refusal`] and closes. A welcomed translator keeps the
+//! connection open with [`KeepAlive`] lines: it holds the QPs, which the collector reclaims once it is gone. Both sides check the protocol
 //! version and the shared token before anything else.
 
 use serde::{Deserialize, Serialize};
@@ -87,10 +88,26 @@ pub enum CollectorMessage {
     Refusal(Refusal),
 }
 
+/// "Still here": a translator keeps its control connection open after the welcome and sends this at
+/// least every [`KEEPALIVE_EVERY`]. The connection is the lease on the QPs its hellos opened: when it
+/// closes (or goes silent), the collector reclaims them unless the translator says hello again within a
+/// grace period. The collector does not answer it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeepAlive {
+    /// Must equal [`CONTROL_VERSION`].
+    pub version: u32,
+}
+
+/// How often a translator that holds its control connection sends a [`KeepAlive`]; a third of the
+/// collector's default idle deadline (30 s), so one lost or late line does not end the lease.
+pub const KEEPALIVE_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// What the translator sends.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum TranslatorMessage {
-    /// Opening message.
+    /// Opening message (and, again on the same or a new connection, a request for new QPs).
     Hello(Hello),
+    /// Keeps a welcomed connection, and with it the QPs, alive.
+    KeepAlive(KeepAlive),
 }

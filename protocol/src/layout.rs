@@ -78,6 +78,7 @@ pub struct KeyWriteGeometry {
 }
 
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct KeyWriteRaw {
     slots: u64,
     entry_size: u32,
@@ -175,6 +176,7 @@ pub struct KeyIncrementGeometry {
 }
 
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct KeyIncrementRaw {
     slots: u64,
     n_max: u8,
@@ -230,6 +232,7 @@ pub struct PostcardGeometry {
 }
 
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct PostcardRaw {
     chunks: u64,
     hops: u8,
@@ -334,6 +337,7 @@ pub struct AppendGeometry {
 }
 
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct AppendRaw {
     entries: u64,
     entry_size: u32,
@@ -430,6 +434,7 @@ pub struct SketchGeometry {
 }
 
 #[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 struct SketchRaw {
     rows: u32,
     columns: u32,

@@ -13,7 +13,8 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use dta_netio::{AfPacket, AfPacketConfig, FrameBatch, RxBurst, TxBurst, DEFAULT_SLOT_SIZE};
 use dta_protocol::control::{
-    CollectorMessage, Hello, RequesterQp, TranslatorMessage, Welcome, CONTROL_VERSION,
+    CollectorMessage, Hello, KeepAlive, RequesterQp, TranslatorMessage, Welcome, CONTROL_VERSION,
+    KEEPALIVE_EVERY,
 };
 use dta_protocol::layout::{Geometry, KeyWriteGeometry};
 use dta_reporter::dart::{Dart, DartLocal};
@@ -158,8 +159,10 @@ pub fn hello(token: &str, mac: [u8; 6], ip: Ipv4Addr, qpn: u32, start_psn: u32) 
     }
 }
 
-/// Says hello on the control channel and returns the welcome (a refusal is an error with its reason).
-fn handshake(addr: SocketAddr, hello: &Hello) -> Result<Welcome> {
+/// Says hello on the control channel and returns the welcome (a refusal is an error with its reason) with
+/// its connection: the collector keeps our QP while the connection lives (keep-alives hold it, see
+/// [`keep_alive`]) and reclaims it a grace period after it closes.
+fn handshake(addr: SocketAddr, hello: &Hello) -> Result<(Welcome, TcpStream)> {
     let mut stream = TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT)
         .with_context(|| format!("connecting to the collector's control server {addr}"))?;
     stream.set_nodelay(true)?;
@@ -179,8 +182,24 @@ fn handshake(addr: SocketAddr, hello: &Hello) -> Result<Welcome> {
     match serde_json::from_str::<CollectorMessage>(&answer)
         .with_context(|| format!("malformed answer from {addr}: {:?}", answer.trim_end()))?
     {
-        CollectorMessage::Welcome(w) => Ok(w),
+        CollectorMessage::Welcome(w) => Ok((w, stream)),
         CollectorMessage::Refusal(r) => bail!("the collector at {addr} refused us: {}", r.error),
+    }
+}
+
+/// Sends a keep-alive on the control connection when one is due. Best effort: a collector that is gone
+/// shows in the QP's own errors.
+fn keep_alive(control: &mut TcpStream, last: &mut std::time::Instant) {
+    if last.elapsed() < KEEPALIVE_EVERY {
+        return;
+    }
+    *last = std::time::Instant::now();
+    let ka = TranslatorMessage::KeepAlive(KeepAlive {
+        version: CONTROL_VERSION,
+    });
+    if let Ok(mut line) = serde_json::to_string(&ka) {
+        line.push('\n');
+        let _ = control.write_all(line.as_bytes());
     }
 }
 
@@ -287,7 +306,8 @@ pub fn run(a: &DartArgs) -> Result<()> {
     let mac = port.mac();
 
     let h = hello(&a.token, mac, a.ip, a.qpn, start_psn);
-    let welcome = handshake(a.control, &h)?;
+    let (welcome, mut control) = handshake(a.control, &h)?;
+    let mut keep_alive_sent = std::time::Instant::now();
     let g = check_welcome(&welcome, a.qpn)?;
     if a.redundancy == 0 || a.redundancy > g.n_max() {
         bail!(
@@ -336,6 +356,7 @@ pub fn run(a: &DartArgs) -> Result<()> {
     let mut queued = 0usize;
     let mut tx_drops = 0u64;
     loop {
+        keep_alive(&mut control, &mut keep_alive_sent);
         while let Some(w) = writes.get(queued) {
             match dart.key_write(w.key, &w.data, a.redundancy) {
                 Ok(()) => queued += 1,

@@ -14,6 +14,7 @@
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant as Clock};
 
+use dta_e2e::int_spec as spec;
 use dta_netio::dpdk::{
     attach_ring, eal_init, register_thread, DpdkQueue, Eal, MbufBurst, Mempool, Port, PortConfig,
 };
@@ -23,9 +24,12 @@ use dta_protocol::dta::{
     AppendRepr, Body, HeaderForm, KeyWriteRepr, NackRepr, Opcode, ReportRepr, DTA_UDP_PORT,
 };
 use dta_protocol::hash::key_checksum;
+use dta_protocol::int::inner::FlowKey;
+use dta_protocol::int::mapping::{flow_key, EventLists};
 use dta_protocol::layout::{AppendGeometry, Geometry, KeyWriteGeometry, Region};
 use dta_protocol::roce::{AckKind, AethRepr, FrameRepr};
 use dta_protocol::udp::UdpEndpoints;
+use dta_translator::int::Shard;
 use dta_translator::{Config, Engine, Instant};
 use dta_translator_daemon::run::dataplane::{handoff_mesh, DataPlane, PlaneConfig, HANDOFF_RING};
 use dta_translator_daemon::run::steer::{Steering, Target};
@@ -94,6 +98,7 @@ fn dataplane_suite() {
     nacks_go_back_out_of_the_arrival_port(&t);
     two_workers_hand_off_to_the_owner(&t);
     handoff_backpressure_holds_back_and_loses_nothing(&t);
+    int_reports_are_spread_over_two_workers(&t);
     assert_eq!(pool.in_use(), 0, "every far-side mbuf came back");
     assert!(
         started.elapsed() < Duration::from_secs(60),
@@ -1033,6 +1038,182 @@ fn nacks_go_back_out_of_the_arrival_port(t: &Rig) {
     drop((a, b));
     t.eal.detach_vdev("net_ring14").unwrap();
     t.eal.detach_vdev("net_ring15").unwrap();
+}
+
+/// INT lists of each worker's engine in [`int_reports_are_spread_over_two_workers`]: (drop, queue).
+const INT_LISTS: [(u32, u32); 2] = [(7, 8), (9, 10)];
+const INT_PORT: u16 = 32766;
+
+/// Worker `w`'s engine with INT on: only events (drop and queue lists of its own, one entry a batch),
+/// so that each report's work is one write whose list says which worker did it.
+fn int_engine(w: usize) -> Engine {
+    let mut cfg = Config::default();
+    cfg.local.mac = T_MAC;
+    cfg.local.ip = T_IP;
+    cfg.local.qpn_base = QPN_BASE + w as u32;
+    cfg.int.enabled = true;
+    (cfg.int.path, cfg.int.flow_state, cfg.int.drop_counts) = (false, false, false);
+    cfg.int.drop_list = EventLists::one(INT_LISTS[w].0);
+    cfg.int.queue_list = EventLists::one(INT_LISTS[w].1);
+    let regions = INT_LISTS
+        .iter()
+        .flat_map(|&(d, q)| [d, q])
+        .map(|id| Region {
+            id,
+            va: 0x7f30_0000_0000 + (u64::from(id) << 24),
+            rkey: 0x2000 + id,
+            geometry: Geometry::Append(AppendGeometry::new(1024, 16, 1).unwrap()),
+        })
+        .collect();
+    let welcome = Welcome {
+        version: CONTROL_VERSION,
+        mac: C_MAC,
+        ip: C_IP,
+        qps: vec![ResponderQp {
+            qpn: COLLECTOR_QPN,
+            peer_qpn: QPN_BASE + w as u32,
+        }],
+        max_dest_rd_atomic: 16,
+        path_mtu: 1024,
+        regions,
+    };
+    let mut e = Engine::new(cfg, &[welcome], Instant(0)).unwrap();
+    e.set_int_shard(w, 2);
+    e
+}
+
+/// The list id a write of `r` lands in (its VA is the list's region).
+fn list_of_write(r: &Roce) -> u32 {
+    ((r.va - 0x7f30_0000_0000) >> 24) as u32
+}
+
+/// (g) INT reports on two workers (issue 25, item 3): every report of one switch arrives on worker 0's
+/// queue (one outer 5-tuple); worker 0's engine counts each packet and its sequence, writes the drops'
+/// events to its own list, and hands each congested per-hop report of a flow worker 1 owns to worker 1
+/// through the handoff ring (the mbuf moved, not copied), whose engine writes the queue event to its own
+/// list. Each report is counted once.
+fn int_reports_are_spread_over_two_workers(t: &Rig) {
+    let (a, aq) = t.ring_port("net_ring20", 2);
+    let (b, bq) = t.ring_port("net_ring21", 2);
+    let mesh = handoff_mesh(t.eal, "dta_test_int_mesh", 2).unwrap();
+    let config = |w| PlaneConfig {
+        steering: Steering {
+            int_port: Some(INT_PORT),
+            ..steering(2)
+        },
+        ..plane_config(w, 2)
+    };
+    let mut planes: Vec<DataPlane> = aq
+        .into_iter()
+        .zip(bq)
+        .zip(mesh)
+        .enumerate()
+        .map(|(w, ((a, b), (to, from)))| DataPlane::new(config(w), vec![a, b], to, from))
+        .collect();
+    let mut engines = [int_engine(0), int_engine(1)];
+    let flow = |sport: u16| spec::Flow {
+        src: [10, 0, 0, 1],
+        dst: [10, 0, 1, 2],
+        sport,
+        dport: 80,
+    };
+    let owner = |sport: u16| {
+        let f = flow(sport);
+        let key = flow_key(&FlowKey {
+            src: f.src.into(),
+            dst: f.dst.into(),
+            protocol: 17,
+            src_port: f.sport,
+            dst_port: f.dport,
+        });
+        Shard { index: 0, count: 2 }.owner(key)
+    };
+    let int_frame =
+        |payload: Vec<u8>| udp4((R_MAC, R_IP, 40000), (T_MAC, T_IP, INT_PORT), &payload);
+    // Switch 5: 20 congested per-hop reports (hop 1, seq 1..=20), then 4 drops on hw_id 2 (seq 1..=4).
+    let mut frames: Vec<Vec<u8>> = (1..=20u16)
+        .map(|sport| {
+            let l = spec::Local {
+                switch: 5,
+                hw_id: 1,
+                seq: u32::from(sport),
+                congested: true,
+                ig_ts: 100,
+                eg_ts: 200,
+                queue: (1, u32::from(sport)),
+                ig_port: 3,
+                eg_port: 4,
+            };
+            int_frame(spec::v05_local(&l, &spec::inner(&flow(sport), 63)))
+        })
+        .collect();
+    frames.extend((1..=4u16).map(|seq| {
+        let d = spec::Drop {
+            switch: 5,
+            hw_id: 2,
+            seq: u32::from(seq),
+            ig_ts: 7,
+            reason: 71,
+            queue: 1,
+            ig_port: 3,
+            eg_port: 4,
+        };
+        int_frame(spec::v05_drop(&d, &spec::inner(&flow(100 + seq), 63)))
+    }));
+    let theirs = (1..=20u16).filter(|&s| owner(s) == 1).count();
+    assert!(
+        (5..=15).contains(&theirs),
+        "{theirs} of 20 flows are worker 1's"
+    );
+    t.put(&ring(0, "net_ring20"), &frames);
+    assert!(planes[0].poll(Some(&mut engines[0]), NOW));
+    assert_eq!(planes[0].counters().handed_off, theirs as u64);
+    // One poll each: a `net_ring` queue receives what it sent on the next.
+    assert!(planes[1].poll(Some(&mut engines[1]), NOW));
+    let (c0, c1) = (&engines[0].counters().int, &engines[1].counters().int);
+    assert_eq!(
+        (c0.packets, c1.packets),
+        (24, 0),
+        "the receiver counts packets"
+    );
+    assert_eq!(
+        (c0.reports, c1.reports),
+        (24 - theirs as u64, theirs as u64),
+        "each report once, where it is translated"
+    );
+    assert_eq!((c0.lost, c0.late, c1.lost), (0, 0, 0));
+    // Worker 0: its flows' queue events and every drop event; worker 1: its flows' queue events, out of
+    // its own collector queue.
+    for (w, want) in [
+        (0usize, [(8u32, 20 - theirs), (7, 4)]),
+        (1, [(10, theirs), (9, 0)]),
+    ] {
+        let writes: Vec<Roce> = t
+            .take(&ring(w as u16, "net_ring21"))
+            .iter()
+            .map(|f| roce(f))
+            .collect();
+        for r in &writes {
+            assert_write_to_collector(r);
+            let list = list_of_write(r);
+            assert!(
+                list == INT_LISTS[w].0 || list == INT_LISTS[w].1,
+                "worker {w} writes its own lists only, not list {list}"
+            );
+        }
+        for (list, n) in want {
+            // 16-byte events; the head word (8 bytes at the list's start) is written besides.
+            let events = writes
+                .iter()
+                .filter(|r| list_of_write(r) == list && r.payload.len() == 16)
+                .count();
+            assert_eq!(events, n, "worker {w}, list {list}");
+        }
+    }
+    drop(planes);
+    drop((a, b));
+    t.eal.detach_vdev("net_ring20").unwrap();
+    t.eal.detach_vdev("net_ring21").unwrap();
 }
 
 /// Two workers on two `net_ring` devices, `names` = [reporters' side, collectors' side] (queue k of each

@@ -6,9 +6,10 @@
 mod durations;
 mod int;
 
-pub use int::{FabricSwitch, HopMode, IntConfig, SwitchRole};
+pub use int::{EventLists, FabricSwitch, HopMode, IntConfig, SwitchRole};
 
 use dta_protocol::dta::{HeaderForm, ReportFormat, DTA_UDP_PORT};
+use dta_protocol::roce::ROCEV2_UDP_PORT;
 use dta_protocol::udp::ECN_ECT0;
 use serde::{Deserialize, Serialize};
 
@@ -390,6 +391,15 @@ impl Config {
             .format()
             .validate()
             .map_err(|e| ConfigError::Report(e.to_string()))?;
+        // The collector's responses (ACKs, NAKs, atomic ACKs) arrive on RoCEv2's port: reports expected
+        // there would take every response for a report (and answer none of them).
+        if self.report.udp_port == ROCEV2_UDP_PORT {
+            return Err(bad(
+                "report.udp_port",
+                ROCEV2_UDP_PORT.into(),
+                "not 4791, RoCEv2's port, where the collector's responses arrive",
+            ));
+        }
         let r = &self.requester;
         if r.ack_every == 0 {
             return Err(bad("requester.ack_every", 0, "at least 1"));
@@ -615,5 +625,45 @@ mod tests {
                 other => panic!("{text}: {other:?}"),
             }
         }
+    }
+
+    /// Issue 26, item 9: reports (or INT reports) on RoCEv2's port took every ACK from the collector for a
+    /// report; the ports are refused at load, and so is INT on the DTA report port.
+    #[test]
+    fn report_ports_that_collide_with_roce_or_each_other_are_refused() {
+        let roce = "not 4791, RoCEv2's port, where the collector's responses arrive";
+        for (text, field) in [
+            ("[report]\nudp_port = 4791\n", "report.udp_port"),
+            ("[int]\nenabled = true\nudp_port = 4791\n", "int.udp_port"),
+            (
+                "[int]\nenabled = true\nmd_udp_port = 4791\n",
+                "int.md_udp_port",
+            ),
+        ] {
+            let err = Config::from_toml(text).unwrap_err();
+            assert_eq!(
+                err,
+                ConfigError::Invalid {
+                    field,
+                    value: 4791,
+                    why: roce
+                },
+                "{text}"
+            );
+            assert_eq!(
+                err.to_string(),
+                format!("configuration: {field} = 4791 is invalid ({roce})")
+            );
+        }
+        assert_eq!(
+            Config::from_toml(
+                "[report]\nudp_port = 40000\n[int]\nenabled = true\nudp_port = 40000\n"
+            )
+            .unwrap_err()
+            .to_string(),
+            "configuration: int.udp_port = 40000 is invalid (not the DTA report port)"
+        );
+        // INT off: its port is not listened on, so it collides with nothing.
+        assert!(Config::from_toml("[int]\nudp_port = 4791\n").is_ok());
     }
 }

@@ -278,6 +278,8 @@ impl Engine {
             return Handled::Consumed;
         }
         if self.int.as_ref().map(IntFrontEnd::udp_port) == Some(udp.dst_port) {
+            // The whole report: a caller that gives INT frames here runs this engine alone (several
+            // workers split them with `handle_int_frames`).
             self.handle_int(now, udp.dst_ip, udp.payload);
             return Handled::Consumed;
         }

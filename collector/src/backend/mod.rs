@@ -12,7 +12,6 @@
 pub mod ibverbs;
 pub mod soft;
 
-use std::collections::HashMap;
 use std::net::Ipv4Addr;
 use std::sync::Mutex;
 
@@ -214,15 +213,10 @@ pub fn connect_qp(
     })
 }
 
-/// A translator QP as the collector tells peers apart: the translator's GID (its address) and its QPN.
-/// Every translator numbers its QPs from the same default base, so the QPN alone does not name a peer.
-type PeerKey = ([u8; 16], u32);
-
-/// The control channel's [`QpOpener`] on a verbs device: a hello replaces the QPs of every (GID, QPN) it
-/// names (re-establishment after an error by the same translator) and connects new ones; QPs of other
-/// translators with the same QPNs are left alone.
+/// The control channel's [`QpOpener`] on a verbs device: creates and connects one RC QP per translator QP,
+/// and destroys it when the control server's QP table replaces or reclaims it.
 pub struct VerbsOpener<V: Verbs> {
-    inner: Mutex<(V, HashMap<PeerKey, u32>)>,
+    verbs: Mutex<V>,
     settings: QpSettings,
 }
 
@@ -230,45 +224,52 @@ impl<V: Verbs> VerbsOpener<V> {
     /// An opener on `verbs`.
     pub fn new(verbs: V, settings: QpSettings) -> Self {
         VerbsOpener {
-            inner: Mutex::new((verbs, HashMap::new())),
+            verbs: Mutex::new(verbs),
             settings,
         }
     }
 
     /// Runs `f` on the device (tests inspect fakes this way).
     pub fn with_verbs<T>(&self, f: impl FnOnce(&mut V) -> T) -> T {
-        let mut g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        f(&mut g.0)
+        f(&mut self.verbs.lock().unwrap_or_else(|e| e.into_inner()))
     }
 }
 
 impl<V: Verbs> QpOpener for VerbsOpener<V> {
-    fn open(&self, hello: &Hello) -> std::result::Result<Vec<ResponderQp>, String> {
-        let mut g = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-        let (verbs, by_peer) = &mut *g;
-        let mut out = Vec::with_capacity(hello.qps.len());
-        for peer in &hello.qps {
-            if let Some(old) = by_peer.remove(&(hello.gid, peer.qpn)) {
-                if let Err(e) = verbs.destroy_qp(old) {
-                    log::warn!(
-                        "destroying QP {old:#x} of translator QP {:#x}: {e}",
-                        peer.qpn
-                    );
-                }
-            }
-            let qp =
-                connect_qp(verbs, peer, hello.gid, &self.settings).map_err(|e| e.to_string())?;
-            by_peer.insert((hello.gid, peer.qpn), qp.qpn);
-            out.push(qp);
+    fn open_qp(&self, hello: &Hello, peer: &RequesterQp) -> std::result::Result<u32, String> {
+        self.with_verbs(|v| connect_qp(v, peer, hello.gid, &self.settings))
+            .map(|q| q.qpn)
+            .map_err(|e| e.to_string())
+    }
+
+    fn close_qp(&self, qpn: u32) {
+        if let Err(e) = self.with_verbs(|v| v.destroy_qp(qpn)) {
+            log::warn!("destroying QP {qpn:#x}: {e}");
         }
-        Ok(out)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::control::{QpLimits, QpStats, QpTable};
     use crate::error::Error;
+    use std::cell::RefCell;
+
+    thread_local! {
+        /// The control server's QP table (which replaces a translator QP's old QP), one per test thread.
+        static TABLE: RefCell<QpTable> = RefCell::new(QpTable::default());
+    }
+
+    impl<V: Verbs> VerbsOpener<V> {
+        /// A hello as the control server handles it.
+        fn open(&self, h: &Hello) -> std::result::Result<Vec<ResponderQp>, String> {
+            TABLE.with(|t| {
+                t.borrow_mut()
+                    .open(self, h, 1, &QpLimits::default(), &QpStats::default())
+            })
+        }
+    }
     use dta_protocol::control::CONTROL_VERSION;
     use dta_protocol::layout::{Geometry, KeyIncrementGeometry, KeyWriteGeometry};
 

@@ -1,61 +1,60 @@
 //! The software backend's side of the control channel: a hello opens QPs in the shared responder.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use dta_protocol::control::{Hello, ResponderQp};
+use dta_protocol::control::{Hello, RequesterQp};
 
 use crate::control::QpOpener;
 use crate::responder::Responder;
 
-/// Opens responder QPs for translators. A peer is a translator QP at an address, `(IPv4, QPN)`: every
-/// translator numbers its QPs from the same default base, so the QPN alone would let one translator's
-/// hello close another's QPs. A hello naming the same address and QPN again (re-establishment) replaces
-/// that peer's old QP.
+/// Opens and closes QPs in the shared responder for the control server, which decides which to replace
+/// and when to reclaim them ([`crate::control::QpTable`]).
 pub struct SoftOpener {
     responder: Arc<Mutex<Responder>>,
-    by_peer: Mutex<HashMap<([u8; 4], u32), u32>>,
 }
 
 impl SoftOpener {
     /// An opener on the shared responder.
     pub fn new(responder: Arc<Mutex<Responder>>) -> Self {
-        SoftOpener {
-            responder,
-            by_peer: Mutex::new(HashMap::new()),
-        }
+        SoftOpener { responder }
+    }
+
+    fn responder(&self) -> std::sync::MutexGuard<'_, Responder> {
+        self.responder.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
 impl QpOpener for SoftOpener {
-    fn open(&self, hello: &Hello) -> Result<Vec<ResponderQp>, String> {
-        let mut r = self.responder.lock().unwrap_or_else(|e| e.into_inner());
-        let mut by_peer = self.by_peer.lock().unwrap_or_else(|e| e.into_inner());
-        hello
-            .qps
-            .iter()
-            .map(|q| {
-                if let Some(old) = by_peer.remove(&(hello.ip, q.qpn)) {
-                    r.close_qp(old);
-                }
-                let qpn = r
-                    .allocate_qp(hello.ip, q.qpn, q.start_psn)
-                    .ok_or("the software responder has no free QPN left")?;
-                by_peer.insert((hello.ip, q.qpn), qpn);
-                Ok(ResponderQp {
-                    qpn,
-                    peer_qpn: q.qpn,
-                })
-            })
-            .collect()
+    fn open_qp(&self, hello: &Hello, peer: &RequesterQp) -> Result<u32, String> {
+        self.responder()
+            .allocate_qp(hello.ip, peer.qpn, peer.start_psn)
+            .ok_or_else(|| "the software responder has no free QPN left".into())
+    }
+
+    fn close_qp(&self, qpn: u32) {
+        self.responder().close_qp(qpn);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::control::{QpLimits, QpStats, QpTable};
     use crate::responder::ResponderConfig;
-    use dta_protocol::control::{RequesterQp, CONTROL_VERSION};
+    use dta_protocol::control::{ResponderQp, CONTROL_VERSION};
+
+    /// The opener behind the control server's QP table, as a hello sees it.
+    struct Table(SoftOpener, QpTable);
+
+    impl Table {
+        fn new(r: Arc<Mutex<Responder>>) -> Self {
+            Table(SoftOpener::new(r), QpTable::default())
+        }
+        fn open(&mut self, h: &Hello) -> Result<Vec<ResponderQp>, String> {
+            self.1
+                .open(&self.0, h, 1, &QpLimits::default(), &QpStats::default())
+        }
+    }
 
     #[test]
     fn hello_opens_and_reopens_qps() {
@@ -63,7 +62,7 @@ mod tests {
             ResponderConfig::default(),
             vec![],
         )));
-        let o = SoftOpener::new(r.clone());
+        let mut o = Table::new(r.clone());
         let hello = Hello {
             version: CONTROL_VERSION,
             token: String::new(),
@@ -101,7 +100,7 @@ mod tests {
             ResponderConfig::default(),
             vec![],
         )));
-        let o = SoftOpener::new(r.clone());
+        let mut o = Table::new(r.clone());
         let hello = |ip: [u8; 4], start_psn| Hello {
             version: CONTROL_VERSION,
             token: String::new(),

@@ -150,6 +150,11 @@ impl Responder {
         self.qps.get(qpn).map(|q| q.status)
     }
 
+    /// QPs open with a QPN the responder handed out ([`allocate_qp`](Self::allocate_qp)).
+    pub fn allocated_qps(&self) -> usize {
+        self.qps.usable()
+    }
+
     /// The counters.
     pub fn stats(&self) -> &Stats {
         &self.stats

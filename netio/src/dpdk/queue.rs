@@ -80,6 +80,11 @@ impl DpdkQueue {
         self.spare_len
     }
 
+    /// The port's mbuf pool (a copy that must outlive the received frame takes its buffer from it).
+    pub fn pool(&self) -> &super::Mempool {
+        &self.port.pool
+    }
+
     pub fn queue_id(&self) -> u16 {
         self.queue_id
     }

@@ -187,6 +187,85 @@ fn le32(b: &[u8]) -> u32 {
     u32::from_le_bytes([b[0], b[1], b[2], b[3]])
 }
 
+/// The Append lists of one kind of INT event (`int.drop_list`, `int.queue_list`): none, one, or one per
+/// worker. An Append list's head has one writer, so a daemon whose workers all take INT reports gives
+/// each worker a list of its own, and the collector's queries read them all (`[int] drop_list` takes the
+/// same array there). A TOML integer is one list, an array several.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize)]
+#[serde(transparent)]
+pub struct EventLists(Vec<u32>);
+
+impl EventLists {
+    /// The lists `ids`.
+    pub fn new(ids: impl Into<Vec<u32>>) -> Self {
+        EventLists(ids.into())
+    }
+
+    /// One list.
+    pub fn one(id: u32) -> Self {
+        EventLists(vec![id])
+    }
+
+    /// The list an engine writes: the first (a worker's configuration keeps only its own, see
+    /// [`of_worker`](Self::of_worker)).
+    pub fn first(&self) -> Option<u32> {
+        self.0.first().copied()
+    }
+
+    /// Whether no list is configured.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// How many lists.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// The ids, in order.
+    pub fn ids(&self) -> &[u32] {
+        &self.0
+    }
+
+    /// Worker `k`'s own list, alone (none when there is none for it).
+    pub fn of_worker(&self, k: usize) -> Self {
+        EventLists(self.0.get(k).copied().into_iter().collect())
+    }
+}
+
+impl<'de> Deserialize<'de> for EventLists {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Lists;
+        impl<'de> serde::de::Visitor<'de> for Lists {
+            type Value = EventLists;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an Append list id, or an array of ids (one per worker)")
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<EventLists, E> {
+                u32::try_from(v)
+                    .map(EventLists::one)
+                    .map_err(|_| E::custom(format!("list id {v} is not a 32-bit unsigned id")))
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<EventLists, E> {
+                u32::try_from(v)
+                    .map(EventLists::one)
+                    .map_err(|_| E::custom(format!("list id {v} is not a 32-bit unsigned id")))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<EventLists, A::Error> {
+                let mut ids = Vec::new();
+                while let Some(id) = seq.next_element::<u32>()? {
+                    ids.push(id);
+                }
+                Ok(EventLists(ids))
+            }
+        }
+        d.deserialize_any(Lists)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -260,5 +339,19 @@ mod tests {
             HopRecord::decode(&h.encode()).map(|r| r.queue_occupancy),
             Some(0xFF_FFFF)
         );
+    }
+
+    #[test]
+    fn event_lists_read_one_id_or_one_per_worker() {
+        let one: EventLists = serde_json::from_str("10").unwrap();
+        assert_eq!((one.ids(), one.first()), (&[10][..], Some(10)));
+        let many: EventLists = serde_json::from_str("[10, 12, 14]").unwrap();
+        assert_eq!(many.ids(), [10, 12, 14]);
+        assert_eq!(many.of_worker(1).ids(), [12]);
+        assert!(many.of_worker(3).is_empty());
+        assert_eq!(serde_json::to_string(&many).unwrap(), "[10,12,14]");
+        for bad in ["-1", "4294967296", "\"ten\"", "[1, -2]"] {
+            assert!(serde_json::from_str::<EventLists>(bad).is_err(), "{bad}");
+        }
     }
 }

@@ -6,6 +6,13 @@
 //! new memory (workers start over on it and count what was lost); the same regions mean only the QPs were
 //! re-created (workers resend their unacknowledged work).
 //!
+//! The connection of the last welcome stays open with a keep-alive line every
+//! [`KEEPALIVE_EVERY`](dta_protocol::control::KEEPALIVE_EVERY): the collector keeps our QPs while it lives
+//! and reclaims them a grace period after it ends. When the collector closes it, the client says hello
+//! again. The answer to a hello is read within a size cap and one deadline for the whole line, as the
+//! collector reads hellos: a collector that never ends its line, or trickles it, is a failed attempt,
+//! retried with backoff like a refused connection.
+//!
 //! A welcome the engine cannot use (regions it cannot write: a Key-Write entry size that does not fit the
 //! reports, overlapping regions, a bad path MTU) is refused here, before any worker sees it: the collector
 //! came back with new memory, so the workers detach from it (what they held for it is lost and counted,
@@ -13,16 +20,17 @@
 //! log and in `control_welcomes_refused_total{reason}`, until a usable welcome comes and the workers start
 //! over on it.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use dta_protocol::control::{
-    CollectorMessage, Hello, RequesterQp, TranslatorMessage, Welcome, CONTROL_VERSION,
+    CollectorMessage, Hello, KeepAlive, RequesterQp, TranslatorMessage, Welcome, CONTROL_VERSION,
+    KEEPALIVE_EVERY,
 };
 use dta_protocol::layout::Region;
 use dta_translator::{Config, Engine};
@@ -127,12 +135,132 @@ pub struct ControlLink {
 }
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
-const ANSWER_TIMEOUT: Duration = Duration::from_secs(5);
 /// How often the client checks for worker requests and for shutdown.
 const POLL: Duration = Duration::from_millis(50);
 const MAX_BACKOFF: Duration = Duration::from_secs(2);
 /// Distance between the start PSNs of consecutive connections.
 const PSN_STEP: u32 = 0x1000;
+
+/// How the answer to a hello is read: the whole line within `deadline` and `max` bytes. A welcome without
+/// a newline used to grow the translator to 2 GiB, and one byte every 4 s kept it from ever starting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AnswerLimits {
+    /// The whole answer line, from sending the hello to its newline.
+    pub deadline: Duration,
+    /// Longest answer line, newline included.
+    pub max: usize,
+}
+
+impl Default for AnswerLimits {
+    fn default() -> Self {
+        AnswerLimits {
+            // As long as the collector gives a hello (its `hello_deadline`).
+            deadline: Duration::from_secs(10),
+            // A welcome is a few hundred bytes per region and 30 per QP; the collector's hellos are capped
+            // at 256 KiB. 1 MiB is thousands of regions.
+            max: 1 << 20,
+        }
+    }
+}
+
+/// Reads one line that must arrive whole before `deadline` and within `max` bytes.
+fn read_answer(stream: &mut TcpStream, limits: AnswerLimits) -> Result<String> {
+    let deadline = Instant::now() + limits.deadline;
+    let mut line = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        let now = Instant::now();
+        if now >= deadline {
+            bail!(
+                "no complete answer within {:?} ({} bytes received)",
+                limits.deadline,
+                line.len()
+            );
+        }
+        stream.set_read_timeout(Some(deadline - now))?;
+        // Never past the newline: what follows the answer is not ours to take (it stays in the socket).
+        let want = chunk.len().min(limits.max - line.len());
+        let n = match stream.peek(&mut chunk[..want]) {
+            Ok(0) => bail!(
+                "the collector closed the connection without answering ({} bytes of an answer)",
+                line.len()
+            ),
+            Ok(n) => n,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock
+                        | std::io::ErrorKind::TimedOut
+                        | std::io::ErrorKind::Interrupted
+                ) =>
+            {
+                continue
+            }
+            Err(e) => return Err(e).context("reading the answer"),
+        };
+        let take = chunk[..n]
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(n, |i| i + 1);
+        stream.read_exact(&mut chunk[..take])?;
+        line.extend_from_slice(&chunk[..take]);
+        if line.last() == Some(&b'\n') {
+            return String::from_utf8(line).context("the answer is not UTF-8 text");
+        }
+        if line.len() >= limits.max {
+            bail!(
+                "the collector's answer is longer than {} bytes without a newline",
+                limits.max
+            );
+        }
+    }
+}
+
+/// The open control connection of the last welcome: while it lives the collector keeps our QPs.
+struct Lease {
+    stream: TcpStream,
+    last_sent: Instant,
+}
+
+impl Lease {
+    fn new(stream: TcpStream) -> Self {
+        Lease {
+            stream,
+            last_sent: Instant::now(),
+        }
+    }
+
+    /// Sends a keep-alive when one is due, and says whether the collector has ended the connection (it
+    /// sends nothing after a welcome but a refusal before closing).
+    fn check(&mut self) -> std::result::Result<(), String> {
+        if self.last_sent.elapsed() >= KEEPALIVE_EVERY {
+            let ka = TranslatorMessage::KeepAlive(KeepAlive {
+                version: CONTROL_VERSION,
+            });
+            let mut line = serde_json::to_string(&ka).map_err(|e| e.to_string())?;
+            line.push('\n');
+            self.stream
+                .write_all(line.as_bytes())
+                .map_err(|e| format!("sending a keep-alive: {e}"))?;
+            self.last_sent = Instant::now();
+        }
+        let mut b = [0u8; 512];
+        self.stream
+            .set_nonblocking(true)
+            .map_err(|e| e.to_string())?;
+        let r = self.stream.peek(&mut b);
+        let _ = self.stream.set_nonblocking(false);
+        match r {
+            Ok(0) => Err("the collector closed the control connection".into()),
+            Ok(n) => Err(format!(
+                "the collector ended the control connection: {}",
+                String::from_utf8_lossy(&b[..n]).trim_end()
+            )),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Ok(()),
+            Err(e) => Err(format!("control connection: {e}")),
+        }
+    }
+}
 
 /// How a welcome is handed on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -171,21 +299,13 @@ impl ControlLink {
     fn handshake(
         &self,
         stream: &mut TcpStream,
-        reader: &mut BufReader<TcpStream>,
         start_psn: u32,
+        limits: AnswerLimits,
     ) -> Result<Welcome> {
         let mut line = serde_json::to_string(&TranslatorMessage::Hello(self.hello(start_psn)))?;
         line.push('\n');
         stream.write_all(line.as_bytes()).context("sending hello")?;
-        stream.set_read_timeout(Some(ANSWER_TIMEOUT))?;
-        let mut answer = String::new();
-        if reader
-            .read_line(&mut answer)
-            .context("reading the answer")?
-            == 0
-        {
-            bail!("the collector closed the connection without answering");
-        }
+        let answer = read_answer(stream, limits)?;
         let w = match serde_json::from_str::<CollectorMessage>(&answer)
             .with_context(|| format!("malformed answer {:?}", answer.trim_end()))?
         {
@@ -207,12 +327,17 @@ impl ControlLink {
         Ok(w)
     }
 
-    fn connect(&self, start_psn: u32) -> Result<Welcome> {
+    /// Connects and says hello; the welcome comes with its connection, the lease on its QPs.
+    fn connect(&self, start_psn: u32) -> Result<(Welcome, Lease)> {
+        self.connect_with(start_psn, AnswerLimits::default())
+    }
+
+    fn connect_with(&self, start_psn: u32, limits: AnswerLimits) -> Result<(Welcome, Lease)> {
         let mut stream = TcpStream::connect_timeout(&self.addr, CONNECT_TIMEOUT)
             .with_context(|| format!("connecting to {}", self.addr))?;
         stream.set_nodelay(true)?;
-        let mut reader = BufReader::new(stream.try_clone()?);
-        self.handshake(&mut stream, &mut reader, start_psn)
+        let w = self.handshake(&mut stream, start_psn, limits)?;
+        Ok((w, Lease::new(stream)))
     }
 
     /// The welcome as worker `k` sees it: its own QP only.
@@ -272,18 +397,18 @@ impl ControlLink {
     /// Connects and says hello until a usable welcome comes (or the daemon stops), with backoff. A
     /// welcome the engine cannot use detaches the workers from this collector (`detached` says they are)
     /// and is asked for again.
-    fn establish(&self, start_psn: u32, detached: &mut bool) -> Option<Welcome> {
+    fn establish(&self, start_psn: u32, detached: &mut bool) -> Option<(Welcome, Lease)> {
         let mut backoff = Duration::from_millis(50);
         while !self.stop.load(Ordering::Relaxed) {
             let e = match self.connect(start_psn) {
-                // The connection closes here: the collector's server times idle connections out, and a
-                // new connection per handshake keeps that from looking like a failure.
-                Ok(w) => {
+                Ok((w, lease)) => {
                     self.counters.welcomes.fetch_add(1, Ordering::Relaxed);
                     let Some(why) = self.unusable(&w) else {
                         self.counters.usable.store(1, Ordering::Relaxed);
-                        return Some(w);
+                        return Some((w, lease));
                     };
+                    // Its connection goes with it: the collector reclaims the QPs it made for us.
+                    drop(lease);
                     self.counters.refuse(Refused::Unusable);
                     self.detach(detached);
                     anyhow::anyhow!(
@@ -322,10 +447,10 @@ impl ControlLink {
     pub fn run(self, initial: Sender<(usize, Result<Welcome, String>)>) {
         let mut detached = false;
         let first = match self.connect(self.psn(0)) {
-            Ok(w) => match self.unusable(&w) {
+            Ok((w, lease)) => match self.unusable(&w) {
                 None => {
                     self.counters.welcomes.fetch_add(1, Ordering::Relaxed);
-                    Ok(w)
+                    Ok((w, lease))
                 }
                 Some(why) => {
                     self.counters.refuse(Refused::Unusable);
@@ -345,6 +470,10 @@ impl ControlLink {
                 self.establish(self.psn(0), &mut detached)
                     .ok_or_else(|| "stopped".to_string())
             }
+        };
+        let (first, mut lease) = match first {
+            Ok((w, lease)) => (Ok(w), Some(lease)),
+            Err(e) => (Err(e), None),
         };
         // None: the workers hold no memory of this collector (detached), so the next welcome replaces.
         let mut regions: Option<Vec<Region>> = match &first {
@@ -369,16 +498,29 @@ impl ControlLink {
         while !self.stop.load(Ordering::Relaxed) {
             match self.requests.recv_timeout(POLL) {
                 Ok(()) => {}
-                Err(RecvTimeoutError::Timeout) => continue,
+                Err(RecvTimeoutError::Timeout) => match lease.as_mut().map(Lease::check) {
+                    Some(Ok(())) => continue,
+                    // Without the connection the collector reclaims our QPs after its grace period:
+                    // say hello again now, as for a failed QP.
+                    Some(Err(why)) => log::warn!(
+                        "collector {} ({}): {why}; saying hello again",
+                        self.index,
+                        self.addr
+                    ),
+                    None => continue,
+                },
                 Err(RecvTimeoutError::Disconnected) => return,
             }
+            // The old connection goes; the new hello's QPs replace the ones it held.
+            drop(lease.take());
             // Several workers may report one failure: one new set of QPs serves them all.
             while self.requests.try_recv().is_ok() {}
             generation = generation.wrapping_add(1);
             let psn = self.psn(generation);
-            let Some(w) = self.establish(psn, &mut detached) else {
+            let Some((w, new_lease)) = self.establish(psn, &mut detached) else {
                 return;
             };
+            lease = Some(new_lease);
             if regions.as_ref() == Some(&w.regions) {
                 self.counters.reestablished.fetch_add(1, Ordering::Relaxed);
                 log::info!(
@@ -414,8 +556,144 @@ impl ControlLink {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::net::TcpListener;
+    use std::sync::mpsc;
+
+    fn link(addr: SocketAddr) -> ControlLink {
+        let (_tx, requests) = mpsc::channel();
+        ControlLink {
+            index: 0,
+            addr,
+            token: "t".into(),
+            mac: [2, 0, 0, 0, 0, 1],
+            ip: [198, 18, 0, 1],
+            qpns: vec![0x100],
+            base_psn: 0,
+            workers: Vec::new(),
+            requests,
+            counters: Arc::new(ControlCounters::default()),
+            stop: Arc::new(AtomicBool::new(false)),
+            engine: Config::default(),
+        }
+    }
+
+    /// A collector that reads the hello and then runs `answer` on the connection.
+    fn collector(answer: impl FnOnce(TcpStream) + Send + 'static) -> SocketAddr {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        std::thread::spawn(move || {
+            if let Ok((s, _)) = l.accept() {
+                let mut hello = [0u8; 4096];
+                let _ = (&s).read(&mut hello);
+                answer(s);
+            }
+        });
+        addr
+    }
+
+    /// Issue 26, item 8: a welcome without a newline grew the translator to 2 GiB. The answer is cut at
+    /// the size cap with a clear error (which `establish` retries like any failed attempt).
+    #[test]
+    fn an_answer_without_a_newline_is_cut_at_the_size_cap() {
+        let addr = collector(|mut s| {
+            let junk = [b'x'; 64 << 10];
+            // Until the translator hangs up: far more than the cap.
+            for _ in 0..64 {
+                if s.write_all(&junk).is_err() {
+                    break;
+                }
+            }
+        });
+        let e = link(addr).connect(0).err().expect("refused");
+        assert_eq!(
+            format!("{e:#}"),
+            "the collector's answer is longer than 1048576 bytes without a newline"
+        );
+    }
+
+    /// Issue 26, item 8: one byte every 4 s kept the translator from ever starting (a timeout per read,
+    /// none for the line). The whole answer has one deadline.
+    #[test]
+    fn a_trickled_answer_meets_one_deadline_for_the_whole_line() {
+        let (done_tx, done) = mpsc::channel::<()>();
+        let addr = collector(move |mut s| {
+            // One byte every 50 ms, each within any per-read timeout, until the translator gives up.
+            while done.try_recv().is_err() && s.write_all(b"{").is_ok() {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        });
+        let limits = AnswerLimits {
+            deadline: Duration::from_millis(500),
+            ..AnswerLimits::default()
+        };
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(link(addr).connect_with(0, limits).map(|_| ()));
+        });
+        // Bounded by the outcome, not by the trickle: before the deadline it never returned.
+        let r = rx
+            .recv_timeout(Duration::from_secs(20))
+            .expect("the handshake returned");
+        let _ = done_tx.send(());
+        let e = format!("{:#}", r.expect_err("refused"));
+        assert!(
+            e.starts_with("no complete answer within 500ms (") && e.ends_with(" bytes received)"),
+            "{e}"
+        );
+    }
+
+    /// The welcome's connection is kept (the lease on our QPs); when the collector closes it the lease
+    /// says so, so that the client says hello again before the QPs are reclaimed.
+    #[test]
+    fn the_welcome_connection_is_kept_and_its_end_is_noticed() {
+        let (close_tx, close) = mpsc::channel::<()>();
+        let addr = collector(move |mut s| {
+            let w = CollectorMessage::Welcome(Welcome {
+                version: CONTROL_VERSION,
+                mac: [2, 0, 0, 0, 0, 2],
+                ip: [198, 18, 0, 2],
+                qps: vec![dta_protocol::control::ResponderQp {
+                    qpn: 0x200,
+                    peer_qpn: 0x100,
+                }],
+                max_dest_rd_atomic: 16,
+                path_mtu: 1024,
+                regions: vec![],
+            });
+            let mut line = serde_json::to_string(&w).unwrap();
+            line.push('\n');
+            s.write_all(line.as_bytes()).unwrap();
+            let _ = close.recv();
+            // Read the keep-alive first: closing with unread bytes would be a reset, not a close.
+            let _ = s.set_read_timeout(Some(Duration::from_millis(200)));
+            let _ = s.read(&mut [0u8; 4096]);
+        });
+        let (w, mut lease) = link(addr).connect(0).unwrap();
+        assert_eq!(w.qps[0].qpn, 0x200);
+        assert_eq!(lease.check(), Ok(()));
+        // A keep-alive when one is due.
+        lease.last_sent = Instant::now() - KEEPALIVE_EVERY;
+        assert_eq!(lease.check(), Ok(()));
+        close_tx.send(()).unwrap();
+        let end = Instant::now() + Duration::from_secs(10);
+        let why = loop {
+            match lease.check() {
+                Ok(()) => assert!(Instant::now() < end, "the close was not noticed"),
+                Err(why) => break why,
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        assert_eq!(why, "the collector closed the control connection");
+    }
+}
+
+/// Issue 26, item 2: welcomes the engine cannot use, against a stand-in collector.
+#[cfg(test)]
+mod unusable_welcome_tests {
+    use super::*;
     use dta_protocol::control::ResponderQp;
     use dta_protocol::layout::{Geometry, KeyWriteGeometry};
+    use std::io::{BufRead, BufReader};
     use std::net::TcpListener;
     use std::sync::mpsc;
 
@@ -442,11 +720,13 @@ mod tests {
     }
 
     /// A collector's control port answering each hello with the next of `answers`, then the last again.
+    /// It keeps every connection open (the lease on the QPs), as a collector does.
     fn collector(answers: Vec<Welcome>) -> SocketAddr {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = l.local_addr().unwrap();
         std::thread::spawn(move || {
             let mut k = 0;
+            let mut open = Vec::new();
             for s in l.incoming() {
                 let Ok(mut s) = s else { return };
                 let mut line = String::new();
@@ -461,6 +741,7 @@ mod tests {
                 let mut out = serde_json::to_string(&CollectorMessage::Welcome(w.clone())).unwrap();
                 out.push('\n');
                 let _ = s.write_all(out.as_bytes());
+                open.push(s);
             }
         });
         addr

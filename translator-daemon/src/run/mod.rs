@@ -309,8 +309,11 @@ fn engine_for(s: &Settings, k: usize, welcomes: &[Welcome], clock: &Clock) -> Re
             m
         })
         .collect();
-    Engine::new(s.worker_config(k), &mine, clock.now())
-        .with_context(|| format!("worker {k}'s engine"))
+    let mut e = Engine::new(s.worker_config(k), &mine, clock.now())
+        .with_context(|| format!("worker {k}'s engine"))?;
+    // Every worker takes the INT reports it receives and translates its own flows' reports.
+    e.set_int_shard(k, s.daemon.workers.count);
+    Ok(e)
 }
 
 /// Starts the metrics endpoint if configured, says the daemon runs, and waits for a stop signal or for

@@ -106,6 +106,15 @@ pub struct Settings {
     pub daemon: Daemon,
 }
 
+/// The network device a port spec drives: the interface named by DPDK devargs' `iface=` (two vdevs on
+/// one interface are one port), else the spec itself (an interface name, a PCI address, a vdev name).
+fn port_device(spec: &str) -> &str {
+    spec.split(',')
+        .find_map(|kv| kv.trim().strip_prefix("iface="))
+        .unwrap_or(spec)
+        .trim()
+}
+
 fn take<T: for<'de> Deserialize<'de>>(table: &mut toml::Table, key: &str) -> Result<Option<T>> {
     match table.remove(key) {
         None => Ok(None),
@@ -137,6 +146,15 @@ impl Settings {
             0 => bail!("no port: give [io] ports or --interface"),
             n => bail!("{n} ports: the translator drives one port, or two for a bump in the wire"),
         }
+        if let [a, b] = d.io.ports.as_slice() {
+            if port_device(a) == port_device(b) {
+                bail!(
+                    "[io] ports name {:?} twice: a bump in the wire needs two different ports (one port \
+                     as both would send every frame it forwards back out where it came in)",
+                    port_device(a)
+                );
+            }
+        }
         if let Some(p) = d.io.collector_port {
             if p >= d.io.ports.len() {
                 bail!(
@@ -156,6 +174,25 @@ impl Settings {
         }
         if d.workers.count == 0 || d.workers.count > 64 {
             bail!("[workers] count {} is not in 1..=64", d.workers.count);
+        }
+        let int = &self.engine.int;
+        for (what, lists) in [
+            ("drop_list", &int.drop_list),
+            ("queue_list", &int.queue_list),
+        ] {
+            if int.enabled && !lists.is_empty() && lists.len() < d.workers.count {
+                bail!(
+                    "[int] {what} names {} list(s) for {} workers: every worker takes INT reports and \
+                     appends its events to a list of its own (an Append list's head has one writer), so \
+                     give one per worker, e.g. {what} = {:?}, each an append region of 16-byte entries \
+                     at the collector, whose [int] {what} names them all",
+                    lists.len(),
+                    d.workers.count,
+                    (0..d.workers.count as u32)
+                        .map(|k| lists.ids()[0] + 2 * k)
+                        .collect::<Vec<_>>()
+                );
+            }
         }
         if !d.workers.cores.is_empty() && d.workers.cores.len() != d.workers.count {
             bail!(
@@ -207,6 +244,9 @@ impl Settings {
         let step = (k * self.daemon.collectors.len()) as u32;
         c.local.qpn_base += step;
         c.local.udp_src_port_base = c.local.udp_src_port_base.wrapping_add(step as u16);
+        // Each worker appends INT events to lists of its own (an Append list's head has one writer).
+        c.int.drop_list = self.engine.int.drop_list.of_worker(k);
+        c.int.queue_list = self.engine.int.queue_list.of_worker(k);
         c
     }
 }
@@ -257,6 +297,40 @@ qpn_base = 0x200
     }
 
     #[test]
+    fn int_event_lists_one_per_worker() {
+        let with = |lists: &str| {
+            Settings::from_toml(&format!(
+                "{FILE}\n[report]\nkeywrite_data_len = 12\n[int]\nenabled = true\n{lists}\n"
+            ))
+            .unwrap()
+        };
+        let s = with("drop_list = [10, 12]\nqueue_list = [11, 13]");
+        s.validate().unwrap();
+        assert_eq!(s.worker_config(0).int.drop_list.ids(), [10]);
+        assert_eq!(s.worker_config(1).int.drop_list.ids(), [12]);
+        assert_eq!(s.worker_config(1).int.queue_list.ids(), [13]);
+        // One list for two workers: two writers of one head would overwrite each other.
+        let e = with("drop_list = 10").validate().unwrap_err().to_string();
+        assert!(
+            e.contains("[int] drop_list names 1 list(s) for 2 workers")
+                && e.contains("drop_list = [10, 12]"),
+            "{e}"
+        );
+        let e = with("queue_list = [11]")
+            .validate()
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("[int] queue_list names 1 list(s)"), "{e}");
+        // A list twice is refused when the engine's sections load.
+        let e = Settings::from_toml(&format!(
+            "{FILE}\n[report]\nkeywrite_data_len = 12\n[int]\nenabled = true\n\
+             drop_list = [10, 12]\nqueue_list = [12, 13]\n"
+        ))
+        .unwrap_err();
+        assert!(format!("{e:#}").contains("each list once"), "{e:#}");
+    }
+
+    #[test]
     fn refuses_with_reasons() {
         let e = Settings::from_toml("[io]\nkind = \"xdp\"\n").unwrap_err();
         assert!(format!("{e:#}").contains("[io]"), "{e:#}");
@@ -273,6 +347,35 @@ qpn_base = 0x200
         )
         .unwrap();
         assert!(s.validate().unwrap_err().to_string().contains("3 ports"));
+    }
+
+    /// Issue 26, item 9: `ports = ["ta", "ta"]` was accepted and reflected every forwarded frame back to
+    /// its sender; one device named twice (also through two vdevs' `iface=`) is refused at load.
+    #[test]
+    fn the_same_port_twice_is_refused() {
+        for (ports, dev) in [
+            (r#"["ta", "ta"]"#, "ta"),
+            (
+                r#"["net_af_packet0,iface=ta", "net_af_packet1,iface=ta"]"#,
+                "ta",
+            ),
+        ] {
+            let s = Settings::from_toml(&FILE.replace(
+                r#"["net_af_packet0,iface=ta", "net_af_packet1,iface=tb"]"#,
+                ports,
+            ))
+            .unwrap();
+            assert_eq!(
+                s.validate().unwrap_err().to_string(),
+                format!(
+                    "[io] ports name {dev:?} twice: a bump in the wire needs two different ports (one \
+                     port as both would send every frame it forwards back out where it came in)"
+                ),
+                "{ports}"
+            );
+        }
+        let s = Settings::from_toml(&FILE.replace("iface=tb", "iface=tc")).unwrap();
+        s.validate().unwrap();
     }
 
     #[test]

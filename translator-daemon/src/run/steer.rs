@@ -9,10 +9,11 @@
 //!   keeps it.
 //! * RoCE responses: the worker whose QPN range holds the BTH destination QP.
 //!
-//! * INT reports (when `[int]` is enabled): all to worker 0. One INT report touches state of several
-//!   owners at once (its flow's postcard line, its (node, hardware id)'s sequence numbers, the drop and
-//!   queue lists' heads), so one engine takes them all; spreading them needs the sequence tracking and the
-//!   event lists moved out of the engines first.
+//! * INT reports (when `[int]` is enabled): kept by the worker that received them ([`Target::Int`]), whose
+//!   engine counts the packet and tracks the reporting switch's sequence numbers (a switch's reports share
+//!   one outer 5-tuple, so RSS or the fanout hash keeps them on one worker), and hands the frame on to the
+//!   owners of the flows its reports name (`Engine::handle_int_frames`); each worker appends its events to
+//!   a drop and a queue list of its own.
 //!
 //! Frames that are neither (and RoCE not addressed to us) are forwarded untouched. A report too short to
 //! read goes to worker 0, whose engine counts it as malformed.
@@ -34,6 +35,9 @@ pub enum Target {
     /// A RoCE response (ACK, NAK, ATOMIC ACK, CNP) for this worker's QP: it overtakes the worker's queued
     /// reports, since its delay is the QP's round-trip time and the retransmit timer's business.
     Response(usize),
+    /// An INT report: the receiving worker's engine takes it first (its packet and sequence), and hands
+    /// it to the owners of its reports' flows.
+    Int,
     /// An ARP request (the ARP module decides whether it is for us); not for the engines.
     Arp,
     /// Not DTA, not our RoCE: forward untouched.
@@ -87,7 +91,7 @@ impl Steering {
             return self.report_target(ep.src_ip, udp.payload);
         }
         if Some(ep.dst_port) == self.int_port {
-            return Target::Worker(0);
+            return Target::Int;
         }
         if ep.dst_port == ROCEV2_UDP_PORT && ep.dst_ip == self.local_ip {
             // Only the BTH's destination QP is read; the owner's engine parses and judges the rest.
@@ -144,10 +148,10 @@ mod tests {
     }
 
     #[test]
-    fn int_reports_go_to_worker_0_and_only_when_enabled() {
+    fn int_reports_stay_with_their_receiver_and_only_when_enabled() {
         let s = steering(4);
         let int = udp([10, 0, 0, 9], [198, 18, 0, 2], 32766, &[0x02; 40]);
-        assert_eq!(s.target(&int), Target::Worker(0));
+        assert_eq!(s.target(&int), Target::Int);
         let off = Steering {
             int_port: None,
             ..s

@@ -6,8 +6,10 @@ use serde::{Deserialize, Serialize};
 
 use super::bad;
 use crate::error::ConfigError;
+pub use dta_protocol::int::mapping::EventLists;
 use dta_protocol::int::mapping::HOP_RECORD_LEN;
 use dta_protocol::int::FABRIC_TNA_REPORT_PORT;
+use dta_protocol::roce::ROCEV2_UDP_PORT;
 
 /// INT front-end options.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -38,10 +40,11 @@ pub struct IntConfig {
     pub drop_counts: bool,
     /// Copies (N) of each Key-Write record and Key-Increment counter.
     pub redundancy: u8,
-    /// Append list receiving drop events (16-byte entries); none by default.
-    pub drop_list: Option<u32>,
-    /// Append list receiving congestion events (16-byte entries); none by default.
-    pub queue_list: Option<u32>,
+    /// Append lists receiving drop events (16-byte entries): one, or one per worker of a daemon with
+    /// several (`drop_list = [10, 12]`); none by default.
+    pub drop_list: EventLists,
+    /// Append lists receiving congestion events (16-byte entries), as `drop_list`; none by default.
+    pub queue_list: EventLists,
     /// (node, hardware id) pairs whose report sequence numbers are tracked for loss.
     pub max_sequences: usize,
     /// How a per-hop report's hop is found: from the inner packet's TTL (`"ttl"`, for routed fabrics), or
@@ -102,8 +105,8 @@ impl Default for IntConfig {
             flow_state: true,
             drop_counts: true,
             redundancy: 2,
-            drop_list: None,
-            queue_list: None,
+            drop_list: EventLists::default(),
+            queue_list: EventLists::default(),
             max_sequences: 4096,
             hop_mode: HopMode::Ttl,
             switches: Vec::new(),
@@ -120,6 +123,19 @@ impl IntConfig {
     ) -> Result<(), ConfigError> {
         if !self.enabled {
             return Ok(());
+        }
+        // As for reports: RoCEv2's port carries the collector's responses, never INT.
+        for (field, port) in [
+            ("int.udp_port", Some(self.udp_port)),
+            ("int.md_udp_port", self.md_udp_port),
+        ] {
+            if port == Some(ROCEV2_UDP_PORT) {
+                return Err(bad(
+                    field,
+                    ROCEV2_UDP_PORT.into(),
+                    "not 4791, RoCEv2's port, where the collector's responses arrive",
+                ));
+            }
         }
         if self.udp_port == report_port {
             return Err(bad(
@@ -141,6 +157,7 @@ impl IntConfig {
                 "at least 12 with int.flow_state (a hop record is 12 bytes)",
             ));
         }
+        self.validate_lists()?;
         if let Some(d) = self.md_dscp.filter(|&d| d > 63) {
             return Err(bad("int.md_dscp", d.into(), "6 bits"));
         }
@@ -152,6 +169,23 @@ impl IntConfig {
             ));
         }
         self.validate_fabric()
+    }
+
+    /// Every event list once: two writers of one list would overwrite each other's entries.
+    fn validate_lists(&self) -> Result<(), ConfigError> {
+        let mut ids: Vec<u32> = [&self.drop_list, &self.queue_list]
+            .iter()
+            .flat_map(|l| l.ids().iter().copied())
+            .collect();
+        ids.sort_unstable();
+        match ids.windows(2).find(|w| w[0] == w[1]) {
+            Some(w) => Err(bad(
+                "int.drop_list/queue_list",
+                w[0].into(),
+                "each list once (a list takes one kind of event from one worker)",
+            )),
+            None => Ok(()),
+        }
     }
 
     /// The fabric of `hop_mode = "topology"`: some leaf, each node once, host ports on leaves only.

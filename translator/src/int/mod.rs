@@ -14,4 +14,4 @@ pub mod topology;
 pub mod translate;
 
 pub use counters::{IntCounters, IntDrop};
-pub use translate::{Action, Actions, IntFrontEnd};
+pub use translate::{Action, Actions, HandOver, IntFrontEnd, Shard};

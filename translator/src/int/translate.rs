@@ -17,6 +17,15 @@
 //!   switch's queue, besides its path and hop state.
 //! * **A v2.0 group** is translated report by report: one that cannot be translated is counted by its
 //!   reason and the next one is still read.
+//!
+//! **Several workers** ([`Shard`]) split a report's work in two: the worker that received the frame
+//! counts the packet, tracks its (node, hardware id)'s sequence numbers (a switch's reports share one outer
+//! 5-tuple, so RSS or a fanout hash keeps them on one worker) and translates what needs no flow's state
+//! (drops, reports that cannot be translated); each report that touches a flow's state (its path in
+//! Postcarding, the hops remembered for it) is translated by the flow's owner, to which the receiver hands
+//! the frame ([`translate`](IntFrontEnd::translate) says to whom, [`translate_handed`]
+//! (IntFrontEnd::translate_handed) is the owner's part). Each report is counted once, by the worker that
+//! translates it.
 
 use smallvec::SmallVec;
 
@@ -77,10 +86,51 @@ pub enum Action {
 /// The actions of one UDP payload (a sink report of 8 hops needs 16, plus events).
 pub type Actions = SmallVec<[Action; 20]>;
 
+/// Which of a daemon's workers this front end is (one, alone, by default): who owns a flow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shard {
+    /// This worker's index.
+    pub index: usize,
+    /// Workers (at most 64: the hand-over set is a bit mask).
+    pub count: usize,
+}
+
+impl Default for Shard {
+    fn default() -> Self {
+        Shard { index: 0, count: 1 }
+    }
+}
+
+impl Shard {
+    /// The worker that owns flow `flow`'s state (its Postcarding line, its remembered hops). Hashed
+    /// again, so that the worker does not follow the collector shard the flow key picks.
+    #[inline]
+    pub fn owner(&self, flow: u32) -> usize {
+        if self.count <= 1 {
+            return 0;
+        }
+        dta_protocol::hash::key_checksum(flow) as usize % self.count
+    }
+}
+
+/// Whose part of a report's work a call does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    /// The worker that received the frame: the packet, the sequence, what needs no flow state, and the
+    /// reports of its own flows.
+    Received,
+    /// A flow owner given the frame by the receiver: its own flows' reports only.
+    HandedOver,
+}
+
+/// Workers a received frame must also go to (bit `k`: worker `k`).
+pub type HandOver = u64;
+
 /// The INT front end of one engine: configuration and sequence state.
 #[derive(Debug)]
 pub struct IntFrontEnd {
     cfg: IntConfig,
+    shard: Shard,
     detect: IntDetect,
     /// Path length of per-hop reports and the most hops a path may have (`postcard.hops`).
     hops: u8,
@@ -143,11 +193,22 @@ impl IntFrontEnd {
                 dscp: cfg.md_dscp.map(|d| (d, cfg.md_dscp_mask)),
             },
             cfg: cfg.clone(),
+            shard: Shard::default(),
             hops,
             seq: SequenceGaps::new(cfg.max_sequences),
             paths: PathMemory::default(),
             topology: (cfg.hop_mode == HopMode::Topology).then(|| Topology::new(&cfg.switches)),
         }
+    }
+
+    /// Makes this front end worker `shard.index` of `shard.count`, which translates its own flows' reports.
+    pub fn set_shard(&mut self, shard: Shard) {
+        self.shard = shard;
+    }
+
+    /// Which worker this is.
+    pub fn shard(&self) -> Shard {
+        self.shard
     }
 
     /// The UDP port INT reports arrive on.
@@ -160,28 +221,51 @@ impl IntFrontEnd {
         self.cfg.redundancy
     }
 
-    /// Append list of drop events.
+    /// Append list of drop events (this engine's).
     pub fn drop_list(&self) -> Option<u32> {
-        self.cfg.drop_list
+        self.cfg.drop_list.first()
     }
 
-    /// Append list of queue events.
+    /// Append list of queue events (this engine's).
     pub fn queue_list(&self) -> Option<u32> {
-        self.cfg.queue_list
+        self.cfg.queue_list.first()
     }
 
-    /// Translates one UDP payload into `out`, counting in `c`.
-    pub fn translate(&mut self, payload: &[u8], c: &mut IntCounters, out: &mut Actions) {
+    /// Translates one received UDP payload into `out`, counting in `c`: all of it when this is the only
+    /// worker; otherwise the receiver's part, and the workers whose flows' reports it left are returned.
+    pub fn translate(
+        &mut self,
+        payload: &[u8],
+        c: &mut IntCounters,
+        out: &mut Actions,
+    ) -> HandOver {
         c.packets += 1;
+        let mut others = 0;
         // The version nibble tells the formats apart: fabric-tna writes 0, v2.0 writes 2.
         match payload.first().map(|b| b >> 4) {
             Some(0) => match v05::ReportRepr::parse(payload) {
-                Ok(r) => self.v05(&r, c, out),
+                Ok(r) => self.v05(&r, Stage::Received, c, out, &mut others),
                 Err(e) => c.drop(reason(&e)),
             },
-            Some(2) => self.v2(payload, c, out),
+            Some(2) => self.v2(payload, Stage::Received, c, out, &mut others),
             Some(_) => c.drop(IntDrop::UnknownType),
             None => c.drop(IntDrop::Malformed),
+        }
+        others
+    }
+
+    /// The owner's part of a payload another worker received and [`translate`](Self::translate)d: the
+    /// reports of this worker's flows (the receiver counted the packet, its sequence and the rest).
+    pub fn translate_handed(&mut self, payload: &[u8], c: &mut IntCounters, out: &mut Actions) {
+        let mut others = 0;
+        match payload.first().map(|b| b >> 4) {
+            Some(0) => {
+                if let Ok(r) = v05::ReportRepr::parse(payload) {
+                    self.v05(&r, Stage::HandedOver, c, out, &mut others);
+                }
+            }
+            Some(2) => self.v2(payload, Stage::HandedOver, c, out, &mut others),
+            _ => {}
         }
     }
 
@@ -200,10 +284,18 @@ impl IntFrontEnd {
         }
     }
 
-    fn v05(&mut self, r: &v05::ReportRepr<'_>, c: &mut IntCounters, out: &mut Actions) {
+    fn v05(
+        &mut self,
+        r: &v05::ReportRepr<'_>,
+        stage: Stage,
+        c: &mut IntCounters,
+        out: &mut Actions,
+        others: &mut HandOver,
+    ) {
         let (common, drop, hop) = match r.body {
             // No common header: nothing names the switch.
-            v05::Body::Ethernet => return c.drop(IntDrop::NoNode),
+            v05::Body::Ethernet if stage == Stage::Received => return c.drop(IntDrop::NoNode),
+            v05::Body::Ethernet => return,
             // A drop report has no egress timestamp: its event carries the ingress one.
             v05::Body::Drop { common, reason } => (
                 common,
@@ -228,7 +320,9 @@ impl IntFrontEnd {
                 },
             ),
         };
-        self.sequence(common.switch_id, r.hw_id, r.seq_no, 32, c);
+        if stage == Stage::Received {
+            self.sequence(common.switch_id, r.hw_id, r.seq_no, 32, c);
+        }
         // The egress port where there is one (a packet dropped in ingress has none).
         let port = if common.eg_port != 0 {
             common.eg_port
@@ -241,22 +335,42 @@ impl IntFrontEnd {
             ports: Some((common.ig_port, common.eg_port)),
             ..hop
         };
-        self.report(Start::Ethernet, r.inner, hop, drop, r.congested, c, out);
+        let report = Report {
+            start: Start::Ethernet,
+            inner: r.inner,
+            hop,
+            drop,
+            congested: r.congested,
+        };
+        self.report(report, stage, c, out, others);
     }
 
-    fn v2(&mut self, payload: &[u8], c: &mut IntCounters, out: &mut Actions) {
+    fn v2(
+        &mut self,
+        payload: &[u8],
+        stage: Stage,
+        c: &mut IntCounters,
+        out: &mut Actions,
+        others: &mut HandOver,
+    ) {
+        let received = stage == Stage::Received;
         let (group, reports) = match v2::GroupRepr::parse(payload) {
             Ok(g) => g,
-            Err(e) => return c.drop(reason(&e)),
+            Err(e) if received => return c.drop(reason(&e)),
+            Err(_) => return,
         };
-        self.sequence(group.node_id, group.hw_id, group.seq_no, 22, c);
+        if received {
+            self.sequence(group.node_id, group.hw_id, group.seq_no, 22, c);
+        }
         for r in reports {
             let r = match r {
                 Ok(r) => r,
                 // This report only: its Report Length still delimits it, and the walk goes on (it stops
                 // by itself after a length that runs past the packet).
                 Err(e) => {
-                    c.drop(reason(&e));
+                    if received {
+                        c.drop(reason(&e));
+                    }
                     continue;
                 }
             };
@@ -264,7 +378,9 @@ impl IntFrontEnd {
                 v2::InType::Ethernet => Start::Ethernet,
                 v2::InType::Ipv4 | v2::InType::Ipv6 => Start::Ip,
                 _ => {
-                    c.drop(IntDrop::UnknownType);
+                    if received {
+                        c.drop(IntDrop::UnknownType);
+                    }
                     continue;
                 }
             };
@@ -277,33 +393,55 @@ impl IntFrontEnd {
             let drop = md
                 .and_then(|m| m.drop)
                 .or_else(|| r.dropped.then(|| (hop.queue.map_or(0, |q| q.0), 0)));
-            self.report(start, r.inner, hop, drop, r.congested, c, out);
+            let report = Report {
+                start,
+                inner: r.inner,
+                hop,
+                drop,
+                congested: r.congested,
+            };
+            self.report(report, stage, c, out, others);
         }
     }
 
-    /// One report of one switch (`hop`) about the packet `inner`.
-    #[allow(clippy::too_many_arguments)]
+    /// One report of one switch (`hop`) about the packet `inner`: translated here when it needs no flow
+    /// state and this is the receiver, or when its flow is this worker's; otherwise left to the flow's
+    /// owner (added to `others` by the receiver).
     fn report(
         &mut self,
-        start: Start,
-        inner: &[u8],
-        hop: Hop,
-        drop: Option<(u8, u8)>,
-        congested: bool,
+        r: Report<'_>,
+        stage: Stage,
         c: &mut IntCounters,
         out: &mut Actions,
+        others: &mut HandOver,
     ) {
+        let received = stage == Stage::Received;
+        let Report {
+            start,
+            inner,
+            hop,
+            drop,
+            congested,
+        } = r;
         let Some(node) = hop.node else {
-            return c.drop(IntDrop::NoNode);
+            if received {
+                c.drop(IntDrop::NoNode);
+            }
+            return;
         };
         let parsed = InnerRepr::parse(start, inner, self.detect);
+        // A drop, or a report that cannot be translated, touches no flow's state: the receiver's.
+        let flow_report = drop.is_none() && parsed.is_ok();
+        if !flow_report && !received {
+            return;
+        }
         if let Some((queue_id, reason)) = drop {
             // A drop is counted even when its packet cannot be parsed: the switch and reason are known.
             let flow = parsed.as_ref().map_or(0, |p| flow_key(&p.flow));
             if self.cfg.drop_counts {
                 out.push(Action::DropCount { node, reason });
             }
-            if self.cfg.drop_list.is_some() {
+            if !self.cfg.drop_list.is_empty() {
                 out.push(Action::DropEvent(DropEvent {
                     flow,
                     node,
@@ -326,6 +464,13 @@ impl IntFrontEnd {
             }
         };
         let flow = flow_key(&p.flow);
+        let owner = self.shard.owner(flow);
+        if owner != self.shard.index {
+            if received {
+                *others |= 1 << (owner % 64);
+            }
+            return;
+        }
         if let Some(md) = p.int_md {
             // A sink's report: the Q flag is about the sink's own queue, as on a per-hop report.
             if self.whole_path(flow, node, hop, md.hops(), md.hop_count(), c, out) && congested {
@@ -379,7 +524,7 @@ impl IntFrontEnd {
 
     /// A congested-queue event of `node`, where the queue list is configured.
     fn queue_event(&self, node: u32, hop: &Hop, out: &mut Actions) {
-        if self.cfg.queue_list.is_none() {
+        if self.cfg.queue_list.is_empty() {
             return;
         }
         let (queue_id, occupancy) = hop.queue.unwrap_or((0, 0));
@@ -482,6 +627,20 @@ impl IntFrontEnd {
             .contains(&hop)
             .then_some(hop as u8)
     }
+}
+
+/// One report as both formats give it.
+struct Report<'a> {
+    /// Where the reported packet starts.
+    start: Start,
+    /// The reported packet.
+    inner: &'a [u8],
+    /// What the switch said.
+    hop: Hop,
+    /// (queue id, reason) of a drop.
+    drop: Option<(u8, u8)>,
+    /// The Q flag.
+    congested: bool,
 }
 
 /// The drop reason of a parse error.

@@ -13,7 +13,9 @@ pub use dta_collector::query::{
 pub use dta_e2e::int_spec::{self as spec, pack};
 pub use dta_protocol::control::{ResponderQp, Welcome, CONTROL_VERSION};
 pub use dta_protocol::int::inner::FlowKey;
-pub use dta_protocol::int::mapping::{drop_counter_key, flow_hop_key, flow_key, HopRecord};
+pub use dta_protocol::int::mapping::{
+    drop_counter_key, flow_hop_key, flow_key, EventLists, HopRecord,
+};
 pub use dta_protocol::layout::{
     AppendGeometry, Geometry, KeyIncrementGeometry, KeyWriteGeometry, PostcardGeometry, Region,
 };
@@ -31,16 +33,22 @@ pub const DROPS_VA: u64 = 0x40_0000;
 pub const QUEUES_VA: u64 = 0x50_0000;
 pub const DROP_LIST: u32 = 7;
 pub const QUEUE_LIST: u32 = 8;
+/// Worker k's drop and queue lists when several workers take INT reports (k = 0: the lists above).
+pub const WORKER_LISTS: [(u32, u32, u64, u64); 3] = [
+    (DROP_LIST, QUEUE_LIST, DROPS_VA, QUEUES_VA),
+    (17, 18, 0x60_0000, 0x70_0000),
+    (27, 28, 0x80_0000, 0x90_0000),
+];
 pub const INT_UDP: u16 = 5000;
 
 pub fn kw() -> KeyWriteGeometry {
-    KeyWriteGeometry::new(1024, 16, 4).unwrap()
+    KeyWriteGeometry::new(1 << 14, 16, 4).unwrap()
 }
 pub fn ki() -> KeyIncrementGeometry {
     KeyIncrementGeometry::new(1024, 4).unwrap()
 }
 pub fn pc() -> PostcardGeometry {
-    PostcardGeometry::new(256, 5, 2).unwrap()
+    PostcardGeometry::new(4096, 5, 2).unwrap()
 }
 pub fn list() -> AppendGeometry {
     AppendGeometry::new(64, 16, 16).unwrap()
@@ -59,6 +67,26 @@ pub fn regions() -> Vec<Region> {
         r(0, PC_VA, Geometry::Postcarding(pc())),
         r(DROP_LIST, DROPS_VA, Geometry::Append(list())),
         r(QUEUE_LIST, QUEUES_VA, Geometry::Append(list())),
+        r(
+            WORKER_LISTS[1].0,
+            WORKER_LISTS[1].2,
+            Geometry::Append(list()),
+        ),
+        r(
+            WORKER_LISTS[1].1,
+            WORKER_LISTS[1].3,
+            Geometry::Append(list()),
+        ),
+        r(
+            WORKER_LISTS[2].0,
+            WORKER_LISTS[2].2,
+            Geometry::Append(list()),
+        ),
+        r(
+            WORKER_LISTS[2].1,
+            WORKER_LISTS[2].3,
+            Geometry::Append(list()),
+        ),
     ]
 }
 
@@ -89,8 +117,8 @@ pub fn engine_with(change: impl FnOnce(&mut Config)) -> Engine {
     c.postcard.redundancy = 2;
     c.int.enabled = true;
     c.int.md_udp_port = Some(INT_UDP);
-    c.int.drop_list = Some(DROP_LIST);
-    c.int.queue_list = Some(QUEUE_LIST);
+    c.int.drop_list = EventLists::one(DROP_LIST);
+    c.int.queue_list = EventLists::one(QUEUE_LIST);
     change(&mut c);
     c.validate().expect("a valid configuration");
     Engine::new(c, &[welcome()], Instant(0)).unwrap()

@@ -78,8 +78,9 @@ pub struct IntDropsAnswer {
     pub counts: Vec<DropCount>,
     /// Their sum.
     pub total: u64,
-    /// The node's events in the drop list; none where no drop list is configured.
-    pub events: Option<DropEvents>,
+    /// The node's events in each drop list (one per translator worker where there are several), in
+    /// list order; empty where no drop list is configured.
+    pub events: Vec<DropEvents>,
 }
 
 impl IntDropsAnswer {
@@ -88,7 +89,7 @@ impl IntDropsAnswer {
         node: u32,
         reason: Option<u8>,
         mut counts: Vec<DropCount>,
-        events: Option<DropEvents>,
+        events: Vec<DropEvents>,
     ) -> Self {
         counts.sort_by_key(|c| c.reason);
         IntDropsAnswer {
@@ -100,7 +101,7 @@ impl IntDropsAnswer {
         }
     }
 
-    /// Joins the answers of the collectors of the node's shards; the drop list lives on one of them.
+    /// Joins the answers of the collectors of the node's shards; each drop list lives on one of them.
     pub fn merge(parts: Vec<IntDropsAnswer>) -> Result<Self> {
         let mut parts = parts.into_iter();
         let first = parts
@@ -117,18 +118,9 @@ impl IntDropsAnswer {
                 )));
             }
             counts.extend(p.counts);
-            match (&events, p.events) {
-                (Some(a), Some(b)) => {
-                    return Err(Error::BadQuery(format!(
-                        "two collectors answer with a drop list (lists {} and {}): configure \
-                         [int] drop_list on the one that holds it only",
-                        a.list, b.list
-                    )))
-                }
-                (None, b) => events = b,
-                (Some(_), None) => {}
-            }
+            events.extend(p.events);
         }
+        super::events::one_answer_per_list(&mut events, "drop_list")?;
         let answer = IntDropsAnswer::new(node, reason, counts, events);
         // Each counter key lives on one collector: a reason twice means the shards overlap.
         if let Some(w) = answer

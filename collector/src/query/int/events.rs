@@ -83,3 +83,17 @@ pub(super) fn scan<E>(
         events,
     })
 }
+
+/// Orders the windows of several lists by list id, refusing a list answered twice (two collectors
+/// configured with the same `[int] {what}` list: one of them does not hold it).
+pub(super) fn one_answer_per_list<E>(windows: &mut [EventWindow<E>], what: &str) -> Result<()> {
+    windows.sort_by_key(|w| w.list);
+    match windows.windows(2).find(|w| w[0].list == w[1].list) {
+        Some(w) => Err(Error::BadQuery(format!(
+            "two collectors answer with list {}: configure it in [int] {what} on the one that \
+             holds it only",
+            w[0].list
+        ))),
+        None => Ok(()),
+    }
+}

@@ -34,37 +34,43 @@ pub struct IntQueuesAnswer {
     pub queue_id: Option<u8>,
     /// The highest occupancy among the events found, none without events.
     pub max_occupancy: Option<u32>,
-    /// The node's events in the queue list; none where no queue list is configured.
-    pub events: Option<QueueEvents>,
+    /// The node's events in each queue list (one per translator worker where there are several), in
+    /// list order; empty where no queue list is configured.
+    pub events: Vec<QueueEvents>,
 }
 
 impl IntQueuesAnswer {
     /// The answer from `events`.
-    pub fn new(node: u32, queue_id: Option<u8>, events: Option<QueueEvents>) -> Self {
+    pub fn new(node: u32, queue_id: Option<u8>, events: Vec<QueueEvents>) -> Self {
         IntQueuesAnswer {
             node,
             queue_id,
             max_occupancy: events
-                .as_ref()
-                .and_then(|w| w.events.iter().map(|e| e.occupancy).max()),
+                .iter()
+                .flat_map(|w| w.events.iter().map(|e| e.occupancy))
+                .max(),
             events,
         }
     }
 
-    /// The answer of the collector that holds the queue list among several (the others answer none).
+    /// The answers of several collectors joined: the queue lists each holds (a list twice is refused).
     pub fn merge(parts: Vec<IntQueuesAnswer>) -> Result<Self> {
-        let mut with_list = parts.iter().filter(|p| p.events.is_some());
-        match (with_list.next(), with_list.next()) {
-            (Some(_), Some(_)) => Err(Error::BadQuery(
-                "two collectors answer with a queue list: configure [int] queue_list on the one \
-                 that holds it only"
-                    .into(),
-            )),
-            (Some(p), None) => Ok(p.clone()),
-            (None, _) => parts
-                .into_iter()
-                .next()
-                .ok_or_else(|| Error::BadQuery("no answers to merge".into())),
+        let mut parts = parts.into_iter();
+        let first = parts
+            .next()
+            .ok_or_else(|| Error::BadQuery("no answers to merge".into()))?;
+        let (node, queue_id) = (first.node, first.queue_id);
+        let mut events = first.events;
+        for p in parts {
+            if (p.node, p.queue_id) != (node, queue_id) {
+                return Err(Error::BadQuery(format!(
+                    "answers for different questions (node {node} and node {})",
+                    p.node
+                )));
+            }
+            events.extend(p.events);
         }
+        super::events::one_answer_per_list(&mut events, "queue_list")?;
+        Ok(IntQueuesAnswer::new(node, queue_id, events))
     }
 }

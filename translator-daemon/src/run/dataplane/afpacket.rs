@@ -207,6 +207,14 @@ impl Queue for SocketQueue {
         }
         self.flush_out();
     }
+    fn copy_to(&self, from: &CopyBurst, i: usize, to: &mut CopyBurst) -> bool {
+        if from.live.get(i) != Some(&true) || to.batch.push(from.batch.frame(i)).is_err() {
+            return false;
+        }
+        to.origin.push(from.origin[i]);
+        to.live.push(true);
+        true
+    }
     fn recycle(&mut self, burst: &mut CopyBurst) {
         burst.clear();
     }

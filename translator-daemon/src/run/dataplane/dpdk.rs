@@ -74,6 +74,9 @@ impl Queue for DpdkQueue {
     fn send_nacks(&mut self, e: &mut Engine, now: Instant, n: usize) {
         self.send_in_place(n, |_, room| e.poll_transmit_into(now, room).unwrap_or(0));
     }
+    fn copy_to(&self, from: &MbufBurst, i: usize, to: &mut MbufBurst) -> bool {
+        to.push_copy(self.pool(), from.frame(i))
+    }
     #[inline]
     fn recycle(&mut self, burst: &mut MbufBurst) {
         self.reuse_as_spares(burst);

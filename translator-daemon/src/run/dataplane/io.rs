@@ -55,6 +55,9 @@ pub trait Queue: Send {
     fn send_from_engine(&mut self, e: &mut Engine, now: Instant, want: usize) -> (usize, usize);
     /// Builds the engine's `n` waiting DTA NACKs and sends them.
     fn send_nacks(&mut self, e: &mut Engine, now: Instant, n: usize);
+    /// Appends a copy of frame `i` of `from` to `to` (in a buffer of this queue's); false when `to` is
+    /// full or no buffer is free.
+    fn copy_to(&self, from: &Self::Burst, i: usize, to: &mut Self::Burst) -> bool;
     /// Takes back a burst whose frames the engine has read (DPDK: their buffers carry the next frames
     /// out), emptying it.
     fn recycle(&mut self, burst: &mut Self::Burst);

@@ -6,6 +6,8 @@
 //! * an ARP request for our address is turned into its reply in place and sent back;
 //! * a report or RoCE response whose state another worker owns goes to that worker's handoff ring (when
 //!   the ring is full, the worker holds it and receives nothing more until the owner catches up);
+//! * an INT report goes to this worker's engine first (its packet, its switch's sequence numbers, what
+//!   needs no flow's state), then to the owners of the flows its reports name, through the same rings;
 //! * the rest is handed to this worker's engine as one burst, read where it lies.
 //!
 //! Then the handoff rings from the other workers are drained into the engine the same way, the engine's RoCE
@@ -99,6 +101,10 @@ pub struct DataPlane<Q: Queue = DefaultQueue> {
     /// DPDK port id of each port, in port order (to find the port a handed-off report came in on).
     port_ids: Vec<u16>,
     rx: Q::Burst,
+    /// The INT reports of a burst, which the engine takes apart from the rest.
+    int_rx: Q::Burst,
+    /// (frame of `int_rx`, workers) the engine asked to hand INT frames to.
+    int_hand: Vec<(usize, u64)>,
     forward: Q::Burst,
     replies: Q::Burst,
     /// Per worker, the frames staged for its ring in this burst.
@@ -127,6 +133,8 @@ impl<Q: Queue> DataPlane<Q> {
             from,
             port_ids,
             rx: Q::Burst::with_capacity(burst),
+            int_rx: Q::Burst::with_capacity(burst),
+            int_hand: Vec::with_capacity(burst),
             forward: Q::Burst::with_capacity(burst),
             replies: Q::Burst::with_capacity(burst),
             staged,
@@ -187,7 +195,7 @@ impl<Q: Queue> DataPlane<Q> {
 
     /// Receives a burst on port `p` and sends every frame on its way.
     #[inline]
-    fn receive(&mut self, p: usize, engine: Option<&mut Engine>, now: Instant) -> bool {
+    fn receive(&mut self, p: usize, mut engine: Option<&mut Engine>, now: Instant) -> bool {
         let n = self.queues[p].recv(&mut self.rx);
         if n == 0 {
             return false;
@@ -209,6 +217,7 @@ impl<Q: Queue> DataPlane<Q> {
                 Target::Any(_) => ours += 1,
                 Target::Worker(k) | Target::Response(k) if k == me => ours += 1,
                 Target::Worker(k) | Target::Response(k) => self.stage(i, k),
+                Target::Int => self.set_int_aside(i),
                 Target::Arp => self.arp(i),
                 Target::Forward => self.forward_one(i),
             }
@@ -217,8 +226,66 @@ impl<Q: Queue> DataPlane<Q> {
             self.rx.compact();
             self.send_side_bursts(p);
         }
-        self.engine_takes(p, !reporters_side, engine, now);
+        self.engine_takes(p, !reporters_side, engine.as_deref_mut(), now);
+        if !self.int_rx.is_empty() {
+            self.int_takes(engine, now, false);
+        }
         true
+    }
+
+    /// Moves INT report `i` of the receive burst to the INT burst, which the engine takes on its own.
+    fn set_int_aside(&mut self, i: usize) {
+        if !self.rx.move_to(i, &mut self.int_rx) {
+            // The INT burst has room for a whole receive burst: only a hole fails to move.
+            self.rx.drop_one(i);
+        }
+    }
+
+    /// Hands the INT burst to the engine (`handed`: other workers received it and handed it here), stages
+    /// each received frame for the workers whose flows it also names (the frame itself to the last of
+    /// them, a copy to each other one: only a v2.0 group of several flows needs more than one), and
+    /// recycles the rest.
+    fn int_takes(&mut self, engine: Option<&mut Engine>, now: Instant, handed: bool) {
+        let Some(e) = engine else {
+            self.counters.startup_drops += self.int_rx.len() as u64;
+            self.int_rx.clear();
+            return;
+        };
+        let hand = &mut self.int_hand;
+        hand.clear();
+        e.handle_int_frames(now, self.int_rx.frames(), handed, |i, workers| {
+            hand.push((i, workers))
+        });
+        let me = self.cfg.index;
+        for &(i, workers) in &self.int_hand {
+            let mut left = workers & !(1 << (me % 64));
+            while left != 0 {
+                let k = left.trailing_zeros() as usize;
+                left &= left - 1;
+                let staged = match self.staged.get_mut(k) {
+                    Some(s) => s,
+                    None => {
+                        self.counters.handoff_full += 1;
+                        continue;
+                    }
+                };
+                let done = if left == 0 {
+                    self.int_rx.move_to(i, staged)
+                } else {
+                    self.queues[self.cfg.collector_port].copy_to(&self.int_rx, i, staged)
+                };
+                if done {
+                    self.counters.handed_off += 1;
+                } else {
+                    self.counters.handoff_full += 1;
+                }
+            }
+        }
+        if !self.int_hand.is_empty() {
+            self.int_rx.compact();
+            self.offer_staged();
+        }
+        self.queues[self.cfg.collector_port].recycle(&mut self.int_rx);
     }
 
     /// The burst of port `p` when this is the only worker: every frame is the engine's or the wire's, so the
@@ -393,10 +460,28 @@ impl<Q: Queue> DataPlane<Q> {
     }
 
     /// Drains the ring from worker `j` into the engine, or frees what it holds when there is no engine yet.
-    fn take_handoff(&mut self, j: usize, engine: Option<&mut Engine>, now: Instant) -> bool {
+    fn take_handoff(&mut self, j: usize, mut engine: Option<&mut Engine>, now: Instant) -> bool {
         let n = self.from[j].take(&mut self.rx);
         if n == 0 {
             return false;
+        }
+        // INT reports handed over go to the engine apart (it translates only its own flows' reports of
+        // them); the rest are reports and responses like those received.
+        if self.cfg.steering.int_port.is_some() {
+            let mut int = 0;
+            for i in 0..n {
+                if self.cfg.steering.target(self.rx.frame(i)) == Target::Int {
+                    self.set_int_aside(i);
+                    int += 1;
+                }
+            }
+            if int > 0 {
+                self.rx.compact();
+                self.int_takes(engine.as_deref_mut(), now, true);
+                if int == n {
+                    return true;
+                }
+            }
         }
         // Handed-off frames came in on one port in the common case (reports on the reporter side,
         // responses on the collector side): NACKs go back out of the first frame's. Responses among them
