@@ -232,10 +232,10 @@ fn translator_survives_a_collector_restart_and_counts_the_loss() -> Result<()> {
         .find_map(|l| l.trim().strip_prefix("reports lost (stop)"))
         .and_then(|v| v.trim().parse().ok())
         .unwrap_or(0);
-    eprintln!("writes abandoned when the translator stopped with its collector down: {abandoned}");
+    eprintln!("reports lost when the translator stopped with its collector down: {abandoned}");
     ensure!(
         abandoned > 0,
-        "the writes held at stop are counted:\n{summary}"
+        "the reports held at stop are counted:\n{summary}"
     );
     Ok(())
 }
