@@ -252,7 +252,7 @@ fn serve(a: ServeArgs) -> Result<()> {
         BackendArg::Ibverbs => Backend::Ibverbs,
     };
     // Before any thread exists, so that every thread inherits the mask and the signal comes here.
-    let signals = StopSignals::block().context("blocking SIGINT and SIGTERM")?;
+    let signals = StopSignals::block().context("blocking SIGINT, SIGTERM, SIGHUP and SIGUSR1")?;
     let mut running = server::start(&config, backend, interface.as_deref(), device.as_deref())
         .context("starting the collector")?;
     // Scripts and tests read the bound addresses from stdout (ports may be 0 in the config).

@@ -17,7 +17,7 @@ use crate::memory::Arena;
 use crate::metrics::Metrics;
 use crate::port;
 use crate::responder::{Responder, ResponderConfig};
-use crate::signals::StopSignals;
+use crate::signals::{StopSignals, Taken};
 
 /// Which backend serves the regions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,10 +43,22 @@ pub struct Running {
 
 impl Running {
     /// Runs until a stop signal (its name is returned) or the end of the I/O loop (its error, if any).
+    /// SIGHUP is logged and ignored; SIGUSR1 prints the counters so far (stdout, as at a stop).
     pub fn wait_for_stop(&mut self, signals: &StopSignals) -> Result<Option<&'static str>> {
         loop {
-            if let Some(sig) = signals.wait(std::time::Duration::from_millis(200)) {
-                return Ok(Some(sig));
+            match signals.wait(std::time::Duration::from_millis(200)) {
+                Some(Taken::Stop(sig)) => return Ok(Some(sig)),
+                Some(Taken::Hangup) => log::warn!(
+                    "SIGHUP ignored: the collector has nothing to reload; it keeps running with its \
+                     regions (stop it with SIGTERM)"
+                ),
+                Some(Taken::User1) => {
+                    let summary = self.summary();
+                    log::info!("SIGUSR1: the counters so far\n{summary}");
+                    println!("dta-collector counters on SIGUSR1");
+                    print!("{summary}");
+                }
+                None => {}
             }
             if self.io.as_ref().is_some_and(JoinHandle::is_finished) {
                 if let Some(t) = self.io.take() {

@@ -483,7 +483,7 @@ fn send_and_settle(sender: &mut Sender, metrics: &Metrics, w: &Workload) -> Resu
     let start = Instant::now();
     let n = w.reports.len() as u64;
     sender
-        .send_all(&w.reports, metrics, base, 4096, Duration::from_secs(240))
+        .send_all(&w.reports, metrics, base, 4096, Duration::from_secs(60))
         .with_context(|| format!("sending {}", w.name))?;
     metrics
         .wait_settled_on(taken, base + n, Duration::from_secs(60))

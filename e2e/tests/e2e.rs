@@ -212,13 +212,13 @@ fn translator_survives_a_collector_restart_and_counts_the_loss() -> Result<()> {
         "same translator process"
     );
     let m = sys.metrics.scrape()?;
-    let lost = metric(&m, "dta_translator_writes_lost_on_restart_total", "")
+    let lost = metric(&m, "dta_translator_reports_lost_on_restart_total", "")
         + metric(
             &m,
             "dta_translator_report_drops_total",
             "reason=\"queue_full\"",
         );
-    eprintln!("writes lost or reports refused while the collector was down: {lost}");
+    eprintln!("reports lost or refused while the collector was down: {lost}");
     ensure!(lost > 0, "the loss during the outage is counted:\n{m}");
     // Stopped while its collector is down: what it still held is lost, and said so.
     sys.kill_collector();
@@ -229,13 +229,13 @@ fn translator_survives_a_collector_restart_and_counts_the_loss() -> Result<()> {
     let summary = sys.stop_translator()?;
     let abandoned: u64 = summary
         .lines()
-        .find_map(|l| l.trim().strip_prefix("writes lost (stop)"))
+        .find_map(|l| l.trim().strip_prefix("reports lost (stop)"))
         .and_then(|v| v.trim().parse().ok())
         .unwrap_or(0);
-    eprintln!("writes abandoned when the translator stopped with its collector down: {abandoned}");
+    eprintln!("reports lost when the translator stopped with its collector down: {abandoned}");
     ensure!(
         abandoned > 0,
-        "the writes held at stop are counted:\n{summary}"
+        "the reports held at stop are counted:\n{summary}"
     );
     Ok(())
 }
@@ -510,7 +510,7 @@ fn sigterm_under_an_append_stream_loses_nothing_silently() -> Result<()> {
     };
     let taken = line("append");
     let dropped = line("reports dropped");
-    let lost_at_stop = line("writes lost (stop)");
+    let lost_at_stop = line("reports lost (stop)");
     // The API is on the management network, from the collector's namespace.
     let http = sys.http;
     let a = dta_e2e::netns::enter_and_run(sys.topo.collector.name(), move || {
@@ -521,7 +521,7 @@ fn sigterm_under_an_append_stream_loses_nothing_silently() -> Result<()> {
     })??;
     let head = a["head"].as_u64().unwrap_or(u64::MAX);
     println!(
-        "sent {sent}, taken {taken}, dropped {dropped}, writes lost at stop {lost_at_stop}, head {head}"
+        "sent {sent}, taken {taken}, dropped {dropped}, reports lost at stop {lost_at_stop}, head {head}"
     );
     ensure!(
         taken > 0 && taken < sent,

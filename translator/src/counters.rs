@@ -54,6 +54,9 @@ reasons! {
         OutOfOrder => "out_of_order",
         /// A retransmittable report seen before (behind the expected seqnum).
         Duplicate => "duplicate",
+        /// Its collector came back with memory the translator cannot use (the welcome was refused; the
+        /// control client retries): nothing can be written there until it comes back usable.
+        CollectorUnusable => "collector_unusable",
     }
 }
 
@@ -240,6 +243,7 @@ mod tests {
             }
         }
         assert_eq!(c.dropped(DropReason::Duplicate), 9);
+        assert_eq!(c.dropped(DropReason::CollectorUnusable), 10);
         assert_eq!(c.dropped(DropReason::Malformed), 1);
         assert_eq!(opcode_index(Opcode::PostcardPathLen), 5);
     }

@@ -517,7 +517,12 @@ impl Engine {
             tracked = Some(seq);
         }
         if let Err(reason) = dispatch(self) {
-            if reason == DropReason::QueueFull {
+            // Refused for now (no room, or a collector that cannot be used until it comes back): a
+            // retransmittable report is NACKed so that its reporter sends it again.
+            if matches!(
+                reason,
+                DropReason::QueueFull | DropReason::CollectorUnusable
+            ) {
                 if let Some(seq) = tracked {
                     let last = self.seq.rollback(stream(), seq);
                     self.send_nack(frame, op, last);
@@ -832,7 +837,8 @@ impl Engine {
     /// queued and unacknowledged work, which names the old addresses, cannot be sent again, and per-collector
     /// state (Append heads, cached postcards, partial sketch merges) starts over as the new memory does.
     /// [`reestablish`](Self::reestablish) is for a QP error on a collector that kept its memory. Returns the
-    /// work requests dropped (queued or in flight), for the caller to count.
+    /// reports lost with the old memory (those its queued and unacknowledged work completes, and those its
+    /// primitives held), for the caller to count.
     pub fn replace_collector(
         &mut self,
         i: usize,
@@ -855,7 +861,40 @@ impl Engine {
         self.work_out_routes();
         self.events
             .retain(|e| !matches!(e, Event::QpError { collector, .. } if *collector == i));
-        Ok((old.qp.window_occupancy() + old.qp.queue_depth()) as u64)
+        Ok(old.held_reports())
+    }
+
+    /// Whether a collector's `welcome` is one the engine can use as collector `i` (what
+    /// [`new`](Self::new) and [`replace_collector`](Self::replace_collector) check: QPs, path MTU,
+    /// regions, the Key-Write entry size against the reports'), and why not. A control client asks before
+    /// it hands a welcome on, so that it can refuse it, say why and try again.
+    pub fn check_welcome(cfg: &Config, i: usize, welcome: &Welcome) -> Result<(), ConfigError> {
+        Collector::new(cfg, i, welcome, Instant::ZERO).map(drop)
+    }
+
+    /// Detaches collector `i`, which came back with memory the engine cannot use (its welcome was
+    /// refused): its old memory is gone, so its queued and unacknowledged work and its primitives' state
+    /// (batches, cached flows, merges) are dropped, and until [`replace_collector`](Self::replace_collector)
+    /// gives it usable memory every report for it is refused and counted
+    /// ([`DropReason::CollectorUnusable`]; a retransmittable one NACKed). Returns the reports lost, for the
+    /// caller to count with those lost to restarts.
+    pub fn detach_collector(&mut self, i: usize) -> Result<u64, ConfigError> {
+        let cfg = &self.cfg;
+        let col = self.collectors.get_mut(i).ok_or(ConfigError::Collector {
+            collector: i,
+            why: "no such collector".into(),
+        })?;
+        let lost = col.prims.held_reports() + col.qp.close();
+        col.prims = crate::primitives::Primitives::new(cfg);
+        self.events
+            .retain(|e| !matches!(e, Event::QpError { collector, .. } if *collector == i));
+        Ok(lost)
+    }
+
+    /// Reports taken and not yet written: queued or unacknowledged on a QP, or held by a primitive
+    /// (batched, cached, coalesced, merged). What a stop that cannot wait any longer loses, in reports.
+    pub fn held_reports(&self) -> u64 {
+        self.collectors.iter().map(Collector::held_reports).sum()
     }
 
     /// Offline mode: with no collector to answer, treat every frame sent so far as acknowledged, so the

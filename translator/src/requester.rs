@@ -40,6 +40,11 @@ pub struct WorkRequest {
     pub op: Op,
     /// Which primitive asked.
     pub primitive: Opcode,
+    /// Reports this work request completes. Every report the engine takes is carried by exactly one work
+    /// request (the last of its own, or the one that writes what its primitive batched or cached) or held
+    /// by its primitive until one carries it: acknowledged, its reports are written; dropped (a collector
+    /// restart, a stop), they are counted as lost, in reports ([`Requester::held_reports`]).
+    pub reports: u32,
 }
 
 /// Why a QP stopped.
@@ -170,6 +175,8 @@ pub struct Requester {
     error: Option<QpError>,
     /// The staging area of bursts of 8-byte WRITEs, kept between bursts (see [`Writes8`]).
     stage8: Option<Box<Stage8>>,
+    /// Closed ([`close`](Self::close)): its collector cannot be used; it takes no work.
+    closed: bool,
 }
 
 impl Requester {
@@ -205,6 +212,7 @@ impl Requester {
             error: None,
             limited: true,
             stage8: Some(burst::stage8()),
+            closed: false,
         };
         r.sync_limited();
         r
@@ -286,7 +294,58 @@ impl Requester {
             return;
         };
         wr.primitive = primitive;
+        // A caller whose write completes reports says so next ([`add_reports`](Self::add_reports)).
+        wr.reports = 0;
         ring::overwrite(&mut wr.op, Op::Write { va, rkey, payload });
+    }
+
+    /// Adds `n` reports to the work request pushed last: it completes them (see
+    /// [`WorkRequest::reports`]). Called right after the push, so that one is in the queue.
+    #[inline]
+    pub fn add_reports(&mut self, n: u32) {
+        if let Some(last) = self.ring.len().checked_sub(1) {
+            if let Some(f) = self.ring.get_mut(last) {
+                f.wr.reports = f.wr.reports.saturating_add(n);
+            }
+        }
+    }
+
+    /// Reports that the work queued or unacknowledged completes: what is lost if the QP's work is dropped.
+    pub fn held_reports(&self) -> u64 {
+        (0..self.ring.len())
+            .filter_map(|i| self.ring.get(i))
+            .map(|f| u64::from(f.wr.reports))
+            .sum()
+    }
+
+    /// Closes the QP: its collector cannot be used (it came back with memory the translator cannot write).
+    /// Its queued and unacknowledged work is dropped (returns the reports that work completes, to be
+    /// counted as lost), and it takes no more work: its [`queue_room`](Self::queue_room) is 0 until it is
+    /// replaced by a new QP.
+    pub fn close(&mut self) -> u64 {
+        let lost = self.held_reports();
+        self.ring.pop_front(self.ring.len());
+        self.win = 0;
+        self.sent = 0;
+        self.heap_in_win = 0;
+        self.atomics = 0;
+        self.since_ack_req = 0;
+        self.retries = 0;
+        self.backoff = 0;
+        self.rto_armed = None;
+        self.rnr_until = None;
+        self.rate_wait = None;
+        self.last_rewind = None;
+        self.probe = None;
+        self.error = None;
+        self.p.cfg.queue_capacity = 0;
+        self.closed = true;
+        lost
+    }
+
+    /// Whether the QP was [`close`](Self::close)d.
+    pub fn is_closed(&self) -> bool {
+        self.closed
     }
 
     /// Queues `n` work requests for `primitive`, the `k`th's operation `op(k)` (`k` in `0..n`): what `n`
@@ -304,6 +363,8 @@ impl Requester {
             };
             let wr = &mut slot.wr;
             wr.primitive = primitive;
+            // The report's last copy carries it (written once all its copies are).
+            wr.reports = u32::from(k + 1 == n);
             ring::overwrite(&mut wr.op, op(k));
         }
     }
@@ -1354,6 +1415,7 @@ mod ring {
                     add: 0,
                 },
                 primitive: Opcode::KeyIncrement,
+                reports: 0,
             },
             sent_at: Instant(0),
             psn: 0,
@@ -1700,7 +1762,11 @@ mod tests {
         } else {
             Opcode::Append
         };
-        WorkRequest { op, primitive }
+        WorkRequest {
+            op,
+            primitive,
+            reports: 0,
+        }
     }
 
     /// A copy of `wr` whose payload is where `wr`'s is: `clone` puts a short payload inline, and the
@@ -1721,6 +1787,7 @@ mod tests {
                 payload: p,
             },
             primitive: wr.primitive,
+            reports: wr.reports,
         }
     }
 
@@ -1738,6 +1805,7 @@ mod tests {
                 payload: Payload::from_slice(&[3; 32]),
             },
             primitive: Opcode::KeyWrite,
+            reports: 0,
         });
         let Op::Write { payload, .. } = &wr.op else {
             unreachable!()
@@ -1828,6 +1896,7 @@ mod tests {
                 payload: p,
             },
             primitive: Opcode::Append,
+            reports: 0,
         });
         ring.pop_front(1);
         assert_eq!(Payload::with_capacity(100).as_ptr(), at);
@@ -1918,7 +1987,7 @@ mod tests {
                     let primitive = [Opcode::KeyWrite, Opcode::KeyIncrement, Opcode::Append]
                         [rng.below(3) as usize];
                     let mut twins = Vec::new();
-                    for _ in 0..n {
+                    for k in 0..n {
                         tag += 1;
                         // The same work request twice (a clone would not keep a heap payload's storage).
                         let wr = work(&mut Rng(rng.0), tag);
@@ -1926,6 +1995,8 @@ mod tests {
                         a.push(WorkRequest {
                             op: wr.op,
                             primitive,
+                            // `push_n_with`'s last work request carries the report.
+                            reports: u32::from(k + 1 == n),
                         });
                     }
                     let mut calls = 0u8;
@@ -2025,6 +2096,7 @@ mod tests {
                             a.push(WorkRequest {
                                 op: wr.op,
                                 primitive,
+                                reports: 0,
                             });
                             b.push_write(primitive, va, rkey, payload);
                         }

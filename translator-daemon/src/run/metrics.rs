@@ -46,13 +46,13 @@ const PRIMITIVES: [&str; 6] = [
 pub struct Totals {
     /// Summed counters.
     pub c: Counters,
-    /// Writes lost to collector restarts.
+    /// Reports lost to collector restarts (and to collectors back with unusable memory).
     pub lost_on_restart: u64,
     /// QP re-establishments applied by workers.
     pub reestablished: u64,
     /// Collector restarts workers started over from.
     pub restarts: u64,
-    /// Writes still queued or unacknowledged when the workers stopped.
+    /// Reports not written when the workers stopped.
     pub abandoned_at_stop: u64,
 }
 
@@ -135,8 +135,8 @@ impl Sources {
                 .map(|c| c.restarts.load(Ordering::Relaxed))
                 .sum::<u64>()
         );
-        let _ = writeln!(s, "  writes lost (restart) {}", t.lost_on_restart);
-        let _ = writeln!(s, "  writes lost (stop)    {}", t.abandoned_at_stop);
+        let _ = writeln!(s, "  reports lost (restart) {}", t.lost_on_restart);
+        let _ = writeln!(s, "  reports lost (stop)   {}", t.abandoned_at_stop);
         let p = self.plane();
         let _ = writeln!(s, "  frames forwarded      {}", p.forwarded);
         let _ = writeln!(s, "  frames handed off     {}", p.handed_off);

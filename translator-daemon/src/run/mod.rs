@@ -9,6 +9,7 @@
 //! * [`steer`] / [`arp`]: the pure decisions made per frame.
 //! * [`control`]: one control client per collector (hello, welcome, re-establishment).
 //! * [`metrics`]: Prometheus endpoint and the shutdown summary.
+//! * [`signals`]: SIGHUP (ignored, logged) and SIGUSR1 (the summary so far), taken by one thread.
 
 mod arp;
 mod clock;
@@ -18,6 +19,7 @@ mod lcore;
 mod metrics;
 mod ports;
 pub mod settings;
+mod signals;
 pub mod steer;
 mod worker;
 
@@ -25,7 +27,7 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -106,9 +108,54 @@ pub fn load(path: &Path, o: Overrides) -> Result<Settings> {
     Ok(s)
 }
 
-/// Runs the translator until SIGINT or SIGTERM, then prints the counter summary.
+/// Runs the translator until SIGINT or SIGTERM, then prints the counter summary. SIGHUP is ignored and
+/// SIGUSR1 prints the summary so far ([`signals`]).
 pub fn run(mut s: Settings) -> Result<()> {
+    // Before any thread exists, so that every thread inherits the mask.
+    let signals = signals::Signals::block().context("blocking SIGHUP and SIGUSR1")?;
+    let summary_of: SummarySource = Arc::new(OnceLock::new());
     let stop_signal = Arc::new(AtomicBool::new(false));
+    let signal_thread = {
+        let (stop, summary_of) = (stop_signal.clone(), summary_of.clone());
+        spawn("dta-signals", move || {
+            take_signals(&signals, &stop, &summary_of)
+        })?
+    };
+    let r = run_until_stopped(&mut s, stop_signal.clone(), summary_of);
+    stop_signal.store(true, Ordering::Relaxed);
+    let _ = signal_thread.join();
+    r
+}
+
+/// Where SIGUSR1 finds the counters: set once the workers have their engines.
+type SummarySource = Arc<OnceLock<Sources>>;
+
+/// The signal thread: SIGHUP and SIGUSR1 until the daemon stops.
+fn take_signals(signals: &signals::Signals, stop: &AtomicBool, summary_of: &OnceLock<Sources>) {
+    while !stop.load(Ordering::Relaxed) {
+        match signals.wait(Duration::from_millis(100)) {
+            Some(signals::Signal::Hangup) => log::warn!(
+                "SIGHUP ignored: the translator has nothing to reload (its configuration is read at \
+                 start); it keeps running (stop it with SIGTERM)"
+            ),
+            Some(signals::Signal::User1) => match summary_of.get() {
+                Some(src) => {
+                    let text = src.summary();
+                    log::info!("SIGUSR1: the counters so far\n{text}");
+                    print!("{text}");
+                }
+                None => log::info!("SIGUSR1: no counters yet (waiting for every collector's welcome)"),
+            },
+            None => {}
+        }
+    }
+}
+
+fn run_until_stopped(
+    s: &mut Settings,
+    stop_signal: Arc<AtomicBool>,
+    summary_of: SummarySource,
+) -> Result<()> {
     let flag = stop_signal.clone();
     ctrlc::set_handler(move || {
         if flag.swap(true, Ordering::Relaxed) {
@@ -119,14 +166,15 @@ pub fn run(mut s: Settings) -> Result<()> {
     .context("installing the SIGINT/SIGTERM handler")?;
     let nw = s.daemon.workers.count;
     match s.daemon.io.kind {
-        IoKind::Dpdk => run_dpdk(&mut s, stop_signal),
+        IoKind::Dpdk => run_dpdk(s, stop_signal, summary_of),
         IoKind::AfPacket => {
             let opened = ports::open_af_packet_queues(&s.daemon.io, nw)?;
             let mesh = dataplane::afpacket::handoff_mesh(nw, s.daemon.io.burst);
             s.engine.local.mac = opened.macs[s.collector_port()];
             run_workers(
-                &mut s,
+                s,
                 stop_signal,
+                summary_of,
                 opened.queues,
                 mesh,
                 &opened.names,
@@ -137,7 +185,11 @@ pub fn run(mut s: Settings) -> Result<()> {
 }
 
 #[cfg(feature = "dpdk")]
-fn run_dpdk(s: &mut Settings, stop_signal: Arc<AtomicBool>) -> Result<()> {
+fn run_dpdk(
+    s: &mut Settings,
+    stop_signal: Arc<AtomicBool>,
+    summary_of: SummarySource,
+) -> Result<()> {
     let nw = s.daemon.workers.count;
     let mut opened = ports::open_dpdk_queues(&s.daemon.io, nw)?;
     let mesh =
@@ -151,14 +203,22 @@ fn run_dpdk(s: &mut Settings, stop_signal: Arc<AtomicBool>) -> Result<()> {
             log::error!("worker {k}: {e}; its mempool cache is off");
         }
     };
-    let r = run_workers(s, stop_signal, queues, mesh, &opened.names, register);
+    let r = run_workers(
+        s,
+        stop_signal,
+        summary_of,
+        queues,
+        mesh,
+        &opened.names,
+        register,
+    );
     // The ports outlive their queues, which the workers dropped.
     drop(opened);
     r
 }
 
 #[cfg(not(feature = "dpdk"))]
-fn run_dpdk(_s: &mut Settings, _stop: Arc<AtomicBool>) -> Result<()> {
+fn run_dpdk(_s: &mut Settings, _stop: Arc<AtomicBool>, _summary: SummarySource) -> Result<()> {
     anyhow::bail!("this build has no DPDK support (feature `dpdk` off); use --io af_packet")
 }
 
@@ -208,6 +268,7 @@ impl Started<'_> {
                 requests,
                 counters: cc,
                 stop: self.stop_control.clone(),
+                engine: s.worker_config(0),
             };
             let tx = init_tx.clone();
             threads.push(spawn(&format!("dta-control-{i}"), move || link.run(tx))?);
@@ -288,9 +349,11 @@ fn qp_error_channels(nc: usize) -> (Vec<mpsc::Sender<()>>, Vec<mpsc::Receiver<()
 /// Every worker owns one queue of every port and runs to completion ([`dataplane`]); the workers start at
 /// once (answering ARP and forwarding while the collectors are being connected) and get their engines when
 /// every collector has answered. `on_start(k)` runs first on worker `k`'s thread.
+#[allow(clippy::too_many_arguments)]
 fn run_workers<Q: Queue + 'static>(
     s: &mut Settings,
     stop_signal: Arc<AtomicBool>,
+    summary_of: SummarySource,
     queues: Vec<Vec<Q>>,
     mesh: Vec<dataplane::WorkerRings<Q>>,
     names: &[String],
@@ -378,6 +441,7 @@ where
         ports: port_stats,
         control: connected.counters,
     };
+    let _ = summary_of.set(sources.clone());
     let metrics = serve(s, &sources, &stop_signal, || any_ended(&workers))?;
     stop_workers.store(true, Ordering::Relaxed);
     for w in workers {

@@ -32,6 +32,13 @@ pub enum ToWorker {
         /// First PSN of the new QP.
         start_psn: u32,
     },
+    /// The collector came back with memory the engine cannot use (its control client refused the welcome
+    /// and keeps asking): drop what was held for it, counted, and refuse its reports, counted, until a
+    /// [`Replace`](Self::Replace).
+    Detach {
+        /// Collector index.
+        collector: usize,
+    },
 }
 
 /// What a worker's data path counts (published with its snapshot; summed over workers by the metrics).
@@ -76,14 +83,15 @@ pub struct Snapshot {
     pub counters: Counters,
     /// Gauges of each collector's QP.
     pub qps: Vec<QpStats>,
-    /// Work requests dropped because their collector restarted with new memory.
+    /// Reports lost because their collector restarted with new memory (queued, unacknowledged, or held
+    /// by a primitive), or came back with memory the engine cannot use.
     pub lost_on_restart: u64,
     /// Collector restarts this worker started over from.
     pub restarts: u64,
     /// QPs re-established after an error.
     pub reestablished: u64,
-    /// Writes still queued or unacknowledged when the worker stopped (its collector down or slow
-    /// beyond the drain time): lost, and counted.
+    /// Reports not written when the worker stopped (their writes still queued or unacknowledged, its
+    /// collector down or slow beyond the drain time, or held by a primitive): lost, and counted.
     pub abandoned_at_stop: u64,
     /// A run-to-completion worker's data path counters.
     pub plane: PlaneCounters,
@@ -96,19 +104,21 @@ pub const PUBLISH_EVERY: Duration = Duration::from_millis(100);
 /// How long shutdown waits for the collector to acknowledge what was sent.
 pub const DRAIN: Duration = Duration::from_secs(2);
 
-/// Counts and logs the writes an engine still holds when its worker stops (queued or unacknowledged).
+/// Counts and logs the reports an engine has not written when its worker stops (their writes queued or
+/// unacknowledged, or held by a primitive).
 pub fn abandoned_at_stop(engine: &Engine, index: usize) -> u64 {
-    if engine.is_idle() {
+    let lost = engine.held_reports();
+    if lost == 0 {
         return 0;
     }
     let (queued, unacked) = (0..)
         .map_while(|i| engine.qp_stats(i))
         .fold((0, 0), |(q, w), s| (q + s.queue, w + s.window));
     log::warn!(
-        "worker {index}: stopping with {queued} writes queued and {unacked} unacknowledged; \
-         they are lost (writes_abandoned_at_stop_total)"
+        "worker {index}: stopping with {lost} reports not written ({queued} writes queued and {unacked} \
+         unacknowledged); they are lost (reports_lost_at_stop_total)"
     );
-    (queued + unacked) as u64
+    lost
 }
 
 /// Applies a control message (QP re-established, collector replaced) to a worker's engine.
@@ -138,10 +148,32 @@ pub fn control(
                 snap.restarts += 1;
                 snap.lost_on_restart += lost;
                 log::warn!(
-                    "worker {index}: collector {collector} restarted with new memory; {lost} queued or unacknowledged writes lost"
+                    "worker {index}: collector {collector} restarted with new memory; {lost} reports \
+                     not written are lost (reports_lost_on_restart_total)"
                 );
             }
-            Err(e) => log::error!("worker {index}: collector {collector} after restart: {e}"),
+            // The control client checked the welcome with the same rule, so this does not happen; if it
+            // did, the old memory is gone all the same: detach rather than keep a queue nothing drains.
+            Err(e) => {
+                log::error!("worker {index}: collector {collector} after restart: {e}");
+                detach(engine, index, collector, snap);
+            }
         },
+        ToWorker::Detach { collector } => detach(engine, index, collector, snap),
+    }
+}
+
+/// Detaches collector `collector` (see [`ToWorker::Detach`]), counting the reports lost.
+fn detach(engine: &mut Engine, index: usize, collector: usize, snap: &mut Snapshot) {
+    match engine.detach_collector(collector) {
+        Ok(lost) => {
+            snap.lost_on_restart += lost;
+            log::error!(
+                "worker {index}: collector {collector} came back with memory the translator cannot use; \
+                 {lost} reports not written are lost (reports_lost_on_restart_total), and its reports \
+                 are refused (report_drops_total{{reason=\"collector_unusable\"}}) until it is usable"
+            );
+        }
+        Err(e) => log::error!("worker {index}: detaching collector {collector}: {e}"),
     }
 }

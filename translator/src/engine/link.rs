@@ -246,6 +246,12 @@ impl Collector {
         })
     }
 
+    /// Reports taken for this collector and not yet written: in its QP's queue and window, and held by
+    /// its primitives.
+    pub(super) fn held_reports(&self) -> u64 {
+        self.qp.held_reports() + self.prims.held_reports()
+    }
+
     /// Gauges of this collector's QP.
     pub(super) fn stats(&self) -> QpStats {
         let (timeout, srtt) = self.qp.timeout();
@@ -287,7 +293,7 @@ pub(super) fn write_placed_sized<const D: usize>(
 ) -> Result<(), DropReason> {
     // `room`'s check (N is at least 1: the parse refuses 0).
     if !qp.queue_fits(limit, usize::from(r.redundancy)) {
-        return Err(DropReason::QueueFull);
+        return Err(no_room(qp));
     }
     p.write(r, data, checksum, qp)
 }
@@ -296,7 +302,18 @@ fn room(qp: &Requester, need: usize) -> Result<(), DropReason> {
     if qp.queue_room() >= need {
         Ok(())
     } else {
-        Err(DropReason::QueueFull)
+        Err(no_room(qp))
+    }
+}
+
+/// Why a QP without room refuses a report: its queue is full, or it is closed because its collector
+/// cannot be used (off the report path: asked only when there is no room).
+#[cold]
+fn no_room(qp: &Requester) -> DropReason {
+    if qp.is_closed() {
+        DropReason::CollectorUnusable
+    } else {
+        DropReason::QueueFull
     }
 }
 

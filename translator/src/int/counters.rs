@@ -40,6 +40,10 @@ pub struct IntCounters {
     pub late: u64,
     /// Sources beyond `int.max_sequences`, whose loss is not tracked.
     pub untracked: u64,
+    /// Sequence numbers farther than `int::sequence::MAX_JUMP` from their source's newest: the reporter
+    /// restarted its numbering (or the number is wild). Tracking starts again from them; nothing is
+    /// counted lost or late for them.
+    pub resets: u64,
     /// Reports carrying a whole path (INT-MD sink reports).
     pub whole_paths: u64,
     /// Reports not translated, by reason (index: the order of [`IntDrop::ALL`]).
@@ -67,6 +71,7 @@ impl AddAssign<&IntCounters> for IntCounters {
             lost,
             late,
             untracked,
+            resets,
             whole_paths,
             drops,
         } = self;
@@ -75,6 +80,7 @@ impl AddAssign<&IntCounters> for IntCounters {
         *lost += o.lost;
         *late += o.late;
         *untracked += o.untracked;
+        *resets += o.resets;
         *whole_paths += o.whole_paths;
         for (d, s) in drops.iter_mut().zip(o.drops) {
             *d += s;

@@ -7,11 +7,21 @@
 //! ([`SeqVerdict::Late`]'s `filled_gap`). Which numbers of a gap have arrived is kept for the last
 //! [`WINDOW`] numbers of each source: a report later than that, or a repeat, is late without changing
 //! the loss count.
+//!
+//! A number may move at most [`MAX_JUMP`] from the newest, forward (a gap) or back (a late report).
+//! Further is no loss a network makes but a reporter that restarted (or a forged or corrupted number):
+//! it is counted as a reset ([`SeqVerdict::Reset`]) and tracking starts again from it, so one wild
+//! number neither adds billions to the loss count nor makes the reports after it all "late".
 
 use std::collections::HashMap;
 
 /// Sequence numbers behind the newest one whose arrival is remembered per source.
 pub const WINDOW: u32 = 64;
+
+/// The farthest a source's number may move from its newest, forward or back, and still be read as the
+/// same sequence: 65,536 reports missing in a row (tens of milliseconds of a switch's reports at line
+/// rate). A larger move is a reset.
+pub const MAX_JUMP: u32 = 1 << 16;
 
 /// What a sequence number says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,6 +39,9 @@ pub enum SeqVerdict {
     },
     /// The table is full: this source is not tracked.
     Untracked,
+    /// Farther than [`MAX_JUMP`] from the newest, either way: the source restarted its numbering (or the
+    /// number is wild). Nothing is counted lost or late; tracking starts again from this number.
+    Reset,
 }
 
 /// One source's newest number and which of the [`WINDOW`] before it arrived.
@@ -82,9 +95,15 @@ impl SequenceGaps {
                 let ahead = seq.wrapping_sub(src.last) & mask;
                 if ahead == 0 || ahead > mask / 2 {
                     let behind = src.last.wrapping_sub(seq) & mask;
+                    if behind > MAX_JUMP {
+                        return src.reset(seq);
+                    }
                     return SeqVerdict::Late {
                         filled_gap: src.fill(behind),
                     };
+                }
+                if ahead > MAX_JUMP {
+                    return src.reset(seq);
                 }
                 src.advance(ahead);
                 src.last = seq;
@@ -97,6 +116,15 @@ impl SequenceGaps {
 }
 
 impl Source {
+    /// Tracking starts again from `seq`, as from a first report.
+    fn reset(&mut self, seq: u32) -> SeqVerdict {
+        *self = Source {
+            last: seq,
+            seen: u64::MAX,
+        };
+        SeqVerdict::Reset
+    }
+
     /// The newest number moves `ahead` (>= 1) forward: the old newest arrived, the `ahead - 1` between
     /// did not (yet).
     fn advance(&mut self, ahead: u32) {
@@ -175,5 +203,44 @@ mod tests {
         );
         assert_eq!(s.check(1, 0, 302, 32), LATE);
         assert_eq!(s.check(1, 0, 303, 32), FILLED);
+    }
+
+    /// Issue 26, item 11: one v0.5 number that jumps 2^31 - 1 ahead used to add 2,147,483,646 to the
+    /// loss count and make every genuine report after it late. Now it is a reset, and so is the genuine
+    /// sequence taking over again; nothing is lost or late, and the genuine reports count gaps as before.
+    #[test]
+    fn a_wild_jump_is_a_reset_not_a_loss() {
+        let mut s = SequenceGaps::new(4);
+        for seq in 100..=110 {
+            assert_eq!(s.check(1, 0, seq, 32), SeqVerdict::InOrder { lost: 0 });
+        }
+        assert_eq!(s.check(1, 0, 110 + (1 << 31) - 1, 32), SeqVerdict::Reset);
+        assert_eq!(s.check(1, 0, 111, 32), SeqVerdict::Reset);
+        assert_eq!(s.check(1, 0, 112, 32), SeqVerdict::InOrder { lost: 0 });
+        assert_eq!(s.check(1, 0, 115, 32), SeqVerdict::InOrder { lost: 2 });
+        assert_eq!(s.check(1, 0, 113, 32), FILLED);
+        // The bound, both ways: MAX_JUMP ahead is a gap, one more a reset; likewise behind.
+        assert_eq!(
+            s.check(1, 0, 115 + MAX_JUMP, 32),
+            SeqVerdict::InOrder {
+                lost: u64::from(MAX_JUMP - 1)
+            }
+        );
+        assert_eq!(s.check(1, 0, 115, 32), LATE);
+        assert_eq!(s.check(1, 0, 114, 32), SeqVerdict::Reset);
+        assert_eq!(s.check(1, 0, 115 + MAX_JUMP + 1, 32), SeqVerdict::Reset);
+        // A reporter that restarts its numbering at 0 (22 bits, v2.0) is a reset, then in order.
+        assert_eq!(
+            s.check(2, 0, 3_000_000, 22),
+            SeqVerdict::InOrder { lost: 0 }
+        );
+        assert_eq!(s.check(2, 0, 0, 22), SeqVerdict::Reset);
+        assert_eq!(s.check(2, 0, 1, 22), SeqVerdict::InOrder { lost: 0 });
+        // Across the 22-bit wrap within the bound: a gap, not a reset.
+        assert_eq!(
+            s.check(3, 0, 0x3F_FFF0, 22),
+            SeqVerdict::InOrder { lost: 0 }
+        );
+        assert_eq!(s.check(3, 0, 0x10, 22), SeqVerdict::InOrder { lost: 0x1F });
     }
 }

@@ -280,6 +280,7 @@ impl IntFrontEnd {
                 }
             }
             SeqVerdict::Untracked => c.untracked += 1,
+            SeqVerdict::Reset => c.resets += 1,
         }
     }
 

@@ -28,6 +28,9 @@ struct List {
     buf: Vec<u8>,
     count: u32,
     batches_since_head: u32,
+    /// Entries of the batches written since the last head word: the head word that covers them completes
+    /// them (a reader reaches an entry through the head), so it carries them (`WorkRequest::reports`).
+    unheaded: u32,
     first_at: Instant,
     /// Last entry added: a list idle since then with batches written after its last head word gets the
     /// head word on its own, or a stream that ends on a full batch would leave readers short forever.
@@ -47,6 +50,7 @@ impl List {
             buf: Vec::new(),
             count: 0,
             batches_since_head: 0,
+            unheaded: 0,
             first_at: now,
             last_at: now,
             cap: 0,
@@ -232,6 +236,16 @@ impl AppendLists {
     }
 }
 
+impl AppendLists {
+    /// Reports held: entries of partial batches, and of batches whose head word is not queued yet.
+    pub fn held_reports(&self) -> u64 {
+        self.slab
+            .iter()
+            .map(|l| u64::from(l.count) + u64::from(l.unheaded))
+            .sum()
+    }
+}
+
 impl Timed for AppendLists {
     /// Writes partial batches idle for `idle` by `now` (all of them with [`FlushMode::All`]), and the
     /// head word of lists idle since batches went without it.
@@ -277,6 +291,7 @@ fn flush(l: &mut List, idle: bool, head_every: u32, qp: &mut Requester, c: &mut 
     l.buf.clear();
     super::write(qp, Opcode::Append, va, l.region.rkey, payload);
     l.head += u64::from(l.count);
+    l.unheaded = l.unheaded.saturating_add(l.count);
     l.count = 0;
     // The next batch's cap depends on the new head.
     l.cap = 0;
@@ -291,4 +306,5 @@ fn write_head(l: &mut List, qp: &mut Requester, c: &mut Counters) {
     c.append_head_writes += 1;
     let head = Payload::from_slice(&AppendGeometry::encode_head(l.head));
     super::write(qp, Opcode::Append, l.region.va, l.region.rkey, head);
+    qp.add_reports(std::mem::take(&mut l.unheaded));
 }

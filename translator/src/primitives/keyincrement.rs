@@ -16,10 +16,12 @@ use crate::frames::Op;
 use crate::requester::{Requester, WorkRequest};
 use crate::time::Instant;
 
-fn fetch_add(qp: &mut Requester, va: u64, rkey: u32, add: u64) {
+/// Queues a FETCH_ADD that completes `reports` reports (see `WorkRequest::reports`).
+fn fetch_add(qp: &mut Requester, va: u64, rkey: u32, add: u64, reports: u32) {
     qp.push(WorkRequest {
         op: Op::FetchAdd { va, rkey, add },
         primitive: Opcode::KeyIncrement,
+        reports,
     });
 }
 
@@ -28,6 +30,8 @@ struct Pending {
     rkey: u32,
     sum: u64,
     deadline: Instant,
+    /// Reports whose last copy was folded in here: its FETCH_ADD completes them.
+    reports: u32,
 }
 
 /// Increments waiting to be sent, per counter address, for one collector.
@@ -50,6 +54,11 @@ impl Coalescer {
         }
     }
 
+    /// Reports held in entries not sent yet.
+    pub fn held_reports(&self) -> u64 {
+        self.pending.values().map(|p| u64::from(p.reports)).sum()
+    }
+
     fn flush_oldest(&mut self, qp: &mut Requester) {
         while let Some((deadline, va)) = self.order.pop_front() {
             if self.take(deadline, va, qp) {
@@ -64,7 +73,7 @@ impl Coalescer {
             Some(p) if p.deadline == deadline => {
                 let p = *p;
                 self.pending.remove(&va);
-                fetch_add(qp, va, p.rkey, p.sum);
+                fetch_add(qp, va, p.rkey, p.sum, p.reports);
                 true
             }
             _ => false,
@@ -104,18 +113,23 @@ impl Primitive for Coalescer {
             // No coalescing: one FETCH_ADD per copy, the window not tested per copy.
             // N = 1, the common redundancy, on its own: no loop, copy 0's table at a fixed address.
             if r.redundancy == 1 {
-                fetch_add(out.qp, va(0), region.rkey, r.counter);
+                fetch_add(out.qp, va(0), region.rkey, r.counter, 1);
                 return Ok(Outcome::Accepted);
             }
             for n in 0..r.redundancy {
-                fetch_add(out.qp, va(n), region.rkey, r.counter);
+                // The last copy carries the report.
+                let last = u32::from(n + 1 == r.redundancy);
+                fetch_add(out.qp, va(n), region.rkey, r.counter, last);
             }
             return Ok(Outcome::Accepted);
         }
         for n in 0..r.redundancy {
             let va = va(n);
+            // The entry of the report's last copy carries it.
+            let last = u32::from(n + 1 == r.redundancy);
             if let Some(p) = self.pending.get_mut(&va) {
                 p.sum = p.sum.wrapping_add(r.counter);
+                p.reports = p.reports.saturating_add(last);
                 out.counters.increments_coalesced += 1;
                 continue;
             }
@@ -129,6 +143,7 @@ impl Primitive for Coalescer {
                     rkey: region.rkey,
                     sum: r.counter,
                     deadline,
+                    reports: last,
                 },
             );
             self.order.push_back((deadline, va));

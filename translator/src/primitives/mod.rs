@@ -135,6 +135,15 @@ impl Primitives {
         }
     }
 
+    /// Reports taken and not yet handed to a work request (batched, cached, coalesced, merged): what is
+    /// lost with this state when it is dropped.
+    pub fn held_reports(&self) -> u64 {
+        self.key_increment.held_reports()
+            + self.append.held_reports()
+            + self.postcard.held_reports()
+            + self.sketch.held_reports()
+    }
+
     /// Every primitive, for the timer loop (in this order, as the engine always flushed them).
     pub fn timed(&mut self) -> [&mut dyn Timed; 5] {
         [

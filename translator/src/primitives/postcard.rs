@@ -63,6 +63,8 @@ struct Flow {
     path_len: u8,
     length_known: bool,
     gen: u64,
+    /// Reports folded into this entry: its write completes them (`WorkRequest::reports`).
+    reports: u32,
 }
 
 /// The flow cache of one collector.
@@ -172,6 +174,7 @@ impl PostcardCache {
             path_len: p.path_len,
             length_known: p.length_known,
             gen: self.gen,
+            reports: 1,
         });
         // hop is in 1..=path_len, and path_len in 1..=B with B at most 8 (checked by `handle`).
         let hop = usize::from(p.hop - 1) & (MAX_HOPS as usize - 1);
@@ -203,6 +206,17 @@ impl PostcardCache {
                 self.left(gen);
             }
         }
+    }
+}
+
+impl PostcardCache {
+    /// Reports held in cached flows.
+    pub fn held_reports(&self) -> u64 {
+        self.slots
+            .iter()
+            .flatten()
+            .map(|f| u64::from(f.reports))
+            .sum()
     }
 }
 
@@ -246,6 +260,7 @@ impl Primitive for PostcardCache {
                 let hop = usize::from(p.hop - 1) & (MAX_HOPS as usize - 1);
                 flow.values[hop] = p.data;
                 flow.have |= 1 << hop;
+                flow.reports = flow.reports.saturating_add(1);
                 if BITS_SET[usize::from(flow.have)] >= flow.path_len {
                     self.complete(i, region, g, out);
                 }
@@ -309,6 +324,7 @@ fn write_flow(f: &Flow, region: &Region, g: &PostcardGeometry, n: u8, out: &mut 
     let mask = cells_to_write(f, hops);
     if mask != low_bits(hops) {
         write_runs(f.key, &chunk, mask, region, g, n, out);
+        out.qp.add_reports(f.reports);
         return;
     }
     // The whole 32-byte stride, zero padding after the last hop included, as one WRITE per copy (the
@@ -322,6 +338,8 @@ fn write_flow(f: &Flow, region: &Region, g: &PostcardGeometry, n: u8, out: &mut 
         };
         super::write(out.qp, Opcode::Postcard, va, region.rkey, payload);
     }
+    // The last write of the flow completes its reports.
+    out.qp.add_reports(f.reports);
 }
 
 /// [`write_flow`] of an entry writing only some cells: one WRITE per run of them, per copy. Out of line
@@ -607,6 +625,7 @@ mod tests {
             path_len,
             length_known,
             gen: 0,
+            reports: 0,
         }
     }
 

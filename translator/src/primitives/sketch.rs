@@ -208,6 +208,18 @@ impl SketchMerger {
     }
 }
 
+impl SketchMerger {
+    /// Reports merged into columns not written yet (incomplete columns included: a flush writes only
+    /// complete ones).
+    pub fn held_reports(&self) -> u64 {
+        self.slab
+            .iter()
+            .flat_map(|m| m.contrib.iter())
+            .map(|&n| u64::from(n))
+            .sum()
+    }
+}
+
 impl Primitive for SketchMerger {
     type Report<'r> = SketchRepr<'r>;
 
@@ -323,9 +335,13 @@ fn write_run(m: &mut Merge, start: u32, k: u32, qp: &mut Requester) {
             *v = 0;
         }
     });
-    m.contrib[start as usize..(start + k) as usize].fill(0);
+    let cols = &mut m.contrib[start as usize..(start + k) as usize];
+    // Each column's contributions are reports this WRITE completes.
+    let reports: u32 = cols.iter().map(|&n| u32::from(n)).sum();
+    cols.fill(0);
     let va = m.region.va + m.g.column_offset(start);
     super::write(qp, Opcode::SketchMerge, va, m.region.rkey, payload);
+    qp.add_reports(reports);
 }
 
 /// [`write_complete`]'s loop: writes while a pass finds a run to write.

@@ -15,7 +15,7 @@ use dta_translator::DropReason;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::DescriptorEncoder;
 
-use super::super::control::ControlCounters;
+use super::super::control::{ControlCounters, Refused};
 use super::{Sources, Totals, PRIMITIVES};
 
 /// [`Sources`] as a prometheus-client collector: one registration, read at every scrape.
@@ -118,6 +118,11 @@ impl Collector for Families {
                 c.int.untracked,
             ),
             ("int_whole_paths", "INT sink reports carrying a whole path.", c.int.whole_paths),
+            (
+                "int_sequence_resets",
+                "INT sequence numbers too far from their source's newest to be loss or lateness (a reporter that restarted): tracking started again from them.",
+                c.int.resets,
+            ),
             ("qp_reestablished", "QPs resumed after an error (per worker).", t.reestablished),
             (
                 "collector_restarts_seen",
@@ -125,13 +130,13 @@ impl Collector for Families {
                 t.restarts,
             ),
             (
-                "writes_lost_on_restart",
-                "Queued or unacknowledged writes lost because their collector restarted.",
+                "reports_lost_on_restart",
+                "Reports not written when their collector restarted with new memory, or came back with memory the translator cannot use (their writes queued or unacknowledged, or held in a batch, cache or merge).",
                 t.lost_on_restart,
             ),
             (
-                "writes_abandoned_at_stop",
-                "Writes still queued or unacknowledged when the translator stopped (collector down or slow).",
+                "reports_lost_at_stop",
+                "Reports not written when the translator stopped (collector down or slow beyond the drain).",
                 t.abandoned_at_stop,
             ),
             ("forwarded", "Frames forwarded untouched between the ports.", plane.forwarded),
@@ -261,6 +266,28 @@ fn control(
         "control_reestablished",
         "QP sets re-created after errors.",
         ctl(|c| c.reestablished.load(Ordering::Relaxed)),
+    )?;
+    counters(
+        enc,
+        "control_welcomes_refused",
+        "Collector answers not taken, by reason (refused_by_collector: token or version; qp_mismatch; unusable_welcome: regions the translator cannot write, asked again with backoff).",
+        control.iter().enumerate().flat_map(|(i, c)| {
+            Refused::ALL
+                .iter()
+                .zip(&c.refused)
+                .map(move |(r, n)| {
+                    (
+                        [("collector", i.to_string()), ("reason", r.label().to_string())],
+                        n.load(Ordering::Relaxed),
+                    )
+                })
+        }),
+    )?;
+    gauges(
+        enc,
+        "collector_usable",
+        "1 while the collector's last welcome is in use, 0 while the translator waits for a usable one.",
+        ctl(|c| c.usable.load(Ordering::Relaxed)),
     )
 }
 

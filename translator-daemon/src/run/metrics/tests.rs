@@ -25,8 +25,12 @@ const SERIES: &[&str] = &[
     "dta_translator_cnps_total",
     "dta_translator_collector_restarts_seen_total",
     "dta_translator_collector_restarts_total{collector=\"0\"}",
+    "dta_translator_collector_usable{collector=\"0\"}",
     "dta_translator_control_failures_total{collector=\"0\"}",
     "dta_translator_control_reestablished_total{collector=\"0\"}",
+    "dta_translator_control_welcomes_refused_total{collector=\"0\",reason=\"qp_mismatch\"}",
+    "dta_translator_control_welcomes_refused_total{collector=\"0\",reason=\"refused_by_collector\"}",
+    "dta_translator_control_welcomes_refused_total{collector=\"0\",reason=\"unusable_welcome\"}",
     "dta_translator_control_welcomes_total{collector=\"0\"}",
     "dta_translator_dta_nacks_total",
     "dta_translator_forwarded_total",
@@ -53,6 +57,7 @@ const SERIES: &[&str] = &[
     "dta_translator_int_reports_late_total",
     "dta_translator_int_reports_lost",
     "dta_translator_int_reports_total",
+    "dta_translator_int_sequence_resets_total",
     "dta_translator_int_sequences_untracked_total",
     "dta_translator_int_whole_paths_total",
     "dta_translator_naks_psn_sequence_total",
@@ -89,6 +94,7 @@ const SERIES: &[&str] = &[
     "dta_translator_report_drops_total{reason=\"bad_hop\"}",
     "dta_translator_report_drops_total{reason=\"bad_redundancy\"}",
     "dta_translator_report_drops_total{reason=\"bad_sketch\"}",
+    "dta_translator_report_drops_total{reason=\"collector_unusable\"}",
     "dta_translator_report_drops_total{reason=\"duplicate\"}",
     "dta_translator_report_drops_total{reason=\"geometry_mismatch\"}",
     "dta_translator_report_drops_total{reason=\"malformed\"}",
@@ -112,8 +118,8 @@ const SERIES: &[&str] = &[
     "dta_translator_handoff_waits_total",
     "dta_translator_worker_reports_total{worker=\"0\"}",
     "dta_translator_worker_reports_total{worker=\"1\"}",
-    "dta_translator_writes_abandoned_at_stop_total",
-    "dta_translator_writes_lost_on_restart_total",
+    "dta_translator_reports_lost_at_stop_total",
+    "dta_translator_reports_lost_on_restart_total",
 ];
 
 /// The type of every family as the hand-written exposition declared it (its `# TYPE` names kept the
@@ -150,10 +156,11 @@ const TYPES: &[(&str, &str)] = &[
     ("dta_translator_int_reports_late_total", "counter"),
     ("dta_translator_int_sequences_untracked_total", "counter"),
     ("dta_translator_int_whole_paths_total", "counter"),
+    ("dta_translator_int_sequence_resets_total", "counter"),
     ("dta_translator_qp_reestablished_total", "counter"),
     ("dta_translator_collector_restarts_seen_total", "counter"),
-    ("dta_translator_writes_lost_on_restart_total", "counter"),
-    ("dta_translator_writes_abandoned_at_stop_total", "counter"),
+    ("dta_translator_reports_lost_on_restart_total", "counter"),
+    ("dta_translator_reports_lost_at_stop_total", "counter"),
     ("dta_translator_forwarded_total", "counter"),
     ("dta_translator_not_forwarded_total", "counter"),
     ("dta_translator_arp_replies_total", "counter"),
@@ -171,6 +178,8 @@ const TYPES: &[(&str, &str)] = &[
     ("dta_translator_control_failures_total", "counter"),
     ("dta_translator_collector_restarts_total", "counter"),
     ("dta_translator_control_reestablished_total", "counter"),
+    ("dta_translator_control_welcomes_refused_total", "counter"),
+    ("dta_translator_collector_usable", "gauge"),
     ("dta_translator_port_rx_frames_total", "counter"),
     ("dta_translator_port_rx_dropped_total", "counter"),
     ("dta_translator_port_rx_missed_total", "counter"),
@@ -252,7 +261,7 @@ fn sums_workers_and_renders_labels() {
     assert!(text.contains("dta_translator_roce_frames_out_total 9\n"));
     assert!(text.contains("dta_translator_worker_reports_total{worker=\"0\"} 3\n"));
     assert!(text.contains("dta_translator_worker_reports_total{worker=\"1\"} 4\n"));
-    assert!(text.contains("dta_translator_writes_lost_on_restart_total 2\n"));
+    assert!(text.contains("dta_translator_reports_lost_on_restart_total 2\n"));
     assert!(text.contains("dta_translator_collector_restarts_total{collector=\"0\"} 0\n"));
     assert!(src.summary().contains("reports in            7"));
 }
