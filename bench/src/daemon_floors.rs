@@ -117,7 +117,7 @@ pub fn section(dir: &Path) -> (String, Value) {
         correct(&kw2)
     ));
     md.push_str(&format!(
-        "| daemon 2 workers ÷ 1, INT v0.5 ({:.2} vs {:.2} M/s; INT reports all go to worker 0 still) | {:.2} | 1.8 | {} | {} |\n",
+        "| daemon 2 workers ÷ 1, INT v0.5 ({:.2} vs {:.2} M/s; every worker takes INT, reports handed to the flow's owner) | {:.2} | 1.8 | {} | {} |\n",
         num(&int2, "reports_per_s") / 1e6,
         num(&int1, "reports_per_s") / 1e6,
         int_scale,
@@ -173,8 +173,9 @@ pub fn section(dir: &Path) -> (String, Value) {
         "\nThe source is unbounded (a `net_null` receives as fast as it is polled): where a primitive's RDMA \
          rate is bounded, the rest is dropped and counted (`queue_full`), and `written/s` is what went out. \
          Key-Increment: the responder's 16 outstanding atomics a round trip, one poll here. INT on two \
-         workers: every INT report still goes to worker 0, which overflows. Append on two workers: one list \
-         has one owner, so the other worker only hands off.\n",
+         workers: each worker counts what it receives and hands the reports of the other's flows over, so \
+         half of the reports cross the handoff rings. Append on two workers: one list has one owner, so \
+         the other worker only hands off.\n",
     );
     let profile = std::fs::read_to_string(dir.join("profile-daemon.txt")).unwrap_or_default();
     if !profile.is_empty() {
