@@ -99,6 +99,7 @@ fn dataplane_suite() {
     two_workers_hand_off_to_the_owner(&t);
     handoff_backpressure_holds_back_and_loses_nothing(&t);
     int_reports_are_spread_over_two_workers(&t);
+    a_v2_group_of_two_other_workers_flows_goes_to_both(&t);
     assert_eq!(pool.in_use(), 0, "every far-side mbuf came back");
     assert!(
         started.elapsed() < Duration::from_secs(60),
@@ -1041,12 +1042,12 @@ fn nacks_go_back_out_of_the_arrival_port(t: &Rig) {
 }
 
 /// INT lists of each worker's engine in [`int_reports_are_spread_over_two_workers`]: (drop, queue).
-const INT_LISTS: [(u32, u32); 2] = [(7, 8), (9, 10)];
+const INT_LISTS: [(u32, u32); 3] = [(7, 8), (9, 10), (11, 12)];
 const INT_PORT: u16 = 32766;
 
 /// Worker `w`'s engine with INT on: only events (drop and queue lists of its own, one entry a batch),
 /// so that each report's work is one write whose list says which worker did it.
-fn int_engine(w: usize) -> Engine {
+fn int_engine(w: usize, workers: usize) -> Engine {
     let mut cfg = Config::default();
     cfg.local.mac = T_MAC;
     cfg.local.ip = T_IP;
@@ -1078,7 +1079,7 @@ fn int_engine(w: usize) -> Engine {
         regions,
     };
     let mut e = Engine::new(cfg, &[welcome], Instant(0)).unwrap();
-    e.set_int_shard(w, 2);
+    e.set_int_shard(w, workers);
     e
 }
 
@@ -1110,7 +1111,7 @@ fn int_reports_are_spread_over_two_workers(t: &Rig) {
         .enumerate()
         .map(|(w, ((a, b), (to, from)))| DataPlane::new(config(w), vec![a, b], to, from))
         .collect();
-    let mut engines = [int_engine(0), int_engine(1)];
+    let mut engines = [int_engine(0, 2), int_engine(1, 2)];
     let flow = |sport: u16| spec::Flow {
         src: [10, 0, 0, 1],
         dst: [10, 0, 1, 2],
@@ -1214,6 +1215,91 @@ fn int_reports_are_spread_over_two_workers(t: &Rig) {
     drop((a, b));
     t.eal.detach_vdev("net_ring20").unwrap();
     t.eal.detach_vdev("net_ring21").unwrap();
+}
+
+/// (h) A v2.0 group whose reports name flows of two other workers (three workers): the receiver moves the
+/// mbuf to one and a copy to the other (from its collector port's pool), and each translates its own
+/// flow's report; the receiver counts the packet only.
+fn a_v2_group_of_two_other_workers_flows_goes_to_both(t: &Rig) {
+    let (a, aq) = t.ring_port("net_ring22", 3);
+    let (b, bq) = t.ring_port("net_ring23", 3);
+    let mesh = handoff_mesh(t.eal, "dta_test_int3_mesh", 3).unwrap();
+    let config = |w| PlaneConfig {
+        steering: Steering {
+            int_port: Some(INT_PORT),
+            ..steering(3)
+        },
+        ..plane_config(w, 3)
+    };
+    let mut planes: Vec<DataPlane> = aq
+        .into_iter()
+        .zip(bq)
+        .zip(mesh)
+        .enumerate()
+        .map(|(w, ((a, b), (to, from)))| DataPlane::new(config(w), vec![a, b], to, from))
+        .collect();
+    let mut engines = [int_engine(0, 3), int_engine(1, 3), int_engine(2, 3)];
+    let flow = |sport: u16| spec::Flow {
+        src: [10, 0, 0, 1],
+        dst: [10, 0, 1, 2],
+        sport,
+        dport: 80,
+    };
+    let owner = |sport: u16| {
+        let f = flow(sport);
+        let key = flow_key(&FlowKey {
+            src: f.src.into(),
+            dst: f.dst.into(),
+            protocol: 17,
+            src_port: f.sport,
+            dst_port: f.dport,
+        });
+        Shard { index: 0, count: 3 }.owner(key)
+    };
+    let of = |w: usize| (1u16..).find(|&s| owner(s) == w).unwrap();
+    // Per-hop reports (hop 1 from TTL 63) with the Q flag: each is one queue event where translated.
+    let report = |sport: u16| spec::Individual {
+        bits: 0,
+        md: Vec::new(),
+        dropped: false,
+        congested: true,
+        inner: spec::inner(&flow(sport), 63),
+    };
+    let group = spec::v2_group(9, 1, &[report(of(1)), report(of(2))]);
+    let frame = udp4((R_MAC, R_IP, 40000), (T_MAC, T_IP, INT_PORT), &group);
+    t.put(&ring(0, "net_ring22"), &[frame]);
+    assert!(planes[0].poll(Some(&mut engines[0]), NOW));
+    assert_eq!(
+        (planes[0].counters().handed_off, planes[0].counters().handoff_full),
+        (2, 0)
+    );
+    for w in [1, 2] {
+        assert!(planes[w].poll(Some(&mut engines[w]), NOW));
+    }
+    let c: Vec<_> = engines.iter().map(|e| e.counters().int.clone()).collect();
+    assert_eq!(
+        c.iter().map(|c| (c.packets, c.reports)).collect::<Vec<_>>(),
+        [(1, 0), (0, 1), (0, 1)]
+    );
+    for w in 0..3u16 {
+        let events = t
+            .take(&ring(w, "net_ring23"))
+            .iter()
+            .map(|f| roce(f))
+            .filter(|r| r.payload.len() == 16)
+            .map(|r| list_of_write(&r))
+            .collect::<Vec<_>>();
+        let want = if w == 0 {
+            vec![]
+        } else {
+            vec![INT_LISTS[usize::from(w)].1]
+        };
+        assert_eq!(events, want, "worker {w}'s queue events");
+    }
+    drop(planes);
+    drop((a, b));
+    t.eal.detach_vdev("net_ring22").unwrap();
+    t.eal.detach_vdev("net_ring23").unwrap();
 }
 
 /// Two workers on two `net_ring` devices, `names` = [reporters' side, collectors' side] (queue k of each
