@@ -124,7 +124,14 @@ pub fn section(dir: &Path) -> (String, Value) {
         met(int_scale, 1.8),
         correct(&int2)
     ));
-    md.push_str("| whole system (translator + soft collector over net_memif) | not measured yet | 5 M/s | not measured | |\n");
+    let sys = read_json(&dir.join("system.json"));
+    let sys_rate = num(&sys, "lossless_written_per_s");
+    match &sys {
+        Some(v) => md.push_str(&system_row(v)),
+        None => md.push_str(
+            "| whole system (translator + soft collector over net_memif) | not measured | 5 M/s | not measured | |\n",
+        ),
+    }
     let resp = read_json(&dir.join("responder-write.json"));
     let resp_daemon = read_json(&dir.join("responder-daemon-write.json"));
     let resp_ratio = num(&resp_daemon, "data_path_frames_per_s") / num(&resp, "frames_per_s");
@@ -195,10 +202,87 @@ pub fn section(dir: &Path) -> (String, Value) {
         "testpmd_forward_pps": testpmd_fwd,
         "keywrite_n1_2_over_1": kw_scale,
         "int_v05_2_over_1": int_scale,
+        "whole_system_lossless_written_per_s": sys_rate,
+        "whole_system": sys,
         "responder_daemon_ratio": resp_ratio,
         "responder_daemon_raw_ratio": resp_raw,
         "poll_instructions_per_report": instructions,
         "daemon": rows,
     });
     (md, v)
+}
+
+/// The whole-system row (`dta-bench system`'s `system.json`): the lossless rate found by search, the stage
+/// that lost first above it, the saturated figures and testpmd io-fwd over the same memif vdevs.
+fn system_row(v: &Value) -> String {
+    let f = |k: &str| v[k].as_f64().unwrap_or(f64::NAN);
+    let m = |x: f64| x / 1e6;
+    let rate = f("lossless_written_per_s");
+    let sat = &v["saturation"];
+    let sf = |k: &str| sat[k].as_f64().unwrap_or(f64::NAN);
+    let secs = sf("sender_secs");
+    let tp = &v["testpmd"];
+    let testpmd = if tp.is_object() {
+        format!(
+            "testpmd io-fwd in the translator's place, same vdevs and sender: lossless {:.2} M/s (lossy at {:.2}: {}), {:.2} M/s delivered unpaced",
+            m(tp["lossless_pps"].as_f64().unwrap_or(f64::NAN)),
+            m(tp["lossy_pps"].as_f64().unwrap_or(f64::NAN)),
+            tp["lossy_stage"].as_str().unwrap_or("?"),
+            m(tp["saturation_delivered_per_s"].as_f64().unwrap_or(f64::NAN)),
+        )
+    } else {
+        "testpmd not run".to_string()
+    };
+    let probes = v["probes"].as_array().map_or(0, Vec::len);
+    let lb = &v["load_before"];
+    format!(
+        "| whole system, Key-Write N=1 reports written/s: release `dta-pktgen` → net_memif (rsize 2^{}) → `dta-translator run` (1 worker) → net_memif → `dta-collector serve --backend soft`; {}; highest lossless rate by search ({probes} probes of {:.1} s; lossy at {:.2} M/s: **{}**); sender unpaced: {:.2} M/s written, translator took {:.2} M/s and dropped {:.2} M/s queue_full; {testpmd}; load {:.1} | {:.2} M/s | 5 M/s | {} | drops 0, QP errors 0 at the lossless rate (every report sent written) |\n",
+        v["memif_rsize"].as_u64().unwrap_or(10),
+        v["layout"].as_str().unwrap_or("?"),
+        f("secs_per_probe"),
+        m(f("lossy_pps")),
+        v["saturating_stage"].as_str().unwrap_or("?"),
+        m(sf("written") / secs),
+        m(sf("taken") / secs),
+        m(sf("report_drops") / secs),
+        lb[0].as_f64().unwrap_or(f64::NAN),
+        m(rate),
+        met(rate / 5e6, 1.0),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn system_row_reads_the_system_json() {
+        let v = json!({
+            "layout": "dta-pktgen on CPU 0, dta-translator on CPU 1, dta-collector on CPU 0",
+            "memif_rsize": 14,
+            "secs_per_probe": 1.0,
+            "lossless_written_per_s": 747000.0,
+            "lossy_pps": 772000.0,
+            "saturating_stage": "dta-translator's QP window",
+            "probes": [{}, {}],
+            "saturation": {"sender_secs": 1.0, "written": 1594000, "taken": 12000000, "report_drops": 10400000},
+            "testpmd": {"lossless_pps": 785000.0, "lossy_pps": 883000.0, "lossy_stage": "testpmd: ring", "saturation_delivered_per_s": 3.1e6},
+            "load_before": [3.6, 4.4, 4.5],
+        });
+        let row = system_row(&v);
+        assert!(row.contains("| 0.75 M/s | 5 M/s | **no** |"), "{row}");
+        assert!(
+            row.contains("lossy at 0.77 M/s: **dta-translator's QP window**"),
+            "{row}"
+        );
+        assert!(
+            row.contains("lossless 0.79 M/s (lossy at 0.88: testpmd: ring)"),
+            "{row}"
+        );
+        assert!(row.contains("dropped 10.40 M/s queue_full"), "{row}");
+        assert!(
+            row.contains("2 probes") && row.contains("rsize 2^14") && row.contains("load 3.6"),
+            "{row}"
+        );
+    }
 }

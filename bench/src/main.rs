@@ -15,6 +15,7 @@ mod report;
 mod responder;
 mod responder_daemon;
 mod sys;
+mod system;
 mod translator;
 mod udp_baseline;
 mod workloads;
@@ -108,6 +109,46 @@ enum Cmd {
         #[arg(last = true)]
         eal: Vec<String>,
     },
+    /// The whole system as users run it: the release `dta-pktgen` (DPDK) → net_memif → `dta-translator run`
+    /// (1 worker) → net_memif → `dta-collector serve --backend soft`, separate processes pinned to CPUs; the
+    /// highest lossless Key-Write N=1 rate by search, the stage that saturates first, and testpmd io-fwd
+    /// over the same memif vdevs. Needs the release binaries beside this one, and root (or DPDK's rights).
+    System {
+        /// Seconds the sender runs per probe.
+        #[arg(long, default_value_t = 1.0)]
+        secs: f64,
+        /// Wall-clock seconds after which no further search probe starts.
+        #[arg(long, default_value_t = 60.0)]
+        budget_s: f64,
+        /// Most search probes.
+        #[arg(long, default_value_t = 10)]
+        max_probes: usize,
+        /// The search ends when the bracket is within this fraction of its top.
+        #[arg(long, default_value_t = 0.05)]
+        precision: f64,
+        /// Directory for the configs, logs and outputs of the processes.
+        #[arg(long)]
+        dir: PathBuf,
+        /// Directory of the release binaries (default: this binary's).
+        #[arg(long)]
+        bin_dir: Option<PathBuf>,
+        /// EAL memory options of every process.
+        #[arg(
+            long,
+            default_value = "--no-huge --no-shconf",
+            allow_hyphen_values = true
+        )]
+        mem: String,
+        /// log2 of every memif ring's size (memif's `rsize`; DPDK's default is 10, 1024 slots).
+        #[arg(long)]
+        memif_rsize: Option<u8>,
+        #[arg(long, default_value_t = 0)]
+        sender_cpu: usize,
+        #[arg(long, default_value_t = 1)]
+        translator_cpu: usize,
+        #[arg(long, default_value_t = 0)]
+        collector_cpu: usize,
+    },
     /// Collector queries per second on one core.
     Queries {
         #[arg(long, default_value_t = 2.0)]
@@ -179,6 +220,31 @@ fn main() -> Result<()> {
             let m = responder::Mode::parse(&mode)?;
             serde_json::to_string_pretty(&responder_daemon::run(m, secs, eal)?)?
         }
+        Cmd::System {
+            secs,
+            budget_s,
+            max_probes,
+            precision,
+            dir,
+            bin_dir,
+            mem,
+            memif_rsize,
+            sender_cpu,
+            translator_cpu,
+            collector_cpu,
+        } => serde_json::to_string_pretty(&system::run(&system::Opts {
+            secs,
+            budget_s,
+            max_probes,
+            precision,
+            dir,
+            bin_dir,
+            mem,
+            memif_rsize,
+            sender_cpu,
+            translator_cpu,
+            collector_cpu,
+        })?)?,
         Cmd::Queries { secs } => serde_json::to_string_pretty(&queries::run(secs)?)?,
         Cmd::Report {
             dir,

@@ -94,7 +94,7 @@ pub enum Merge {
     Max,
 }
 
-#[derive(Parser, Debug)]
+#[derive(Parser, Debug, Clone)]
 #[command(
     name = "dta-pktgen",
     version,
@@ -113,6 +113,17 @@ pub struct Cli {
     /// Target frames per second (default: as fast as possible).
     #[arg(long)]
     pub rate: Option<f64>,
+    /// When paced: sleep between bursts instead of spinning, so that processes sharing the core (a
+    /// system under test on a small machine) get it; bursts then leave up to a sleep's overshoot late
+    /// (tens of microseconds) and catch up, the long-run rate unchanged.
+    #[arg(long)]
+    pub pace_sleep: bool,
+    /// Read runs from stdin instead, one a line: `<rate> <seconds>` (rate 0: as fast as possible); for
+    /// each, send for that long and print a JSON line (sent, dropped, elapsed_s, pps, target_pps); exit at
+    /// the end of input. One process, one port and one link for a whole rate search, as a TRex server
+    /// serves its controller.
+    #[arg(long, conflicts_with_all = ["count", "duration", "rate"])]
+    pub commands: bool,
     /// Seed of every random choice.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,

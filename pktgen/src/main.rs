@@ -35,6 +35,9 @@ fn main() -> Result<()> {
     let (sent, elapsed, per_op) = match cli.workload.kind() {
         Ok(kind) => {
             let mut gen = FastGenerator::new(cli.params(kind)?, cli.endpoints()?, cli.format()?)?;
+            if cli.commands {
+                return commands(&cli, &mut gen, &mut out);
+            }
             let (sent, elapsed) = pump(&cli, &mut gen, &mut out)?;
             let per_op: BTreeMap<&'static str, u64> = gen
                 .per_opcode()
@@ -49,6 +52,9 @@ fn main() -> Result<()> {
                 ..cli.endpoints()?
             };
             let mut gen = IntGenerator::new(cli.int_params(kind)?, ep);
+            if cli.commands {
+                return commands(&cli, &mut gen, &mut out);
+            }
             let (sent, elapsed) = pump(&cli, &mut gen, &mut out)?;
             let drops = gen.drops();
             let per_op = BTreeMap::from([("int_drop", drops), ("int_flow", sent - drops)]);
@@ -77,6 +83,48 @@ fn main() -> Result<()> {
     Ok(())
 }
 
+/// `--commands`: a run per line of stdin (`<rate> <seconds>`), a JSON line on stdout after each.
+fn commands(cli: &Cli, gen: &mut impl FrameSource, out: &mut Output) -> Result<()> {
+    use std::io::{BufRead, Write};
+    let mut dropped_before = out.finish()?;
+    for line in std::io::stdin().lock().lines() {
+        let line = line?;
+        let mut f = line.split_whitespace();
+        let (Some(rate), Some(secs), None) = (f.next(), f.next(), f.next()) else {
+            if line.trim().is_empty() {
+                continue;
+            }
+            bail!("command {line:?}: want `<rate> <seconds>`");
+        };
+        let rate: f64 = rate
+            .parse()
+            .map_err(|e| anyhow::anyhow!("rate {rate:?}: {e}"))?;
+        let secs: f64 = secs
+            .parse()
+            .map_err(|e| anyhow::anyhow!("seconds {secs:?}: {e}"))?;
+        let run = Cli {
+            rate: Some(rate).filter(|r| *r > 0.0),
+            duration: Some(secs),
+            count: None,
+            ..cli.clone()
+        };
+        let (sent, elapsed) = pump(&run, gen, out)?;
+        let dropped = out.finish()?;
+        let s = serde_json::json!({
+            "sent": sent,
+            "dropped": dropped - dropped_before,
+            "elapsed_s": elapsed,
+            "pps": if elapsed > 0.0 { sent as f64 / elapsed } else { 0.0 },
+            "target_pps": run.rate,
+        });
+        dropped_before = dropped;
+        let mut stdout = std::io::stdout().lock();
+        writeln!(stdout, "{s}")?;
+        stdout.flush()?;
+    }
+    Ok(())
+}
+
 /// Sends `gen`'s frames to `out` for the count or duration the command line gives, paced or not; returns
 /// the frames sent and the seconds it took.
 fn pump(cli: &Cli, gen: &mut impl FrameSource, out: &mut Output) -> Result<(u64, f64)> {
@@ -102,6 +150,11 @@ fn pump(cli: &Cli, gen: &mut impl FrameSource, out: &mut Output) -> Result<(u64,
     let paced = cli.rate.is_some();
     let mut now = start;
     let mut bursts = 0u32;
+    // --pace-sleep: one burst's time at the rate, the least a sleep is worth.
+    let nap = cli
+        .rate
+        .filter(|r| cli.pace_sleep && *r > 0.0)
+        .map(|r| Duration::from_secs_f64(BURST as f64 / r));
     while sent < count {
         if paced || bursts % CLOCK_EVERY == 0 {
             now = Instant::now();
@@ -113,7 +166,10 @@ fn pump(cli: &Cli, gen: &mut impl FrameSource, out: &mut Output) -> Result<(u64,
         let want = (count - sent).min(BURST as u64);
         let n = pacer.grant(now, want);
         if n == 0 {
-            std::hint::spin_loop();
+            match nap {
+                Some(d) => std::thread::sleep(d),
+                None => std::hint::spin_loop(),
+            }
             continue;
         }
         let made = out.send(gen, n as usize, stamp_ns, &mut scratch)?;

@@ -163,8 +163,43 @@ fn open_dpdk(spec: &str, eal_args: &str) -> Result<Output> {
     let (port, mut queues) =
         Port::open_spec(eal, spec, &cfg).with_context(|| format!("opening DPDK port {spec}"))?;
     let queue = queues.pop().context("DPDK port without a queue")?;
+    wait_for_link(&port);
     Ok(Output::Dpdk { queue, _port: port })
 }
+
+/// Waits up to [`LINK_WAIT`] for the port's link: a `net_memif` to another process, or a NIC, drops what
+/// it is given until its link is up, and those drops would count as the receiver's. Goes on (with a
+/// warning) if it stays down.
+#[cfg(feature = "dpdk")]
+fn wait_for_link(port: &dta_netio::dpdk::Port) {
+    let start = std::time::Instant::now();
+    loop {
+        match port.link_up() {
+            Ok(true) => {
+                log::debug!("{}: link up after {:?}", port.name(), start.elapsed());
+                return;
+            }
+            Ok(false) if start.elapsed() < LINK_WAIT => {
+                std::thread::sleep(std::time::Duration::from_millis(10))
+            }
+            Ok(false) => {
+                log::warn!(
+                    "{}: link still down after {LINK_WAIT:?}; sending anyway",
+                    port.name()
+                );
+                return;
+            }
+            Err(e) => {
+                log::warn!("{}: link status: {e}; sending without waiting", port.name());
+                return;
+            }
+        }
+    }
+}
+
+/// Longest wait for a DPDK port's link before sending.
+#[cfg(feature = "dpdk")]
+const LINK_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 #[cfg(not(feature = "dpdk"))]
 fn open_dpdk(_spec: &str, _eal_args: &str) -> Result<Output> {

@@ -276,6 +276,19 @@ impl Port {
         &self.shared.pool
     }
 
+    /// Whether the link is up now (`rte_eth_link_get_nowait`). A virtual device between processes
+    /// (`net_memif`) is up once its peer has connected; until then it drops what it is given.
+    pub fn link_up(&self) -> Result<bool, NetioError> {
+        let mut l = ffi::rte_eth_link::default();
+        // SAFETY: valid port id and out pointer.
+        let r = unsafe { ffi::rte_eth_link_get_nowait(self.shared.port_id, &mut l) };
+        check(
+            || format!("rte_eth_link_get_nowait({})", self.shared.name),
+            r,
+        )?;
+        Ok(l.link_status() != 0)
+    }
+
     /// Device counters since start.
     pub fn stats(&self) -> Result<PortStats, NetioError> {
         let mut s = ffi::rte_eth_stats::default();
