@@ -1270,7 +1270,10 @@ fn a_v2_group_of_two_other_workers_flows_goes_to_both(t: &Rig) {
     t.put(&ring(0, "net_ring22"), &[frame]);
     assert!(planes[0].poll(Some(&mut engines[0]), NOW));
     assert_eq!(
-        (planes[0].counters().handed_off, planes[0].counters().handoff_full),
+        (
+            planes[0].counters().handed_off,
+            planes[0].counters().handoff_full
+        ),
         (2, 0)
     );
     for w in [1, 2] {
