@@ -17,6 +17,6 @@ mod ring;
 pub use burst::MbufBurst;
 pub use eal::{eal_init, register_thread, Eal};
 pub use mempool::Mempool;
-pub use port::{Port, PortConfig, PortStats};
+pub use port::{frame_room, Port, PortConfig, PortStats};
 pub use queue::DpdkQueue;
 pub use ring::{attach_ring, handoff, HandoffRx, HandoffTx};

@@ -32,6 +32,10 @@ pub struct PortConfig {
     /// (a vdev: `net_af_packet` with `qpairs`, `net_memif`, `net_pcap`) is set up without RSS and each
     /// queue gets what the device itself delivers on it.
     pub require_rss: bool,
+    /// The port's MTU (largest IP packet); none keeps the device's (1500 on most). A jumbo MTU also grows
+    /// each mbuf's room to hold a whole frame of it (Ethernet header and two VLAN tags included), so that
+    /// the data path never sees a frame in several segments.
+    pub mtu: Option<u16>,
 }
 
 impl Default for PortConfig {
@@ -46,8 +50,19 @@ impl Default for PortConfig {
             promiscuous: true,
             max_burst: 64,
             require_rss: true,
+            mtu: None,
         }
     }
+}
+
+/// The largest MTU a port is set to: jumbo frames' 9216 (a frame in one mbuf, whose room is 16 bits).
+pub const MAX_MTU: u16 = 9216;
+
+/// An mbuf's room (headroom included) for a whole frame of an `mtu`-byte IP packet: Ethernet header, two
+/// VLAN tags (QinQ), the frame check sequence some devices leave in.
+pub fn frame_room(mtu: u16) -> u16 {
+    const HEADROOM: u16 = 128;
+    (HEADROOM + 14 + 8 + 4).saturating_add(mtu)
 }
 
 /// Device counters (`rte_eth_stats_get`).
@@ -145,6 +160,24 @@ impl Port {
         }
 
         let mut conf = ffi::rte_eth_conf::default();
+        let mut data_room = config.data_room;
+        if let Some(mtu) = config.mtu {
+            // The device's largest frame bounds the MTU too (DPDK counts 18 bytes of Ethernet header and
+            // CRC around it), and configure refuses beyond it with a bare EINVAL.
+            let by_frame = info
+                .max_rx_pktlen
+                .saturating_sub(18)
+                .min(u32::from(u16::MAX)) as u16;
+            let max = info.max_mtu.min(by_frame).min(MAX_MTU);
+            if !(info.min_mtu..=max).contains(&mtu) {
+                return Err(NetioError::Config(format!(
+                    "port {name}: MTU {mtu} is outside what the device takes ({}..={max})",
+                    info.min_mtu
+                )));
+            }
+            conf.rxmode.mtu = u32::from(mtu);
+            data_room = data_room.max(frame_room(mtu));
+        }
         if q > 1 {
             // Spread flows over the queues by addresses and UDP ports, as far as the device can hash them.
             // SAFETY: pure function of the shim.
@@ -179,7 +212,7 @@ impl Port {
             &format!("dta_port{port_id}"),
             config.mbufs,
             config.mbuf_cache,
-            config.data_room,
+            data_room,
             socket,
         )?;
         for qi in 0..q {

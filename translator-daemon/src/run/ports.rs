@@ -75,6 +75,7 @@ pub fn open_dpdk_queues(io: &IoSection, workers: usize) -> Result<DpdkPorts> {
         require_rss: false,
         // Every RX ring full, the TX rings, the handoff rings and the bursts in flight, per worker.
         mbufs: (8192 * u32::from(nq)).max(8191),
+        mtu: io.mtu,
         ..PortConfig::default()
     };
     let mut ports = Vec::new();

@@ -28,6 +28,10 @@ pub struct IoSection {
     pub eal_args: Vec<String>,
     /// Most frames per receive burst.
     pub burst: usize,
+    /// DPDK ports' MTU (largest IP packet); none keeps the device's, 1500 on most. Set it to the links'
+    /// (9000 for jumbo frames) so that a DPDK bump in the wire forwards them: the mbufs grow to hold a
+    /// whole frame. AF_PACKET ports always take frames up to an MTU of 9216.
+    pub mtu: Option<u16>,
     /// Refused when set: it pinned the I/O thread, which the run-to-completion workers replaced (kept so
     /// that an old configuration gets that said rather than an unknown-key error).
     pub core: Option<usize>,
@@ -41,6 +45,7 @@ impl Default for IoSection {
             collector_port: None,
             eal_args: Vec::new(),
             burst: 64,
+            mtu: None,
             core: None,
         }
     }
@@ -161,6 +166,17 @@ impl Settings {
                     "[io] collector_port {p} is not a port index (0..{})",
                     d.io.ports.len()
                 );
+            }
+        }
+        if let Some(mtu) = d.io.mtu {
+            if d.io.kind != IoKind::Dpdk {
+                bail!(
+                    "[io] mtu {mtu}: the MTU is set on DPDK ports; AF_PACKET ports take frames up to an \
+                     MTU of 9216 and follow the interface's own (ip link set ... mtu)"
+                );
+            }
+            if !(68..=9216).contains(&mtu) {
+                bail!("[io] mtu {mtu} is not in 68..=9216");
             }
         }
         if d.io.burst == 0 || d.io.burst > 1024 {
@@ -328,6 +344,27 @@ qpn_base = 0x200
         ))
         .unwrap_err();
         assert!(format!("{e:#}").contains("each list once"), "{e:#}");
+    }
+
+    #[test]
+    fn mtu_is_a_dpdk_setting_within_jumbo_frames() {
+        let with = |mtu: u16| {
+            Settings::from_toml(
+                &FILE
+                    .replace("burst", "burst")
+                    .replace("[workers]", &format!("mtu = {mtu}\n\n[workers]")),
+            )
+            .unwrap()
+        };
+        let s = with(9000);
+        s.validate().unwrap();
+        assert_eq!(s.daemon.io.mtu, Some(9000));
+        let e = with(9217).validate().unwrap_err().to_string();
+        assert!(e.contains("[io] mtu 9217 is not in 68..=9216"), "{e}");
+        let mut s = with(9000);
+        s.daemon.io.kind = IoKind::AfPacket;
+        let e = s.validate().unwrap_err().to_string();
+        assert!(e.contains("the MTU is set on DPDK ports"), "{e}");
     }
 
     #[test]
