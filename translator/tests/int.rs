@@ -95,7 +95,11 @@ fn fabric_tna_drop_reports_count_per_node_and_reason() {
     assert_eq!(d[2], want);
     // Node 7 reported on hw_id 2 with seqs 1, 2, 3, node 8 with seq 1: nothing lost. No path written.
     assert_eq!(e.counters().int.lost, 0);
-    assert!(e.counters().int.reporters_lost.entries().is_empty());
+    // Every reporter has its entry (at 0: nothing lost).
+    assert_eq!(
+        e.counters().int.reporters_lost.entries(),
+        &[((7, 2), 0), ((8, 2), 0)]
+    );
     // Drops per switch (the metrics' bounded series), whatever their reason.
     let per_node: Vec<(u32, u64)> = (e.counters().int.nodes.entries().iter())
         .map(|(n, c)| (*n, c.drops))

@@ -270,19 +270,18 @@ impl IntFrontEnd {
     }
 
     fn sequence(&mut self, node: u32, hw_id: u8, seq: u32, bits: u32, c: &mut IntCounters) {
+        // Made at the reporter's first report, so its metric series starts at 0 before any loss.
+        let mine = c.reporters_lost.get_mut((node, hw_id));
         match self.seq.check(node, hw_id, seq, bits) {
             SeqVerdict::InOrder { lost } => {
                 c.lost += lost;
-                if lost > 0 {
-                    *c.reporters_lost.get_mut((node, hw_id)) += lost;
-                }
+                *mine += lost;
             }
             SeqVerdict::Late { filled_gap } => {
                 c.late += 1;
                 // Its gap was counted as lost when a later report arrived: it was late, not lost.
                 if filled_gap {
                     c.lost = c.lost.saturating_sub(1);
-                    let mine = c.reporters_lost.get_mut((node, hw_id));
                     *mine = mine.saturating_sub(1);
                 }
             }
