@@ -254,10 +254,9 @@ pub fn signal(expr: &str) -> &str {
                 b'>' | b'<' | b'=' | b'!' if depth == 0 => {
                     // `==`, `!=`, `>=`, `<=`, `>`, `<` (not `=~`/`!~`, which live inside braces).
                     let two = b.get(i + 1) == Some(&b'=');
-                    if c != b'=' || two {
-                        if c != b'!' || two {
-                            cut = Some(i);
-                        }
+                    // `=` and `!` compare only as `==` and `!=`; `>` and `<` alone too.
+                    if two || matches!(c, b'>' | b'<') {
+                        cut = Some(i);
                     }
                     if two {
                         i += 1;
@@ -294,13 +293,19 @@ mod tests {
 
     #[test]
     fn signals_and_encoding() {
-        assert_eq!(signal(r#"up{job="dta-translator"} == 0"#), r#"up{job="dta-translator"}"#);
+        assert_eq!(
+            signal(r#"up{job="dta-translator"} == 0"#),
+            r#"up{job="dta-translator"}"#
+        );
         assert_eq!(
             signal(r#"sum by (n) (rate(x{reason!="a",b=~"c>d"}[5m])) > 1"#),
             r#"sum by (n) (rate(x{reason!="a",b=~"c>d"}[5m]))"#
         );
         assert_eq!(signal("a + b >= 0"), "a + b");
         assert_eq!(signal("sum(rate(x[1m]))"), "sum(rate(x[1m]))");
-        assert_eq!(urlencode("a{b=\"c\"}[1m] + 1"), "a%7Bb%3D%22c%22%7D%5B1m%5D%20%2B%201");
+        assert_eq!(
+            urlencode("a{b=\"c\"}[1m] + 1"),
+            "a%7Bb%3D%22c%22%7D%5B1m%5D%20%2B%201"
+        );
     }
 }

@@ -56,8 +56,7 @@ fn every_dashboard_expression_parses() -> Result<()> {
             serde_json::to_string(e)?
         );
     }
-    let file =
-        std::env::temp_dir().join(format!("dta-dashboard-rules-{}.yml", std::process::id()));
+    let file = std::env::temp_dir().join(format!("dta-dashboard-rules-{}.yml", std::process::id()));
     std::fs::write(&file, rules)?;
     let checked = promtool_check(&promtool, &file);
     let _ = std::fs::remove_file(&file);

@@ -112,7 +112,10 @@ fn run(sys: &mut System, prom: &Prometheus) -> Result<()> {
     let stream = workload::append((RATE * STREAM.as_secs() + RATE) as u32)?;
     let start = unix_now();
     let (sent, refused) = sys.send_at_rate(&stream.reports, RATE, STREAM)?;
-    ensure!(refused == 0, "the reporter's kernel refused {refused} sends");
+    ensure!(
+        refused == 0,
+        "the reporter's kernel refused {refused} sends"
+    );
     let offered = sent as f64 / STREAM.as_secs_f64();
     // Two more scrapes after the stream, and a rule evaluation of every group (15 s interval).
     std::thread::sleep(Duration::from_secs(3));
@@ -142,7 +145,10 @@ fn run(sys: &mut System, prom: &Prometheus) -> Result<()> {
     }
     let lost = prom.value("sum(dta_translator_int_reports_lost)", None)?;
     let per_reporter = prom.value("sum(dta_translator_int_reporter_reports_lost)", None)?;
-    eprintln!("INT reports lost upstream: {lost} (left out: {})", per_hop / 40);
+    eprintln!(
+        "INT reports lost upstream: {lost} (left out: {})",
+        per_hop / 40
+    );
     ensure!(
         lost > 0.0 && lost == per_reporter && lost <= (per_hop / 40) as f64,
         "reports lost upstream: total {lost}, per reporter {per_reporter}"
@@ -178,12 +184,19 @@ fn rules_answer(prom: &Prometheus) -> Result<()> {
         if expr.contains(EXPORTER_ONLY) {
             continue;
         }
-        ensure!(!samples.is_empty(), "rule {}: {expr} returned no data", r.name);
+        ensure!(
+            !samples.is_empty(),
+            "rule {}: {expr} returned no data",
+            r.name
+        );
     }
     // Reports were left out of the switches' sequences: the loss alert is pending (its `for` is 2m).
     // (DtaSwitchDrops' threshold, 1 drop/s over 5 minutes, is above this short run's 200 per switch.)
     let e = "ALERTS{alertname=\"DtaIntReportLoss\"}";
-    ensure!(!prom.query(e, None)?.is_empty(), "DtaIntReportLoss is not pending");
+    ensure!(
+        !prom.query(e, None)?.is_empty(),
+        "DtaIntReportLoss is not pending"
+    );
     for alert in ["DtaTranslatorDown", "DtaCollectorDown", "DtaQpErrors"] {
         let e = format!("ALERTS{{alertname=\"{alert}\"}}");
         ensure!(prom.query(&e, None)?.is_empty(), "{alert} fired");
@@ -202,7 +215,10 @@ fn panels_answer(prom: &Prometheus) -> Result<()> {
         if expr.contains(EXPORTER_ONLY) {
             continue;
         }
-        ensure!(!samples.is_empty(), "panel {title}: {expr} returned no data");
+        ensure!(
+            !samples.is_empty(),
+            "panel {title}: {expr} returned no data"
+        );
     }
     Ok(())
 }

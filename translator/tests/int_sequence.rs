@@ -60,7 +60,13 @@ fn reports_lost_are_counted_per_reporter_and_bounded() {
     }
     let c = &e.counters().int;
     let labelled: u64 = c.reporters_lost.entries().iter().map(|e| e.1).sum();
-    assert_eq!(c.reporters_lost.entries().len(), dta_translator::int::LABELLED);
+    assert_eq!(
+        c.reporters_lost.entries().len(),
+        dta_translator::int::LABELLED
+    );
     assert_eq!(labelled + c.reporters_lost.other, c.lost);
-    assert_eq!(c.reporters_lost.other, 2, "the last two switches share other");
+    assert_eq!(
+        c.reporters_lost.other, 2,
+        "the last two switches share other"
+    );
 }
