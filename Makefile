@@ -28,9 +28,11 @@ test: setup
 
 ## Rust tests. DTA_REQUIRE_ORACLES makes the scapy cross-checks fail instead of skipping without the venv;
 ## DTA_REQUIRE_NETNS makes the namespace tests (AF_PACKET, DPDK on veths, end to end) fail instead of
-## skipping where namespaces cannot be made, so CI cannot pass by skipping them.
+## skipping where namespaces cannot be made, so CI cannot pass by skipping them; DTA_REQUIRE_PROMETHEUS
+## makes the monitoring tests (promtool on the shipped rules, a real Prometheus scraping both daemons)
+## fail instead of skipping without Debian's prometheus package.
 unit:
-	DTA_REQUIRE_ORACLES=1 DTA_REQUIRE_NETNS=1 DTA_ORACLE_PYTHON=$(abspath $(PY)) $(CARGO) test --workspace
+	DTA_REQUIRE_ORACLES=1 DTA_REQUIRE_NETNS=1 DTA_REQUIRE_PROMETHEUS=1 DTA_ORACLE_PYTHON=$(abspath $(PY)) $(CARGO) test --workspace
 
 ## The Soft-RoCE suite: a VM with Debian's kernel and rdma_rxe, the collector on the ibverbs backend over
 ## rxe, every primitive exact through it, then under netem loss and reordering (scripts/rxe.sh).

@@ -38,6 +38,15 @@ if [ ${#missing[@]} -gt 0 ]; then
   need_root apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
+# Prometheus, which brings promtool: the monitoring checks (e2e/tests/deploy.rs runs `promtool check
+# rules` on deploy/prometheus/rules.yml; e2e/tests/prometheus.rs starts its own server with its own
+# configuration in a test namespace, so the package's own service is not used).
+if ! dpkg-query -W -f='${Status}' prometheus 2>/dev/null | grep -q "install ok installed"; then
+  echo "setup: installing prometheus"
+  need_root apt-get update -q
+  need_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends prometheus
+fi
+
 # Python venv with scapy (the independent oracle for RoCEv2 frames and iCRC) and pytest.
 if [ ! -x "$venv/bin/python" ]; then
   /usr/bin/python3 -m venv "$venv"

@@ -10,6 +10,7 @@ pub mod int_spec;
 pub mod int_workload;
 pub mod netns;
 pub mod procs;
+pub mod prometheus;
 pub mod rate;
 pub mod rxe;
 pub mod send;

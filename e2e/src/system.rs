@@ -354,6 +354,13 @@ impl System {
         }))
     }
 
+    /// Adds a process the test started beside the daemons (a Prometheus) to those the watchdog kills.
+    pub fn watch(&self, pid: u32) {
+        if let Ok(mut v) = self.pids.lock() {
+            v.push(pid);
+        }
+    }
+
     /// Kills the collector as a crash would.
     pub fn kill_collector(&mut self) {
         if let Some(mut c) = self.collector.take() {

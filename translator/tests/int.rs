@@ -63,6 +63,11 @@ fn fabric_tna_local_reports_give_path_hop_state_and_queue_events() {
     want.extend_from_slice(&3_300u32.to_le_bytes());
     assert_eq!(q[0], want);
     assert!(mem.entries(DROPS_VA).is_empty());
+    // Per switch (the metrics' bounded series): one congested queue, at 103; no drops.
+    let nodes = e.counters().int.nodes.entries().to_vec();
+    let congested: Vec<(u32, u64)> = nodes.iter().map(|(n, c)| (*n, c.congested)).collect();
+    assert_eq!(congested, vec![(103, 1)]);
+    assert!(nodes.iter().all(|(_, c)| c.drops == 0));
 }
 
 #[test]
@@ -90,6 +95,16 @@ fn fabric_tna_drop_reports_count_per_node_and_reason() {
     assert_eq!(d[2], want);
     // Node 7 reported on hw_id 2 with seqs 1, 2, 3, node 8 with seq 1: nothing lost. No path written.
     assert_eq!(e.counters().int.lost, 0);
+    // Every reporter has its entry (at 0: nothing lost).
+    assert_eq!(
+        e.counters().int.reporters_lost.entries(),
+        &[((7, 2), 0), ((8, 2), 0)]
+    );
+    // Drops per switch (the metrics' bounded series), whatever their reason.
+    let per_node: Vec<(u32, u64)> = (e.counters().int.nodes.entries().iter())
+        .map(|(n, c)| (*n, c.drops))
+        .collect();
+    assert_eq!(per_node, vec![(7, 3), (8, 1)]);
     assert_eq!(
         mem.path(flow(4242), &(1..=200).collect::<Vec<_>>()),
         PathAnswer::Empty

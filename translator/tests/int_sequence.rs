@@ -32,3 +32,41 @@ fn a_wild_v05_sequence_jump_is_a_counted_reset_not_a_loss() {
         "the jump, and the genuine sequence taking over again"
     );
 }
+
+/// Reports lost per reporter (node, hardware id), the metrics' bounded series: each source's own gaps,
+/// a gap filled by a late report taken back from its source only, and the sources beyond the first
+/// `LABELLED` added up in `other`.
+#[test]
+fn reports_lost_are_counted_per_reporter_and_bounded() {
+    let mut e = engine();
+    let send = |e: &mut Engine, node: u32, seq: u32| {
+        let r = v05_drop(node, seq, 71, 3, 130, &inner(4242, 60));
+        e.handle_frame(Instant(0), &frame(&r, 32766));
+    };
+    // Node 7: 1, 4 (2 and 3 missing), then 3 arrives late. Node 8: 1, 5 (3 missing).
+    for (node, seq) in [(7, 1), (8, 1), (7, 4), (8, 5), (7, 3)] {
+        send(&mut e, node, seq);
+    }
+    let c = &e.counters().int;
+    assert_eq!(c.lost, 4);
+    // v05_drop reports on hardware id 2.
+    assert_eq!(c.reporters_lost.entries(), &[((7, 2), 1), ((8, 2), 3)]);
+    assert_eq!(c.reporters_lost.other, 0);
+    // As many more switches as there are labelled entries, each losing one report.
+    let base = 1_000;
+    for node in base..base + dta_translator::int::LABELLED as u32 {
+        send(&mut e, node, 1);
+        send(&mut e, node, 3);
+    }
+    let c = &e.counters().int;
+    let labelled: u64 = c.reporters_lost.entries().iter().map(|e| e.1).sum();
+    assert_eq!(
+        c.reporters_lost.entries().len(),
+        dta_translator::int::LABELLED
+    );
+    assert_eq!(labelled + c.reporters_lost.other, c.lost);
+    assert_eq!(
+        c.reporters_lost.other, 2,
+        "the last two switches share other"
+    );
+}

@@ -3,6 +3,7 @@
 //! publish snapshots; this module only reads them.
 
 mod families;
+mod per_node;
 #[cfg(test)]
 mod tests;
 
@@ -91,7 +92,10 @@ impl Sources {
     /// A registry holding the translator's families under `dta_translator_`, read at every scrape.
     pub fn registry(&self) -> Registry {
         let mut registry = Registry::with_prefix("dta_translator");
-        registry.register_collector(Box::new(families::Families(self.clone())));
+        registry.register_collector(Box::new(families::Families(
+            self.clone(),
+            Default::default(),
+        )));
         registry
     }
 

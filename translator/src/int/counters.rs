@@ -2,6 +2,7 @@
 
 use std::ops::AddAssign;
 
+use super::per_node::{Bounded, NodeCounts};
 use crate::counters::reasons;
 
 reasons! {
@@ -48,6 +49,12 @@ pub struct IntCounters {
     pub whole_paths: u64,
     /// Reports not translated, by reason (index: the order of [`IntDrop::ALL`]).
     pub drops: [u64; IntDrop::ALL.len()],
+    /// Per switch (node id): drops and congested queues its reports told of (bounded: the first
+    /// [`LABELLED`](super::per_node::LABELLED) switches, then one bucket for the rest).
+    pub nodes: Bounded<u32, NodeCounts>,
+    /// Per reporter, (node id, hardware id): its reports lost now, as [`lost`](Self::lost) counts them
+    /// (bounded like `nodes`).
+    pub reporters_lost: Bounded<(u32, u8), u64>,
 }
 
 impl IntCounters {
@@ -74,6 +81,8 @@ impl AddAssign<&IntCounters> for IntCounters {
             resets,
             whole_paths,
             drops,
+            nodes,
+            reporters_lost,
         } = self;
         *packets += o.packets;
         *reports += o.reports;
@@ -85,5 +94,7 @@ impl AddAssign<&IntCounters> for IntCounters {
         for (d, s) in drops.iter_mut().zip(o.drops) {
             *d += s;
         }
+        *nodes += &o.nodes;
+        *reporters_lost += &o.reporters_lost;
     }
 }

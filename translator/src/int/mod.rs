@@ -5,13 +5,16 @@
 //! action to a collector and a primitive like the DTA report it stands for. [`sequence`] counts reports
 //! lost on the way from each (node, hardware id)'s sequence numbers, [`paths`] remembers the switches
 //! each flow's per-hop reports named, [`topology`] places per-hop reports by the fabric's shape where the
-//! TTL cannot, and [`counters`] counts the rest, including every report not translated, by reason.
+//! TTL cannot, and [`counters`] counts the rest, including every report not translated, by reason;
+//! [`per_node`] bounds the per switch and per reporter counts.
 
 pub mod counters;
 pub mod paths;
+pub mod per_node;
 pub mod sequence;
 pub mod topology;
 pub mod translate;
 
 pub use counters::{IntCounters, IntDrop};
+pub use per_node::{Bounded, NodeCounts, LABELLED};
 pub use translate::{Action, Actions, HandOver, IntFrontEnd, Shard};

@@ -270,13 +270,19 @@ impl IntFrontEnd {
     }
 
     fn sequence(&mut self, node: u32, hw_id: u8, seq: u32, bits: u32, c: &mut IntCounters) {
+        // Made at the reporter's first report, so its metric series starts at 0 before any loss.
+        let mine = c.reporters_lost.get_mut((node, hw_id));
         match self.seq.check(node, hw_id, seq, bits) {
-            SeqVerdict::InOrder { lost } => c.lost += lost,
+            SeqVerdict::InOrder { lost } => {
+                c.lost += lost;
+                *mine += lost;
+            }
             SeqVerdict::Late { filled_gap } => {
                 c.late += 1;
                 // Its gap was counted as lost when a later report arrived: it was late, not lost.
                 if filled_gap {
                     c.lost = c.lost.saturating_sub(1);
+                    *mine = mine.saturating_sub(1);
                 }
             }
             SeqVerdict::Untracked => c.untracked += 1,
@@ -438,6 +444,7 @@ impl IntFrontEnd {
         if let Some((queue_id, reason)) = drop {
             // A drop is counted even when its packet cannot be parsed: the switch and reason are known.
             let flow = parsed.as_ref().map_or(0, |p| flow_key(&p.flow));
+            c.nodes.get_mut(node).drops += 1;
             if self.cfg.drop_counts {
                 out.push(Action::DropCount { node, reason });
             }
@@ -474,7 +481,7 @@ impl IntFrontEnd {
         if let Some(md) = p.int_md {
             // A sink's report: the Q flag is about the sink's own queue, as on a per-hop report.
             if self.whole_path(flow, node, hop, md.hops(), md.hop_count(), c, out) && congested {
-                self.queue_event(node, &hop, out);
+                self.queue_event(node, &hop, c, out);
             }
             return;
         }
@@ -487,7 +494,7 @@ impl IntFrontEnd {
         }
         let h = place.hop;
         if congested {
-            self.queue_event(node, &hop, out);
+            self.queue_event(node, &hop, c, out);
         }
         if self.cfg.path {
             if length_known {
@@ -522,8 +529,10 @@ impl IntFrontEnd {
         c.reports += 1;
     }
 
-    /// A congested-queue event of `node`, where the queue list is configured.
-    fn queue_event(&self, node: u32, hop: &Hop, out: &mut Actions) {
+    /// A congested-queue event of `node`: counted per switch, and appended where the queue list is
+    /// configured.
+    fn queue_event(&self, node: u32, hop: &Hop, c: &mut IntCounters, out: &mut Actions) {
+        c.nodes.get_mut(node).congested += 1;
         if self.cfg.queue_list.is_empty() {
             return;
         }

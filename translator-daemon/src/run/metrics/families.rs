@@ -18,8 +18,12 @@ use prometheus_client::encoding::DescriptorEncoder;
 use super::super::control::{ControlCounters, Refused};
 use super::{Sources, Totals, PRIMITIVES};
 
-/// [`Sources`] as a prometheus-client collector: one registration, read at every scrape.
-pub(super) struct Families(pub(super) Sources);
+/// [`Sources`] as a prometheus-client collector: one registration, read at every scrape, with the
+/// per switch labels given so far (see [`per_node`](super::per_node)).
+pub(super) struct Families(
+    pub(super) Sources,
+    pub(super) std::sync::Mutex<super::per_node::Labelled>,
+);
 
 impl fmt::Debug for Families {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -184,6 +188,7 @@ impl Collector for Families {
             "INT reports lost before the translator now: sequence-number gaps not filled by a late report.",
             i64::try_from(c.int.lost).unwrap_or(i64::MAX),
         )?;
+        super::per_node::encode(enc, &self.1, &snaps)?;
         qp_gauges(enc, &snaps)?;
         control(enc, &src.control)?;
         ports(enc, src)
