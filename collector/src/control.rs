@@ -29,6 +29,7 @@ use dta_protocol::control::{
 use dta_protocol::layout::Region;
 
 use crate::error::{Error, Result};
+use crate::memory::Arena;
 
 pub mod qps;
 
@@ -93,6 +94,10 @@ pub struct Advertised {
     pub path_mtu: u32,
     /// Every region.
     pub regions: Vec<Region>,
+    /// The regions' memory, when the welcome should carry each Append list's head word from it (a
+    /// translator then continues its lists across its restarts); `None` advertises none, and every list
+    /// starts at entry 0.
+    pub memory: Option<Arc<Arena>>,
 }
 
 /// A running control server; stops when dropped or on [`stop`](Self::stop).
@@ -591,6 +596,12 @@ fn answer(
         max_dest_rd_atomic: ad.max_dest_rd_atomic,
         path_mtu: ad.path_mtu,
         regions: ad.regions.clone(),
+        // Read at each hello: the memory outlives the translators that write it.
+        append_heads: ad
+            .memory
+            .as_ref()
+            .map(|m| m.append_heads())
+            .unwrap_or_default(),
     }))
 }
 

@@ -46,6 +46,7 @@ fn server(opener: Arc<Opener>) -> ControlServer {
         max_dest_rd_atomic: 16,
         path_mtu: 1024,
         regions: vec![region()],
+        memory: None,
     };
     ControlServer::start("127.0.0.1:0".parse().unwrap(), ad, opener).unwrap()
 }
@@ -168,4 +169,82 @@ fn malformed_input_is_refused_and_the_server_keeps_serving() {
         exchange(&s, &line(&hello("s3cret"))),
         CollectorMessage::Welcome(_)
     ));
+}
+
+/// Issue 26 item 3: each welcome carries every Append list's head word as the collector's memory holds it
+/// at that hello, so that a restarted translator continues the lists where they are.
+#[test]
+fn welcome_carries_the_append_heads_from_memory() {
+    use dta_collector::memory::Arena;
+    use dta_protocol::control::AppendHead;
+    use dta_protocol::layout::AppendGeometry;
+    let g = |entries| Geometry::Append(AppendGeometry::new(entries, 4, 16).unwrap());
+    let kw = Geometry::KeyWrite(KeyWriteGeometry::new(256, 8, 4).unwrap());
+    let arena = Arc::new(Arena::new_normal(&[(0, kw), (3, g(64)), (9, g(128))]).unwrap());
+    let set_head = |id: u32, head: u64| {
+        let slot = arena
+            .slots()
+            .iter()
+            .find(|s| s.region.id == id && matches!(s.region.geometry, Geometry::Append(_)))
+            .unwrap();
+        arena.write().as_mut_slice()[slot.offset..slot.offset + 8]
+            .copy_from_slice(&AppendGeometry::encode_head(head));
+    };
+    set_head(3, 3000);
+    let ad = Advertised {
+        token: "s3cret".into(),
+        mac: [2, 0, 0, 0, 0, 2],
+        ip: [127, 0, 0, 1],
+        max_dest_rd_atomic: 16,
+        path_mtu: 1024,
+        regions: arena.regions(),
+        memory: Some(arena.clone()),
+    };
+    let s = ControlServer::start(
+        "127.0.0.1:0".parse().unwrap(),
+        ad,
+        Arc::new(Opener::default()),
+    )
+    .unwrap();
+    let heads = |s: &ControlServer| match exchange(s, &line(&hello("s3cret"))) {
+        CollectorMessage::Welcome(w) => w.append_heads,
+        other => panic!("expected a welcome, got {other:?}"),
+    };
+    assert_eq!(
+        heads(&s),
+        [
+            AppendHead {
+                list: 3,
+                head: 3000
+            },
+            AppendHead { list: 9, head: 0 }
+        ]
+    );
+    // Read at each hello, not when the server started: the translator that wrote on has moved it.
+    set_head(3, 4000);
+    set_head(9, 1 << 40);
+    assert_eq!(
+        heads(&s),
+        [
+            AppendHead {
+                list: 3,
+                head: 4000
+            },
+            AppendHead {
+                list: 9,
+                head: 1 << 40
+            }
+        ]
+    );
+    // The field is left out of the JSON when there is nothing to say (a collector without memory to
+    // read), and a welcome without it reads as no heads.
+    let no_memory = server(Arc::new(Opener::default()));
+    match exchange(&no_memory, &line(&hello("s3cret"))) {
+        CollectorMessage::Welcome(w) => {
+            assert!(w.append_heads.is_empty());
+            let text = serde_json::to_string(&w).unwrap();
+            assert!(!text.contains("append_heads"), "{text}");
+        }
+        other => panic!("expected a welcome, got {other:?}"),
+    }
 }

@@ -444,6 +444,22 @@ impl System {
         })?
     }
 
+    /// Stops the translator with SIGTERM (a clean stop) and starts it again with the same configuration:
+    /// a new process with nothing of the old one's state. Returns the old one's final summary.
+    pub fn restart_translator(&mut self) -> Result<String> {
+        let summary = self.stop_translator()?;
+        // The reporter's socket and its neighbour entry stay: the translator is a bump in the wire.
+        let (translator, metrics) = spawn_translator(
+            &self.topo.translator,
+            &self.dir,
+            "translator",
+            topo::TRANSLATOR_MGMT,
+            &self.pids,
+        )?;
+        (self.translator, self.metrics) = (translator, metrics);
+        Ok(summary)
+    }
+
     /// Stops the translator with SIGTERM and returns its final summary.
     pub fn stop_translator(&mut self) -> Result<String> {
         self.translator.terminate(Duration::from_secs(20))
@@ -510,6 +526,27 @@ fn start_translator(
     reporter_ip: &str,
     pids: &Mutex<Vec<u32>>,
 ) -> Result<(Proc, Metrics, Sender)> {
+    let (translator, metrics) = spawn_translator(ns, dir, name, mgmt, pids)?;
+    // Resolve the collector's MAC through the bump before sending: the reporter's kernel queues only a
+    // handful of datagrams while ARP is unresolved and drops the rest.
+    resolve_collector(reporter)
+        .with_context(|| format!("ARP from the reporter to the collector through {name}"))?;
+    let sender = Sender::open(
+        reporter.name(),
+        format!("{reporter_ip}:40041").parse()?,
+        format!("{}:40040", topo::COLLECTOR_IP).parse()?,
+    )?;
+    Ok((translator, metrics, sender))
+}
+
+/// Starts translator `name` (configuration `{name}.toml` in `dir`) and waits until it runs.
+fn spawn_translator(
+    ns: &Netns,
+    dir: &std::path::Path,
+    name: &str,
+    mgmt: &str,
+    pids: &Mutex<Vec<u32>>,
+) -> Result<(Proc, Metrics)> {
     let cfg = dir.join(format!("{name}.toml"));
     let mut translator = Proc::spawn(
         name,
@@ -526,16 +563,7 @@ fn start_translator(
         ns: ns.name().to_string(),
         addr: format!("{mgmt}:{METRICS_PORT}").parse()?,
     };
-    // Resolve the collector's MAC through the bump before sending: the reporter's kernel queues only a
-    // handful of datagrams while ARP is unresolved and drops the rest.
-    resolve_collector(reporter)
-        .with_context(|| format!("ARP from the reporter to the collector through {name}"))?;
-    let sender = Sender::open(
-        reporter.name(),
-        format!("{reporter_ip}:40041").parse()?,
-        format!("{}:40040", topo::COLLECTOR_IP).parse()?,
-    )?;
-    Ok((translator, metrics, sender))
+    Ok((translator, metrics))
 }
 
 fn start_collector(

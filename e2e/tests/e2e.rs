@@ -240,6 +240,43 @@ fn translator_survives_a_collector_restart_and_counts_the_loss() -> Result<()> {
     Ok(())
 }
 
+/// Issue 26 item 3: a translator restart continues every Append list where the collector's head word says
+/// it is. 3,000 entries, a clean restart (SIGTERM, a new process), 1,000 more: the head is 4,000, a reader
+/// at tail 3,000 gets the 1,000 new entries in order, and the first 3,000 are still there behind them.
+#[test]
+fn append_lists_continue_across_a_translator_restart() -> Result<()> {
+    let _g = serial();
+    let opts = Options {
+        io: Io::AfPacket,
+        faults: None,
+        limit: Duration::from_secs(480),
+        workers: 1,
+        collector_io: Io::AfPacket,
+        responder: Responder::Soft,
+        translators: 1,
+        int: false,
+    };
+    let Some(mut sys) = System::start("a", opts)? else {
+        return Ok(());
+    };
+    let before = sys.run(&workload::append(3_000)?)?;
+    let pid = sys.translator.pid();
+    let summary = sys.restart_translator()?;
+    ensure!(sys.translator.pid() != pid, "a new translator process");
+    eprintln!("first translator's summary:\n{summary}");
+    let after = sys.run(&workload::append_from(3_000, 1_000)?)?;
+    print(&[before, after]);
+    // Everything from 0, across the restart: head 4,000, entries 0..4,000 in order, no overrun.
+    let all = sys.verify(&workload::append_from(0, 4_000)?)?;
+    ensure!(all == 4_000, "{all} entries read back from tail 0");
+    let m = sys.metrics.scrape()?;
+    ensure!(
+        metric(&m, "dta_translator_report_drops_total", "") == 0,
+        "reports dropped:\n{m}"
+    );
+    Ok(())
+}
+
 /// DTA scales by adding translators: two translator processes with the same QPNs (every translator's
 /// default `qpn_base`), each behind its own reporter, on one collector. Neither evicts the other's QPs
 /// (the collector keys a peer by address and QPN), and both write exactly.

@@ -234,6 +234,7 @@ fn engine(w: u32) -> Engine {
         max_dest_rd_atomic: 16,
         path_mtu: 1024,
         regions,
+        append_heads: Vec::new(),
     };
     Engine::new(cfg, &[welcome], Instant(0)).unwrap()
 }
@@ -1076,6 +1077,7 @@ fn int_engine(w: usize) -> Engine {
         max_dest_rd_atomic: 16,
         path_mtu: 1024,
         regions,
+        append_heads: Vec::new(),
     };
     let mut e = Engine::new(cfg, &[welcome], Instant(0)).unwrap();
     e.set_int_shard(w, 2);
