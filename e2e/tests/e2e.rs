@@ -328,6 +328,63 @@ fn two_translators_share_one_collector() -> Result<()> {
     Ok(())
 }
 
+/// Issue 26 item 4: two translators on one Append list. The collector gives the list to the first (its
+/// hello came first) and leaves it out of the second's welcome, logged and counted; the second's 1,000
+/// reports for it are dropped as no_region (counted, none written), and the first's 3,000 + 1,000 entries
+/// are exact: head 4,000, nothing overwritten.
+#[test]
+fn an_append_list_has_one_translator() -> Result<()> {
+    let _g = serial();
+    let opts = Options {
+        io: Io::AfPacket,
+        faults: None,
+        limit: Duration::from_secs(480),
+        workers: 1,
+        collector_io: Io::AfPacket,
+        responder: Responder::Soft,
+        translators: 2,
+        int: false,
+    };
+    let Some(mut sys) = System::start("l", opts)? else {
+        return Ok(());
+    };
+    let first = sys.run(&workload::append(3_000)?)?;
+    let second = sys.send_second(&workload::append_from(3_000, 1_000)?)?;
+    let after = sys.run(&workload::append_from(3_000, 1_000)?)?;
+    print(&[first, second, after]);
+    let all = sys.verify(&workload::append_from(0, 4_000)?)?;
+    ensure!(all == 4_000, "{all} entries read back from tail 0");
+    let m2 = sys
+        .second
+        .as_ref()
+        .context("a second translator")?
+        .metrics
+        .scrape()?;
+    let no_region = metric(
+        &m2,
+        "dta_translator_report_drops_total",
+        "reason=\"no_region\"",
+    );
+    ensure!(
+        no_region == 1_000,
+        "the second translator's reports for the list: {no_region} dropped as no_region:\n{m2}"
+    );
+    let m1 = sys.metrics.scrape()?;
+    ensure!(
+        metric(&m1, "dta_translator_report_drops_total", "") == 0,
+        "the holder dropped reports:\n{m1}"
+    );
+    let c = sys.collector_metrics()?;
+    // Both Append lists of the configuration (the list and the wrapping list), from one welcome.
+    ensure!(
+        metric(&c, "dta_collector_control_append_lists_withheld_total", "") == 2,
+        "lists {} and {} withheld from the second translator's welcome:\n{c}",
+        workload::APPEND_LIST,
+        workload::APPEND_WRAP_LIST
+    );
+    Ok(())
+}
+
 /// Standard INT reports (issue 17): fabric-tna v0.5 per-hop and drop reports and v2.0 sink reports, from
 /// an encoder written from the specifications, through the translator's INT front end to the software
 /// responder; every path, hop record, drop counter and event read back exactly. With issue 27's shapes:
