@@ -285,6 +285,7 @@ pub fn welcome(mode: Mode) -> Result<Welcome> {
         max_dest_rd_atomic: 16,
         path_mtu: 1024,
         regions: regions(mode)?,
+        append_heads: Vec::new(),
     })
 }
 

@@ -26,13 +26,14 @@ use std::time::{Duration, Instant};
 use dta_protocol::control::{
     CollectorMessage, Refusal, TranslatorMessage, Welcome, CONTROL_VERSION,
 };
-use dta_protocol::layout::Region;
+use dta_protocol::layout::{Geometry, Region};
 
 use crate::error::{Error, Result};
+use crate::memory::Arena;
 
 pub mod qps;
 
-pub use qps::{LeaseId, QpLimits, QpOpener, QpStats, QpTable};
+pub use qps::{Holder, LeaseId, QpLimits, QpOpener, QpStats, QpTable};
 
 /// How often the accept loop checks for shutdown.
 const POLL: Duration = Duration::from_millis(50);
@@ -93,6 +94,10 @@ pub struct Advertised {
     pub path_mtu: u32,
     /// Every region.
     pub regions: Vec<Region>,
+    /// The regions' memory, when the welcome should carry each Append list's head word from it (a
+    /// translator then continues its lists across its restarts); `None` advertises none, and every list
+    /// starts at entry 0.
+    pub memory: Option<Arc<Arena>>,
 }
 
 /// A running control server; stops when dropped or on [`stop`](Self::stop).
@@ -576,13 +581,47 @@ fn answer(
             q.qpn, q.start_psn
         ));
     }
-    let qps = server.table().open(
-        server.opener.as_ref(),
-        &hello,
-        lease,
-        &server.limits.qps,
-        &server.qp_stats,
-    )?;
+    let lists: Vec<u32> = ad
+        .regions
+        .iter()
+        .filter(|r| matches!(r.geometry, Geometry::Append(_)))
+        .map(|r| r.id)
+        .collect();
+    let (qps, withheld) = {
+        let mut table = server.table();
+        let qps = table.open(
+            server.opener.as_ref(),
+            &hello,
+            lease,
+            &server.limits.qps,
+            &server.qp_stats,
+        )?;
+        (qps, table.take_append_lists(&hello, &lists))
+    };
+    let mut regions = ad.regions.clone();
+    let mut append_heads = ad
+        .memory
+        .as_ref()
+        .map(|m| m.append_heads())
+        .unwrap_or_default();
+    if !withheld.is_empty() {
+        server
+            .qp_stats
+            .append_lists_withheld
+            .fetch_add(withheld.len() as u64, Ordering::Relaxed);
+        for (id, (ip, _)) in &withheld {
+            log::warn!(
+                "Append list {id} is written by the translator at {}; left out of the welcome of the \
+                 translator at {} (an Append list has one writer; its reports for the list are dropped \
+                 there as no_region until the holder's QPs are reclaimed)",
+                std::net::Ipv4Addr::from(*ip),
+                std::net::Ipv4Addr::from(hello.ip)
+            );
+        }
+        let out = |id: u32| withheld.iter().any(|&(w, _)| w == id);
+        regions.retain(|r| !(matches!(r.geometry, Geometry::Append(_)) && out(r.id)));
+        append_heads.retain(|h| !out(h.list));
+    }
     Ok(Some(Welcome {
         version: CONTROL_VERSION,
         mac: ad.mac,
@@ -590,7 +629,9 @@ fn answer(
         qps,
         max_dest_rd_atomic: ad.max_dest_rd_atomic,
         path_mtu: ad.path_mtu,
-        regions: ad.regions.clone(),
+        regions,
+        // Read at each hello: the memory outlives the translators that write it.
+        append_heads,
     }))
 }
 

@@ -184,6 +184,12 @@ impl Collector for Published {
                     ([("limit", "total")], get(&c.refused_total)),
                 ],
             )?;
+            counter(
+                enc,
+                "control_append_lists_withheld",
+                "Append lists left out of a translator's welcome because another translator writes them (one per list per welcome).",
+                get(&c.append_lists_withheld),
+            )?;
         }
         Ok(())
     }

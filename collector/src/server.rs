@@ -167,6 +167,7 @@ pub fn start(
                 max_dest_rd_atomic: c.max_dest_rd_atomic,
                 path_mtu: c.path_mtu,
                 regions: arena.regions(),
+                memory: Some(arena.clone()),
             };
             let server = ControlServer::start(cc.bind, ad, opener.clone())?;
             metrics.publish_control(server.qp_stats());

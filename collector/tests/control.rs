@@ -46,6 +46,7 @@ fn server(opener: Arc<Opener>) -> ControlServer {
         max_dest_rd_atomic: 16,
         path_mtu: 1024,
         regions: vec![region()],
+        memory: None,
     };
     ControlServer::start("127.0.0.1:0".parse().unwrap(), ad, opener).unwrap()
 }
@@ -168,4 +169,175 @@ fn malformed_input_is_refused_and_the_server_keeps_serving() {
         exchange(&s, &line(&hello("s3cret"))),
         CollectorMessage::Welcome(_)
     ));
+}
+
+/// Issue 26 item 3: each welcome carries every Append list's head word as the collector's memory holds it
+/// at that hello, so that a restarted translator continues the lists where they are.
+#[test]
+fn welcome_carries_the_append_heads_from_memory() {
+    use dta_collector::memory::Arena;
+    use dta_protocol::control::AppendHead;
+    use dta_protocol::layout::AppendGeometry;
+    let g = |entries| Geometry::Append(AppendGeometry::new(entries, 4, 16).unwrap());
+    let kw = Geometry::KeyWrite(KeyWriteGeometry::new(256, 8, 4).unwrap());
+    let arena = Arc::new(Arena::new_normal(&[(0, kw), (3, g(64)), (9, g(128))]).unwrap());
+    let set_head = |id: u32, head: u64| {
+        let slot = arena
+            .slots()
+            .iter()
+            .find(|s| s.region.id == id && matches!(s.region.geometry, Geometry::Append(_)))
+            .unwrap();
+        arena.write().as_mut_slice()[slot.offset..slot.offset + 8]
+            .copy_from_slice(&AppendGeometry::encode_head(head));
+    };
+    set_head(3, 3000);
+    let ad = Advertised {
+        token: "s3cret".into(),
+        mac: [2, 0, 0, 0, 0, 2],
+        ip: [127, 0, 0, 1],
+        max_dest_rd_atomic: 16,
+        path_mtu: 1024,
+        regions: arena.regions(),
+        memory: Some(arena.clone()),
+    };
+    let s = ControlServer::start(
+        "127.0.0.1:0".parse().unwrap(),
+        ad,
+        Arc::new(Opener::default()),
+    )
+    .unwrap();
+    let heads = |s: &ControlServer| match exchange(s, &line(&hello("s3cret"))) {
+        CollectorMessage::Welcome(w) => w.append_heads,
+        other => panic!("expected a welcome, got {other:?}"),
+    };
+    assert_eq!(
+        heads(&s),
+        [
+            AppendHead {
+                list: 3,
+                head: 3000
+            },
+            AppendHead { list: 9, head: 0 }
+        ]
+    );
+    // Read at each hello, not when the server started: the translator that wrote on has moved it.
+    set_head(3, 4000);
+    set_head(9, 1 << 40);
+    assert_eq!(
+        heads(&s),
+        [
+            AppendHead {
+                list: 3,
+                head: 4000
+            },
+            AppendHead {
+                list: 9,
+                head: 1 << 40
+            }
+        ]
+    );
+    // The field is left out of the JSON when there is nothing to say (a collector without memory to
+    // read), and a welcome without it reads as no heads.
+    let no_memory = server(Arc::new(Opener::default()));
+    match exchange(&no_memory, &line(&hello("s3cret"))) {
+        CollectorMessage::Welcome(w) => {
+            assert!(w.append_heads.is_empty());
+            let text = serde_json::to_string(&w).unwrap();
+            assert!(!text.contains("append_heads"), "{text}");
+        }
+        other => panic!("expected a welcome, got {other:?}"),
+    }
+}
+
+/// Issue 26 item 4, against the real control server: an Append list has one writer. The first translator
+/// to say hello gets list 3; a second translator's welcome leaves it out (its reports for it are then
+/// dropped as no_region there), counted; the holder keeps it on a new connection; once the holder is gone
+/// past the grace period its QPs are reclaimed and the list goes to the next hello.
+#[test]
+fn an_append_list_is_given_to_one_translator_at_a_time() {
+    use dta_collector::control::{ControlLimits, QpLimits};
+    use dta_collector::memory::Arena;
+    use dta_protocol::control::AppendHead;
+    use dta_protocol::layout::AppendGeometry;
+    use std::sync::atomic::Ordering;
+    let kw = Geometry::KeyWrite(KeyWriteGeometry::new(256, 8, 4).unwrap());
+    let list = Geometry::Append(AppendGeometry::new(64, 4, 16).unwrap());
+    let arena = Arc::new(Arena::new_normal(&[(0, kw), (3, list)]).unwrap());
+    let ad = Advertised {
+        token: "s3cret".into(),
+        mac: [2, 0, 0, 0, 0, 2],
+        ip: [127, 0, 0, 1],
+        max_dest_rd_atomic: 16,
+        path_mtu: 1024,
+        regions: arena.regions(),
+        memory: Some(arena.clone()),
+    };
+    let limits = ControlLimits {
+        qps: QpLimits {
+            grace: Duration::from_millis(300),
+            ..QpLimits::default()
+        },
+        ..ControlLimits::default()
+    };
+    let s = ControlServer::start_with(
+        "127.0.0.1:0".parse().unwrap(),
+        ad,
+        Arc::new(Opener::default()),
+        limits,
+    )
+    .unwrap();
+    // Say hello and keep the connection (the lease) open; the welcome's Append lists and heads.
+    let connect = |ip: [u8; 4]| {
+        let mut h = hello("s3cret");
+        h.ip = ip;
+        let mut c = TcpStream::connect(s.local_addr()).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        c.write_all(line(&h).as_bytes()).unwrap();
+        let mut r = BufReader::new(c.try_clone().unwrap());
+        let mut answer = String::new();
+        r.read_line(&mut answer).unwrap();
+        let w = match serde_json::from_str(&answer).unwrap() {
+            CollectorMessage::Welcome(w) => w,
+            other => panic!("expected a welcome, got {other:?}"),
+        };
+        let lists: Vec<u32> = w
+            .regions
+            .iter()
+            .filter(|r| matches!(r.geometry, Geometry::Append(_)))
+            .map(|r| r.id)
+            .collect();
+        assert_eq!(
+            w.regions.iter().filter(|r| r.id == 0).count(),
+            1,
+            "Key-Write always"
+        );
+        (c, lists, w.append_heads)
+    };
+    let head = |h| vec![AppendHead { list: 3, head: h }];
+    let (first, lists, heads) = connect([10, 0, 0, 1]);
+    assert_eq!((lists, heads), (vec![3], head(0)));
+    let (second, lists, heads) = connect([10, 0, 0, 2]);
+    assert_eq!((lists, heads), (vec![], vec![]));
+    assert_eq!(
+        s.qp_stats().append_lists_withheld.load(Ordering::Relaxed),
+        1
+    );
+    // The holder again on a new connection (a restart within the grace period): still its own.
+    drop(first);
+    let (first, lists, _) = connect([10, 0, 0, 1]);
+    assert_eq!(lists, vec![3]);
+    drop(second);
+    // The holder gone for good: after the grace period its QPs are reclaimed and the list is free.
+    drop(first);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while s.qp_stats().reclaimed.load(Ordering::Relaxed) < 4 {
+        assert!(std::time::Instant::now() < deadline, "QPs not reclaimed");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let (_third, lists, heads) = connect([10, 0, 0, 3]);
+    assert_eq!((lists, heads), (vec![3], head(0)));
+    assert_eq!(
+        s.qp_stats().append_lists_withheld.load(Ordering::Relaxed),
+        1
+    );
 }

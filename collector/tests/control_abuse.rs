@@ -33,6 +33,7 @@ fn advertised() -> Advertised {
         max_dest_rd_atomic: 16,
         path_mtu: 1024,
         regions: vec![],
+        memory: None,
     }
 }
 

@@ -31,6 +31,7 @@ fn server(limits: ControlLimits) -> (ControlServer, Arc<Mutex<Responder>>) {
         max_dest_rd_atomic: 16,
         path_mtu: 1024,
         regions: vec![],
+        memory: None,
     };
     let s = ControlServer::start_with(
         "127.0.0.1:0".parse().unwrap(),

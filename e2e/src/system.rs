@@ -430,6 +430,13 @@ impl System {
         self.finish(w, o)
     }
 
+    /// Sends a workload through the second reporter and translator and waits for it to settle, without
+    /// the check (`checked` 0): for reports the second translator is expected to refuse.
+    pub fn send_second(&mut self, w: &Workload) -> Result<Outcome> {
+        let s = self.second.as_mut().context("no second translator")?;
+        send_and_settle(&mut s.sender, &s.metrics, w)
+    }
+
     fn finish(&self, w: &Workload, mut o: Outcome) -> Result<Outcome> {
         o.checked = self.verify(w)?;
         Ok(o)
@@ -449,6 +456,22 @@ impl System {
         crate::netns::enter_and_run(self.topo.collector.name(), move || {
             crate::http::get(http, "/metrics")
         })?
+    }
+
+    /// Stops the translator with SIGTERM (a clean stop) and starts it again with the same configuration:
+    /// a new process with nothing of the old one's state. Returns the old one's final summary.
+    pub fn restart_translator(&mut self) -> Result<String> {
+        let summary = self.stop_translator()?;
+        // The reporter's socket and its neighbour entry stay: the translator is a bump in the wire.
+        let (translator, metrics) = spawn_translator(
+            &self.topo.translator,
+            &self.dir,
+            "translator",
+            topo::TRANSLATOR_MGMT,
+            &self.pids,
+        )?;
+        (self.translator, self.metrics) = (translator, metrics);
+        Ok(summary)
     }
 
     /// Stops the translator with SIGTERM and returns its final summary.
@@ -517,6 +540,27 @@ fn start_translator(
     reporter_ip: &str,
     pids: &Mutex<Vec<u32>>,
 ) -> Result<(Proc, Metrics, Sender)> {
+    let (translator, metrics) = spawn_translator(ns, dir, name, mgmt, pids)?;
+    // Resolve the collector's MAC through the bump before sending: the reporter's kernel queues only a
+    // handful of datagrams while ARP is unresolved and drops the rest.
+    resolve_collector(reporter)
+        .with_context(|| format!("ARP from the reporter to the collector through {name}"))?;
+    let sender = Sender::open(
+        reporter.name(),
+        format!("{reporter_ip}:40041").parse()?,
+        format!("{}:40040", topo::COLLECTOR_IP).parse()?,
+    )?;
+    Ok((translator, metrics, sender))
+}
+
+/// Starts translator `name` (configuration `{name}.toml` in `dir`) and waits until it runs.
+fn spawn_translator(
+    ns: &Netns,
+    dir: &std::path::Path,
+    name: &str,
+    mgmt: &str,
+    pids: &Mutex<Vec<u32>>,
+) -> Result<(Proc, Metrics)> {
     let cfg = dir.join(format!("{name}.toml"));
     let mut translator = Proc::spawn(
         name,
@@ -533,16 +577,7 @@ fn start_translator(
         ns: ns.name().to_string(),
         addr: format!("{mgmt}:{METRICS_PORT}").parse()?,
     };
-    // Resolve the collector's MAC through the bump before sending: the reporter's kernel queues only a
-    // handful of datagrams while ARP is unresolved and drops the rest.
-    resolve_collector(reporter)
-        .with_context(|| format!("ARP from the reporter to the collector through {name}"))?;
-    let sender = Sender::open(
-        reporter.name(),
-        format!("{reporter_ip}:40041").parse()?,
-        format!("{}:40040", topo::COLLECTOR_IP).parse()?,
-    )?;
-    Ok((translator, metrics, sender))
+    Ok((translator, metrics))
 }
 
 fn start_collector(

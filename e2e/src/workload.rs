@@ -326,11 +326,18 @@ pub fn key_increment(keys: u32, reports_n: u32, salt: u64) -> Result<Workload> {
 
 /// Append: `n` entries (their index, big-endian) to one list; all must be read back in order.
 pub fn append(n: u32) -> Result<Workload> {
+    append_from(0, n)
+}
+
+/// Append continued: entries `first..first + n` (their index, big-endian) to a list that already holds
+/// `first`; the head must be `first + n` and a read from `tail = first` must return them in order.
+pub fn append_from(first: u32, n: u32) -> Result<Workload> {
+    let end = first.checked_add(n).context("entry indices past u32")?;
     ensure!(
-        u64::from(n) <= APPEND_ENTRIES,
+        u64::from(end) <= APPEND_ENTRIES,
         "more entries than the list holds"
     );
-    let reports = (0..n)
+    let reports = (first..end)
         .map(|i| {
             let data = i.to_be_bytes();
             emit(
@@ -343,15 +350,15 @@ pub fn append(n: u32) -> Result<Workload> {
         })
         .collect();
     let verify: Verify = Box::new(move |http| {
-        let mut tail = 0u64;
-        while tail < u64::from(n) {
+        let mut tail = u64::from(first);
+        while tail < u64::from(end) {
             let a = get_json(
                 http,
                 &format!("/query/append?list={APPEND_LIST}&tail={tail}&max=65536"),
             )?;
-            if a["head"].as_u64() != Some(u64::from(n)) || a["overrun"].as_u64() != Some(0) {
+            if a["head"].as_u64() != Some(u64::from(end)) || a["overrun"].as_u64() != Some(0) {
                 bail!(
-                    "Append: expected head {n} and no overrun, collector says head {} overrun {}",
+                    "Append: expected head {end} and no overrun, collector says head {} overrun {}",
                     a["head"],
                     a["overrun"]
                 );

@@ -240,6 +240,43 @@ fn translator_survives_a_collector_restart_and_counts_the_loss() -> Result<()> {
     Ok(())
 }
 
+/// Issue 26 item 3: a translator restart continues every Append list where the collector's head word says
+/// it is. 3,000 entries, a clean restart (SIGTERM, a new process), 1,000 more: the head is 4,000, a reader
+/// at tail 3,000 gets the 1,000 new entries in order, and the first 3,000 are still there behind them.
+#[test]
+fn append_lists_continue_across_a_translator_restart() -> Result<()> {
+    let _g = serial();
+    let opts = Options {
+        io: Io::AfPacket,
+        faults: None,
+        limit: Duration::from_secs(480),
+        workers: 1,
+        collector_io: Io::AfPacket,
+        responder: Responder::Soft,
+        translators: 1,
+        int: false,
+    };
+    let Some(mut sys) = System::start("a", opts)? else {
+        return Ok(());
+    };
+    let before = sys.run(&workload::append(3_000)?)?;
+    let pid = sys.translator.pid();
+    let summary = sys.restart_translator()?;
+    ensure!(sys.translator.pid() != pid, "a new translator process");
+    eprintln!("first translator's summary:\n{summary}");
+    let after = sys.run(&workload::append_from(3_000, 1_000)?)?;
+    print(&[before, after]);
+    // Everything from 0, across the restart: head 4,000, entries 0..4,000 in order, no overrun.
+    let all = sys.verify(&workload::append_from(0, 4_000)?)?;
+    ensure!(all == 4_000, "{all} entries read back from tail 0");
+    let m = sys.metrics.scrape()?;
+    ensure!(
+        metric(&m, "dta_translator_report_drops_total", "") == 0,
+        "reports dropped:\n{m}"
+    );
+    Ok(())
+}
+
 /// DTA scales by adding translators: two translator processes with the same QPNs (every translator's
 /// default `qpn_base`), each behind its own reporter, on one collector. Neither evicts the other's QPs
 /// (the collector keys a peer by address and QPN), and both write exactly.
@@ -288,6 +325,63 @@ fn two_translators_share_one_collector() -> Result<()> {
             metric(&m, "dta_translator_control_welcomes_total", "")
         );
     }
+    Ok(())
+}
+
+/// Issue 26 item 4: two translators on one Append list. The collector gives the list to the first (its
+/// hello came first) and leaves it out of the second's welcome, logged and counted; the second's 1,000
+/// reports for it are dropped as no_region (counted, none written), and the first's 3,000 + 1,000 entries
+/// are exact: head 4,000, nothing overwritten.
+#[test]
+fn an_append_list_has_one_translator() -> Result<()> {
+    let _g = serial();
+    let opts = Options {
+        io: Io::AfPacket,
+        faults: None,
+        limit: Duration::from_secs(480),
+        workers: 1,
+        collector_io: Io::AfPacket,
+        responder: Responder::Soft,
+        translators: 2,
+        int: false,
+    };
+    let Some(mut sys) = System::start("l", opts)? else {
+        return Ok(());
+    };
+    let first = sys.run(&workload::append(3_000)?)?;
+    let second = sys.send_second(&workload::append_from(3_000, 1_000)?)?;
+    let after = sys.run(&workload::append_from(3_000, 1_000)?)?;
+    print(&[first, second, after]);
+    let all = sys.verify(&workload::append_from(0, 4_000)?)?;
+    ensure!(all == 4_000, "{all} entries read back from tail 0");
+    let m2 = sys
+        .second
+        .as_ref()
+        .context("a second translator")?
+        .metrics
+        .scrape()?;
+    let no_region = metric(
+        &m2,
+        "dta_translator_report_drops_total",
+        "reason=\"no_region\"",
+    );
+    ensure!(
+        no_region == 1_000,
+        "the second translator's reports for the list: {no_region} dropped as no_region:\n{m2}"
+    );
+    let m1 = sys.metrics.scrape()?;
+    ensure!(
+        metric(&m1, "dta_translator_report_drops_total", "") == 0,
+        "the holder dropped reports:\n{m1}"
+    );
+    let c = sys.collector_metrics()?;
+    // Both Append lists of the configuration (the list and the wrapping list), from one welcome.
+    ensure!(
+        metric(&c, "dta_collector_control_append_lists_withheld_total", "") == 2,
+        "lists {} and {} withheld from the second translator's welcome:\n{c}",
+        workload::APPEND_LIST,
+        workload::APPEND_WRAP_LIST
+    );
     Ok(())
 }
 

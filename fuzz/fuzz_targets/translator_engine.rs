@@ -151,6 +151,7 @@ fn welcome(c: &Col, max_atomics: u32, mtu: u32) -> Welcome {
         max_dest_rd_atomic: max_atomics,
         path_mtu: mtu,
         regions: c.regions.clone(),
+        append_heads: Vec::new(),
     }
 }
 

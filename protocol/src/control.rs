@@ -67,6 +67,22 @@ pub struct Welcome {
     pub path_mtu: u32,
     /// Every registered region.
     pub regions: Vec<Region>,
+    /// The head word (`total_entries_written`) of each Append list as the collector's memory holds it
+    /// when it answers, so that a translator that starts (or restarts) continues each list where it is
+    /// instead of rewinding it to entry 0. A list not named here starts at 0 (as with a collector that
+    /// predates this field).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub append_heads: Vec<AppendHead>,
+}
+
+/// Where one Append list is: its id and the head word in its header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AppendHead {
+    /// The list's region id.
+    pub list: u32,
+    /// Its `total_entries_written`.
+    pub head: u64,
 }
 
 /// A refusal with a reason a person can act on (wrong token, wrong version, malformed hello).

@@ -517,6 +517,7 @@ mod tests {
                 va: 0x1000,
                 rkey: 1,
             }],
+            append_heads: Vec::new(),
         };
         let local = DartLocal {
             mac: [2, 0, 0, 0, 0, 9],

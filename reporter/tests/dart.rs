@@ -35,6 +35,7 @@ fn dart_key_writes_are_queryable_at_the_collector() {
         max_dest_rd_atomic: 16,
         path_mtu: 1024,
         regions: arena.regions(),
+        append_heads: Vec::new(),
     };
     let now = Instant(1_000);
     let mut dart = Dart::new(local, &welcome, RequesterConfig::default(), now).unwrap();

@@ -81,6 +81,7 @@ impl Rig {
             max_dest_rd_atomic: responder.config().max_dest_rd_atomic,
             path_mtu: responder.config().path_mtu,
             regions: slots.iter().map(|s| s.region).collect(),
+            append_heads: Vec::new(),
         };
         let fmt = cfg.report.format();
         let reporter = UdpEndpoints::new(

@@ -235,6 +235,7 @@ fn engine(w: u32) -> Engine {
         max_dest_rd_atomic: 16,
         path_mtu: 1024,
         regions,
+        append_heads: Vec::new(),
     };
     Engine::new(cfg, &[welcome], Instant(0)).unwrap()
 }
@@ -1077,6 +1078,7 @@ fn int_engine(w: usize, workers: usize) -> Engine {
         max_dest_rd_atomic: 16,
         path_mtu: 1024,
         regions,
+        append_heads: Vec::new(),
     };
     let mut e = Engine::new(cfg, &[welcome], Instant(0)).unwrap();
     e.set_int_shard(w, workers);

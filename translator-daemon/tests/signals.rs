@@ -61,6 +61,7 @@ fn collector() -> std::net::SocketAddr {
                     rkey: 1,
                     geometry: Geometry::KeyWrite(KeyWriteGeometry::new(256, 8, 4).unwrap()),
                 }],
+                append_heads: Vec::new(),
             };
             let mut out = serde_json::to_string(&CollectorMessage::Welcome(w)).unwrap();
             out.push('\n');

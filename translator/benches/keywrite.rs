@@ -47,6 +47,7 @@ fn bench(c: &mut Criterion) {
             rkey: 0x1234,
             geometry: Geometry::KeyWrite(KeyWriteGeometry::new(1 << 20, 8, 4).expect("geometry")),
         }],
+        append_heads: Vec::new(),
     };
     let mut e = Engine::new(Config::default(), &[w], Instant(0)).expect("engine");
     let frames: Vec<Vec<u8>> = (0..1024).map(frame).collect();

@@ -116,6 +116,7 @@ impl RegionsFile {
                 max_dest_rd_atomic: c.max_dest_rd_atomic,
                 path_mtu: c.path_mtu,
                 regions: c.regions,
+                append_heads: Vec::new(),
             })
             .collect())
     }

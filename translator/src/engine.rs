@@ -950,6 +950,7 @@ mod tests {
                     geometry,
                 })
                 .collect(),
+            append_heads: Vec::new(),
         }
     }
 

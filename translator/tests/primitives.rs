@@ -176,6 +176,113 @@ fn append_batches_wrap_flush_and_head() {
     assert_eq!(&f[3].1[..4], &64u32.to_be_bytes());
 }
 
+/// Feeds `n` Append entries (values `first..first + n`) to list 3, each batch answered, and flushes the
+/// rest at idle; returns every WRITE as (va, payload) in order.
+fn append_stream(e: &mut Engine, first: u32, n: u32, at: u64) -> Vec<(u64, Vec<u8>)> {
+    let mut writes = Vec::new();
+    for v in first..first + n {
+        e.handle_frame(Instant(at), &append(v));
+        let f = drain(e, Instant(at));
+        answer_all(&mut [&mut *e], Instant(at), &f);
+        writes.extend(ops(&f));
+    }
+    e.handle_timeout(Instant(at + 1_000_000));
+    let f = drain(e, Instant(at + 1_000_000));
+    answer_all(&mut [&mut *e], Instant(at + 1_000_000), &f);
+    writes.extend(ops(&f));
+    writes
+}
+
+/// The list region (64-byte header and 64 entries of 4 bytes) after `writes`.
+fn list_memory(writes: &[(u64, Vec<u8>)]) -> Vec<u8> {
+    let mut mem = vec![0u8; 64 + 64 * 4];
+    for (va, p) in writes {
+        let at = usize::try_from(va - APPEND_VA).expect("in the list");
+        mem[at..at + p.len()].copy_from_slice(p);
+    }
+    mem
+}
+
+/// Each ring slot holds the entry of absolute index `i` (value `i - base`) for the last 64 indices below
+/// `head`.
+fn assert_ring(mem: &[u8], head: u64, base: u64) {
+    for i in head - 64..head {
+        let at = 64 + (i % 64) as usize * 4;
+        let want = u32::try_from(i - base).expect("small");
+        assert_eq!(
+            &mem[at..at + 4],
+            &want.to_be_bytes(),
+            "entry {i} at slot {}",
+            i % 64
+        );
+    }
+}
+
+/// Issue 26 item 3: a translator welcomed with a list's head word (3,000 entries written before its
+/// restart) continues the list there: 1,000 more entries leave the head word at 4,000, written at ring
+/// slots 3,000 mod 64 onwards, rather than rewinding to entry 0 (head 1,000).
+#[test]
+fn append_continues_from_the_welcomes_head() {
+    let mut w = welcome();
+    w.append_heads = vec![dta_protocol::control::AppendHead {
+        list: 3,
+        head: 3000,
+    }];
+    let mut e = Engine::new(Config::default(), &[w.clone()], Instant(0)).unwrap();
+    let writes = append_stream(&mut e, 0, 1000, 0);
+    // 3000 mod 64 = 56: the first batch holds the 8 entries up to the ring's end, the next starts at slot 0.
+    assert_eq!(writes[0].0, APPEND_VA + 64 + 56 * 4);
+    assert_eq!(writes[0].1.len(), 8 * 4);
+    assert_eq!(writes[1].0, APPEND_VA + 64);
+    assert_eq!(writes[1].1.len(), 16 * 4);
+    let heads: Vec<u64> = writes
+        .iter()
+        .filter(|(va, _)| *va == APPEND_VA)
+        .map(|(_, p)| u64::from_le_bytes(p[..8].try_into().expect("8 bytes")))
+        .collect();
+    assert_eq!(heads.last(), Some(&4000));
+    assert!(heads.iter().all(|&h| h > 3000 && h <= 4000), "{heads:?}");
+    let mem = list_memory(&writes);
+    assert_eq!(&mem[..8], &4000u64.to_le_bytes());
+    assert_ring(&mem, 4000, 3000);
+
+    // A QP re-established on the same collector keeps the translator's own head (4,000), not the older
+    // head of the welcome that re-established it.
+    e.reestablish(0, &w, 0x100, Instant(3_000_000)).unwrap();
+    let writes = append_stream(&mut e, 1000, 16, 3_000_000);
+    assert_eq!(writes[0].0, APPEND_VA + 64 + (4000 % 64) * 4);
+    assert_eq!(
+        writes.last().map(|w| w.1.clone()),
+        Some(4016u64.to_le_bytes().to_vec())
+    );
+
+    // A collector that comes back (replace_collector) is continued from its new welcome's head.
+    w.append_heads[0].head = 130;
+    e.replace_collector(0, &w, 0x200, Instant(6_000_000))
+        .unwrap();
+    let writes = append_stream(&mut e, 0, 100, 6_000_000);
+    assert_eq!(writes[0].0, APPEND_VA + 64 + 2 * 4);
+    assert_eq!(
+        writes.last().map(|w| w.1.clone()),
+        Some(230u64.to_le_bytes().to_vec())
+    );
+    let mem = list_memory(&writes);
+    for i in 166..230u64 {
+        let at = 64 + (i % 64) as usize * 4;
+        let want = u32::try_from(i - 130).expect("small");
+        assert_eq!(&mem[at..at + 4], &want.to_be_bytes(), "entry {i}");
+    }
+
+    // Without a head in the welcome a list starts at 0, as before.
+    let mut e = engine(|_| {});
+    let writes = append_stream(&mut e, 0, 100, 0);
+    assert_eq!(writes[0].0, APPEND_VA + 64);
+    assert_eq!(
+        writes.last().map(|w| w.1.clone()),
+        Some(100u64.to_le_bytes().to_vec())
+    );
+}
+
 fn postcard(key: u32, hop: u8, data: u32) -> Vec<u8> {
     report(
         &reporter(1),

@@ -29,6 +29,9 @@ pub type LeaseId = u64;
 /// translator numbers its QPs from the same default base, so the QPN alone does not name a peer.
 type PeerKey = ([u8; 4], [u8; 16], u32);
 
+/// A translator as the Append list holders tell them apart: its address and GID (all its QPs).
+pub type Holder = ([u8; 4], [u8; 16]);
+
 /// How many QPs the collector opens, and how long a departed translator's QPs wait for it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct QpLimits {
@@ -64,6 +67,9 @@ pub struct QpStats {
     pub refused_per_hello: AtomicU64,
     /// Hellos refused because they would take the collector past [`QpLimits::total`].
     pub refused_total: AtomicU64,
+    /// Append lists left out of a welcome because another translator holds them (one per list per
+    /// welcome).
+    pub append_lists_withheld: AtomicU64,
 }
 
 struct Held {
@@ -77,6 +83,9 @@ pub struct QpTable {
     by_peer: HashMap<PeerKey, Held>,
     /// Leases whose connection ended, with the moment their QPs go.
     ending: HashMap<LeaseId, Instant>,
+    /// Append list id to the one translator that writes it: an Append list's head has one writer, so a
+    /// second translator's welcome leaves the list out. Freed when its holder's last QP is reclaimed.
+    append_holders: HashMap<u32, Holder>,
 }
 
 impl QpTable {
@@ -157,6 +166,26 @@ impl QpTable {
         Ok(out)
     }
 
+    /// Gives each Append list of `lists` that no other translator holds to `hello`'s translator (a list
+    /// it holds already stays its own: a restart or a reconnection). Returns the lists held by others,
+    /// with their holder, for the welcome to leave out.
+    pub fn take_append_lists(&mut self, hello: &Hello, lists: &[u32]) -> Vec<(u32, Holder)> {
+        let me = (hello.ip, hello.gid);
+        let mut withheld = Vec::new();
+        for &id in lists {
+            // A hello without QPs cannot write: it takes nothing (nothing would ever free it).
+            let holder = match self.append_holders.get(&id) {
+                Some(&h) => h,
+                None if hello.qps.is_empty() => continue,
+                None => *self.append_holders.entry(id).or_insert(me),
+            };
+            if holder != me {
+                withheld.push((id, holder));
+            }
+        }
+        withheld
+    }
+
     /// The connection of `lease` ended at `now`: its QPs go at `now + grace` unless their translator
     /// says hello again first.
     pub fn end_lease(&mut self, lease: LeaseId, now: Instant, grace: Duration) {
@@ -192,6 +221,10 @@ impl QpTable {
         for l in due {
             self.ending.remove(&l);
         }
+        // A translator with no QP left is gone: its Append lists are free for the next hello.
+        let live: std::collections::HashSet<Holder> =
+            self.by_peer.keys().map(|k| (k.0, k.1)).collect();
+        self.append_holders.retain(|_, h| live.contains(h));
         stats.reclaimed.fetch_add(closed as u64, Ordering::Relaxed);
         stats
             .open
@@ -275,6 +308,47 @@ mod tests {
         assert_eq!(stats.refused_per_hello.load(Ordering::Relaxed), 1);
         assert_eq!(stats.refused_total.load(Ordering::Relaxed), 1);
         assert_eq!(stats.open.load(Ordering::Relaxed), 6);
+    }
+
+    /// Issue 26 item 4: an Append list has one writer. The first translator to say hello takes it, a
+    /// second is told it is withheld (with its holder), the holder keeps it across a new connection, and
+    /// the list is free once the holder's QPs are reclaimed.
+    #[test]
+    fn append_lists_have_one_holder_until_its_qps_are_reclaimed() {
+        let (fake, stats) = (Fake::default(), QpStats::default());
+        let (limits, grace) = (QpLimits::default(), Duration::from_secs(60));
+        let mut t = QpTable::default();
+        let (one, two) = (hello(1, 0..2), hello(2, 0..2));
+        let holder_one = ([198, 18, 0, 1], [0; 16]);
+        t.open(&fake, &one, 1, &limits, &stats).unwrap();
+        assert_eq!(t.take_append_lists(&one, &[3, 9]), []);
+        t.open(&fake, &two, 2, &limits, &stats).unwrap();
+        assert_eq!(
+            t.take_append_lists(&two, &[3, 9]),
+            [(3, holder_one), (9, holder_one)]
+        );
+        // A hello without QPs takes nothing.
+        let mut idle = hello(4, 0..0);
+        idle.qps.clear();
+        assert_eq!(t.take_append_lists(&idle, &[5]), []);
+        assert_eq!(t.take_append_lists(&two, &[5]), []);
+        // The holder on a new connection (a restart) keeps its lists.
+        t.end_lease(1, Instant::now(), grace);
+        t.open(&fake, &one, 3, &limits, &stats).unwrap();
+        assert_eq!(t.take_append_lists(&one, &[3, 9]), []);
+        // Gone for its grace period: its QPs are reclaimed and its lists go to the next hello.
+        let t0 = Instant::now();
+        t.end_lease(3, t0, grace);
+        assert_eq!(t.reap(&fake, t0 + grace, &stats), 2);
+        assert_eq!(t.take_append_lists(&two, &[3, 9]), []);
+        assert_eq!(
+            t.take_append_lists(&one, &[3, 9, 5]),
+            [
+                (3, ([198, 18, 0, 2], [0; 16])),
+                (9, ([198, 18, 0, 2], [0; 16])),
+                (5, ([198, 18, 0, 2], [0; 16]))
+            ]
+        );
     }
 
     #[test]

@@ -9,7 +9,8 @@ use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 use rand_chacha::ChaCha20Rng;
 use rand_core::{RngCore, SeedableRng};
 
-use dta_protocol::layout::{Geometry, Region, RegionKind};
+use dta_protocol::control::AppendHead;
+use dta_protocol::layout::{AppendGeometry, Geometry, Region, RegionKind};
 
 use super::Mapping;
 use crate::error::{Error, Result};
@@ -109,6 +110,24 @@ impl Arena {
     /// The regions as the control channel advertises them.
     pub fn regions(&self) -> Vec<Region> {
         self.slots.iter().map(|s| s.region).collect()
+    }
+
+    /// The head word (`total_entries_written`) of every Append list, as its header holds it now: what a
+    /// welcome tells a translator, so that it continues each list instead of rewinding it to entry 0.
+    pub fn append_heads(&self) -> Vec<AppendHead> {
+        let mem = self.read();
+        let bytes = mem.as_slice();
+        self.slots
+            .iter()
+            .filter(|s| matches!(s.region.geometry, Geometry::Append(_)))
+            .filter_map(|s| {
+                let head = AppendGeometry::decode_head(bytes.get(s.offset..)?)?;
+                Some(AppendHead {
+                    list: s.region.id,
+                    head,
+                })
+            })
+            .collect()
     }
 
     /// Replaces the R_Key of region `index` (the ibverbs backend learns keys from `ibv_reg_mr`).

@@ -659,6 +659,7 @@ mod tests {
                 max_dest_rd_atomic: 16,
                 path_mtu: 1024,
                 regions: vec![],
+                append_heads: Vec::new(),
             });
             let mut line = serde_json::to_string(&w).unwrap();
             line.push('\n');
@@ -716,6 +717,7 @@ mod unusable_welcome_tests {
                 rkey: 1,
                 geometry: Geometry::KeyWrite(KeyWriteGeometry::new(256, entry_size, 4).unwrap()),
             }],
+            append_heads: Vec::new(),
         }
     }
 

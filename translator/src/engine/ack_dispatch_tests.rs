@@ -44,6 +44,7 @@ fn welcome(c: u8) -> Welcome {
                 geometry: Geometry::KeyIncrement(KeyIncrementGeometry::new(256, 8).unwrap()),
             },
         ],
+        append_heads: Vec::new(),
     }
 }
 

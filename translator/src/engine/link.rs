@@ -234,13 +234,15 @@ impl Collector {
             max_atomics: w.max_dest_rd_atomic,
             start_psn: cfg.local.start_psn,
         };
+        let mut prims = Primitives::new(cfg);
+        prims.append.continue_from(&w.append_heads);
         Ok(Collector {
             ip: w.ip,
             key_write: regions.key_write.as_ref().and_then(Placement::new),
             regions,
             mtu: mtu as usize,
             qp: Requester::new(params, builder, now),
-            prims: Primitives::new(cfg),
+            prims,
             can_atomic: w.max_dest_rd_atomic > 0,
             icrc: ResponseIcrc::new(),
         })
@@ -373,6 +375,7 @@ mod tests {
                     Geometry::Sketch(SketchGeometry::new(1, 100).unwrap()),
                 ),
             ],
+            append_heads: Vec::new(),
         };
         let mut cfg = Config::default();
         cfg.requester.queue_capacity = 12;

@@ -8,6 +8,7 @@
 
 use std::time::Duration;
 
+use dta_protocol::control::AppendHead;
 use dta_protocol::dta::{AppendRepr, Opcode};
 use dta_protocol::layout::{AppendGeometry, Geometry, Region};
 
@@ -42,11 +43,13 @@ struct List {
 }
 
 impl List {
-    fn new(region: &Region, g: AppendGeometry, now: Instant) -> Self {
+    /// A list whose next entry has absolute index `head` (0 for a new list; the collector's head word
+    /// for one that already holds entries).
+    fn new(region: &Region, g: AppendGeometry, head: u64, now: Instant) -> Self {
         List {
             region: *region,
             g,
-            head: 0,
+            head,
             buf: Vec::new(),
             count: 0,
             batches_since_head: 0,
@@ -115,6 +118,10 @@ pub struct AppendLists {
     by_region: Vec<usize>,
     idle: Duration,
     head_every: u32,
+    /// Where each list stood in the collector's memory when it welcomed us (its head word): a list
+    /// starts there on its first entry, so that a translator restart continues the list instead of
+    /// rewinding it to entry 0. Lists not named start at 0.
+    start_heads: IdMap<u64>,
 }
 
 impl AppendLists {
@@ -126,6 +133,15 @@ impl AppendLists {
             by_region: Vec::new(),
             idle,
             head_every,
+            start_heads: IdMap::default(),
+        }
+    }
+
+    /// Lists start where the collector's head words say (`Welcome::append_heads`) rather than at 0.
+    /// Lists already written to keep their own head, which is at least as recent.
+    pub fn continue_from(&mut self, heads: &[AppendHead]) {
+        for h in heads {
+            self.start_heads.insert(h.list, h.head);
         }
     }
 
@@ -173,8 +189,9 @@ impl AppendLists {
     /// The slab place of list `id`, made on its first entry.
     fn slot(&mut self, now: Instant, id: u32, region: &Region, g: AppendGeometry) -> usize {
         let slab = &mut self.slab;
+        let head = self.start_heads.get(&id).copied().unwrap_or(0);
         *self.lists.entry(id).or_insert_with(|| {
-            slab.push(List::new(region, g, now));
+            slab.push(List::new(region, g, head, now));
             slab.len() - 1
         })
     }
@@ -290,7 +307,8 @@ fn flush(l: &mut List, idle: bool, head_every: u32, qp: &mut Requester, c: &mut 
     let payload = Payload::from_slice(&l.buf);
     l.buf.clear();
     super::write(qp, Opcode::Append, va, l.region.rkey, payload);
-    l.head += u64::from(l.count);
+    // Wrapping: the start head comes from the collector's memory, which a test or a fault may set anywhere.
+    l.head = l.head.wrapping_add(u64::from(l.count));
     l.unheaded = l.unheaded.saturating_add(l.count);
     l.count = 0;
     // The next batch's cap depends on the new head.

@@ -93,6 +93,7 @@ pub fn welcome() -> Welcome {
         max_dest_rd_atomic: 16,
         path_mtu: 1024,
         regions: regions(),
+        append_heads: Vec::new(),
     }
 }
 
