@@ -349,12 +349,8 @@ qpn_base = 0x200
     #[test]
     fn mtu_is_a_dpdk_setting_within_jumbo_frames() {
         let with = |mtu: u16| {
-            Settings::from_toml(
-                &FILE
-                    .replace("burst", "burst")
-                    .replace("[workers]", &format!("mtu = {mtu}\n\n[workers]")),
-            )
-            .unwrap()
+            Settings::from_toml(&FILE.replace("[workers]", &format!("mtu = {mtu}\n\n[workers]")))
+                .unwrap()
         };
         let s = with(9000);
         s.validate().unwrap();
