@@ -513,18 +513,29 @@ fn int_leaf_spine_fabric_is_exact_through_af_packet() -> Result<()> {
 /// answers written before read back exact after), and reports after the link is back are all written.
 #[test]
 fn a_data_link_down_for_two_seconds_kills_neither_daemon() -> Result<()> {
+    link_down_for_two_seconds("f", Io::AfPacket)
+}
+
+/// The same with both daemons on DPDK (`net_af_packet` vdevs on the veths): the PMDs' receive finds
+/// nothing and their transmit fails while the link is down; neither daemon stops.
+#[test]
+fn a_data_link_down_for_two_seconds_kills_no_dpdk_daemon() -> Result<()> {
+    link_down_for_two_seconds("g", Io::Dpdk)
+}
+
+fn link_down_for_two_seconds(prefix: &str, io: Io) -> Result<()> {
     let _g = serial();
     let opts = Options {
-        io: Io::AfPacket,
+        io,
         faults: None,
         limit: Duration::from_secs(480),
         workers: 2,
-        collector_io: Io::AfPacket,
+        collector_io: io,
         responder: Responder::Soft,
         translators: 1,
         int: false,
     };
-    let Some(mut sys) = System::start("f", opts)? else {
+    let Some(mut sys) = System::start(prefix, opts)? else {
         return Ok(());
     };
     let translator = sys.translator.pid();
