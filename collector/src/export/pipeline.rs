@@ -191,3 +191,108 @@ impl Pipeline {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use super::*;
+    use crate::error::Error;
+    use crate::export::sink::WriteError;
+    use crate::export::table::Value;
+
+    /// A sink that is up or down at the test's word, and remembers what it took.
+    #[derive(Clone, Default)]
+    struct Fake {
+        down: Arc<Mutex<bool>>,
+        got: Arc<Mutex<Vec<(Table, usize)>>>,
+    }
+
+    impl Sink for Fake {
+        fn name(&self) -> &'static str {
+            "fake"
+        }
+        fn write(
+            &mut self,
+            table: Table,
+            batches: &[Batch],
+        ) -> std::result::Result<(), WriteError> {
+            if *self.down.lock().unwrap() {
+                return Err(Error::BadQuery("down".into()).into());
+            }
+            let rows = batches.iter().map(Batch::len).sum();
+            self.got.lock().unwrap().push((table, rows));
+            Ok(())
+        }
+        fn tick(&mut self, _: u64) -> crate::error::Result<()> {
+            Ok(())
+        }
+        fn close(&mut self) -> crate::error::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn gaps(n: usize) -> Batch {
+        let mut b = Batch::new(Table::AppendGaps, Some(1), 0, n);
+        for i in 0..n {
+            b.push(vec![
+                Value::U64(0),
+                Value::U32(1),
+                Value::U64(i as u64),
+                Value::U64(1),
+            ])
+            .unwrap();
+        }
+        b
+    }
+
+    #[test]
+    fn batches_wait_for_size_or_age_and_a_down_sink_is_retried_within_its_buffer() {
+        let fake = Fake::default();
+        let metrics = ExportMetrics::default();
+        let policy = Policy {
+            batch_rows: 10,
+            flush: Duration::from_secs(1),
+            buffer_rows: 25,
+        };
+        let mut p = Pipeline::new(Box::new(fake.clone()), policy, metrics.clone());
+        let t0 = Instant::now();
+        p.push(gaps(4), t0);
+        p.flush(t0, false);
+        assert!(fake.got.lock().unwrap().is_empty(), "neither full nor old");
+        p.push(gaps(6), t0);
+        p.flush(t0, false);
+        assert_eq!(*fake.got.lock().unwrap(), [(Table::AppendGaps, 10)]);
+        p.push(gaps(3), t0);
+        p.flush(t0 + Duration::from_secs(1), false);
+        assert_eq!(fake.got.lock().unwrap().len(), 2, "old enough");
+
+        // Down: rows wait, up to the buffer; epoch rows beyond it are dropped and counted.
+        *fake.down.lock().unwrap() = true;
+        p.push(gaps(20), t0);
+        p.flush(t0, false);
+        assert_eq!((p.buffered(), p.room()), (20, 5));
+        p.push_or_drop(gaps(6), t0);
+        assert_eq!(metrics.dropped_of("fake"), 6);
+        p.push_or_drop(gaps(5), t0);
+        assert_eq!(p.room(), 0);
+        // The back-off holds the next try; once it ran out and the sink is up, all of it is written.
+        *fake.down.lock().unwrap() = false;
+        p.flush(t0, false);
+        assert_eq!(p.buffered(), 25, "still backing off");
+        p.flush(t0 + MAX_RETRY, false);
+        assert_eq!(p.buffered(), 0);
+        assert_eq!(
+            fake.got.lock().unwrap().last(),
+            Some(&(Table::AppendGaps, 25))
+        );
+        assert_eq!(metrics.rows_of("fake", "append_gaps"), 10 + 3 + 25);
+
+        // Closing while down drops what waits, counted.
+        *fake.down.lock().unwrap() = true;
+        p.push(gaps(2), t0);
+        p.close(t0);
+        assert_eq!(metrics.dropped_of("fake"), 6 + 2);
+        assert_eq!(p.buffered(), 0);
+    }
+}

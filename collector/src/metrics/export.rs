@@ -78,6 +78,13 @@ impl ExportMetrics {
             .get()
     }
 
+    /// The rows of `table` written so far by `sink` (tests).
+    pub fn rows_of(&self, sink: &str, table: &str) -> u64 {
+        self.rows
+            .get_or_create(&[("sink", sink.to_string()), ("table", table.to_string())])
+            .get()
+    }
+
     /// The rows dropped so far by `sink` (tests).
     pub fn dropped_of(&self, sink: &str) -> u64 {
         self.dropped
