@@ -215,4 +215,18 @@ mod tests {
         tsv(&[b], &mut out);
         assert_eq!(out, "9\t1\tfound\ta\\tb\\\\c\\n\t2\n9\t2\tfound\t\t2\n");
     }
+
+    #[test]
+    fn the_deploy_docs_show_every_tables_ddl() {
+        let docs =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/deploy.md"))
+                .unwrap();
+        for t in Table::ALL {
+            assert!(
+                docs.contains(&ddl("dta", t)),
+                "docs/deploy.md lacks {}'s DDL",
+                t.name()
+            );
+        }
+    }
 }
