@@ -147,3 +147,50 @@ impl ExportSection {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::config::Config;
+
+    #[test]
+    fn export_sections_are_checked_with_reasons() {
+        let c = Config::parse("[export]\n[export.parquet]\ndir = \"/tmp/x\"\n").unwrap();
+        let e = c.export.unwrap();
+        assert_eq!(
+            (e.epoch_secs, e.poll_ms, e.shard.as_str()),
+            (10, 100, "0/1")
+        );
+        assert_eq!(e.parquet.unwrap().rotate_secs, 60);
+        let cases = [
+            ("[export]\n", "has no sink"),
+            (
+                "[export]\nepoch_secs = 0\n[export.parquet]\ndir = \"d\"\n",
+                "epoch_secs",
+            ),
+            (
+                "[export]\nshard = \"2/2\"\n[export.parquet]\ndir = \"d\"\n",
+                "[export] shard",
+            ),
+            (
+                "[export]\n[export.clickhouse]\nurl = \"https://x\"\n",
+                "TLS is not supported",
+            ),
+            (
+                "[export]\n[export.clickhouse]\nurl = \"http://x\"\ndatabase = \"a;b\"\n",
+                "not a plain identifier",
+            ),
+            (
+                "[export]\n[export.clickhouse]\nurl = \"http://x\"\nbuffer_rows = 5\n",
+                "must hold at least batch_rows",
+            ),
+            (
+                "[export]\nepoch = 3\n[export.parquet]\ndir = \"d\"\n",
+                "unknown field `epoch`",
+            ),
+        ];
+        for (text, why) in cases {
+            let e = Config::parse(text).unwrap_err().to_string();
+            assert!(e.contains(why), "{text:?}: {e}");
+        }
+    }
+}
