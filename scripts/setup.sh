@@ -18,12 +18,14 @@ need_root() {
 # ibverbs-sys needs to build rdma-core), clang for bindgen, tshark as an independent dissector, the Python
 # venv for scapy, libz3 and cpp for the Tofino compiler, iproute2 for the end-to-end namespaces; and for the
 # Soft-RoCE suite (scripts/rxe.sh) QEMU, Debian's kernel (it has rdma_rxe, the host's may not) and
-# busybox for virtme-ng's guest init, with ibverbs-utils to inspect the device by hand.
+# busybox for virtme-ng's guest init, with ibverbs-utils to inspect the device by hand; clickhouse-server,
+# the real ClickHouse the exporter's tests insert into (Debian's 18.16, run by the tests as a process of
+# their own on loopback: its packaged service is not needed).
 packages=(
   dpdk dpdk-dev libdpdk-dev pkg-config libclang-dev clang cmake
   libnl-3-dev libnl-route-3-dev libibverbs-dev rdma-core ibverbs-providers
   tshark python3-venv python3-pip libz3-4 cpp iproute2 libpcap-dev
-  qemu-system-x86 linux-image-amd64 busybox-static ibverbs-utils
+  qemu-system-x86 linux-image-amd64 busybox-static ibverbs-utils clickhouse-server
 )
 missing=()
 for p in "${packages[@]}"; do
@@ -53,6 +55,10 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 if ! "$venv/bin/python" -c 'import scapy.contrib.roce, pytest' >/dev/null 2>&1; then
   "$venv/bin/pip" install -q 'scapy==2.6.1' 'pytest==8.3.4'
+fi
+# pyarrow and chdb (ClickHouse in-process) read the exporter's Parquet files back in its tests.
+if ! "$venv/bin/python" -c 'import pyarrow, chdb' >/dev/null 2>&1; then
+  "$venv/bin/pip" install -q 'pyarrow==26.0.1' 'chdb==4.4.0'
 fi
 # virtme-ng boots a kernel with the host's filesystem as the guest's root (the rxe suite).
 if [ ! -x "$venv/bin/vng" ]; then

@@ -11,6 +11,9 @@ use dta_protocol::layout::Geometry;
 use dta_protocol::MacAddr;
 use serde::Deserialize;
 
+mod export;
+pub use export::{ClickHouseSection, ExportSection, ParquetSection};
+
 use crate::error::{Error, Result};
 use crate::port::IoKind;
 use crate::responder::FaultConfig;
@@ -40,6 +43,8 @@ pub struct Config {
     pub postcarding: PostcardingSection,
     /// Where INT reports land (issue 17); absent means the INT queries use their defaults.
     pub int: Option<IntSection>,
+    /// The history exporter (Parquet files, ClickHouse); absent means none.
+    pub export: Option<ExportSection>,
     /// The regions, in the order they are laid out.
     #[serde(default, rename = "region")]
     pub regions: Vec<RegionConfig>,
@@ -288,6 +293,9 @@ impl Config {
         }
         if let Some(int) = &self.int {
             self.validate_int(int)?;
+        }
+        if let Some(export) = &self.export {
+            export.validate()?;
         }
         Ok(())
     }

@@ -33,6 +33,14 @@ pub enum Error {
     /// The RDMA backend failed.
     #[error("{0}")]
     Rdma(String),
+    /// The history exporter could not write to a sink (Parquet files, ClickHouse).
+    #[error("export to {sink}: {message}")]
+    Export {
+        /// The sink.
+        sink: &'static str,
+        /// What failed.
+        message: String,
+    },
     /// Socket or file I/O failed.
     #[error("{context}: {source}")]
     Io {

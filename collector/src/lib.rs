@@ -13,6 +13,8 @@ pub mod control;
 #[cfg(feature = "server")]
 pub mod engine;
 pub mod error;
+#[cfg(feature = "export")]
+pub mod export;
 #[cfg(feature = "server")]
 pub mod http;
 #[cfg(feature = "server")]

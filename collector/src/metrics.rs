@@ -20,7 +20,10 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
 use crate::control::QpStats;
+
+pub mod export;
 use crate::responder::{DropReason, FaultCounts, NakKind, Stats};
+pub use export::ExportMetrics;
 
 /// The query kinds, for per-kind counters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -209,6 +212,8 @@ pub struct Metrics {
     published: Published,
     queries: Family<KindResult, Counter>,
     latency: Family<KindLabel, Histogram>,
+    /// The history exporter's counters (zero families when it is not configured).
+    pub export: ExportMetrics,
 }
 
 impl Default for Metrics {
@@ -234,11 +239,14 @@ impl Default for Metrics {
         );
         // `register` ends the help with a full stop.
         registry.register("query_seconds", "Query latency", latency.clone());
+        let export = ExportMetrics::default();
+        export.register(&mut registry);
         Metrics {
             registry,
             published,
             queries,
             latency,
+            export,
         }
     }
 }

@@ -37,6 +37,10 @@ pub struct Running {
     stop: Arc<AtomicBool>,
     io: Option<JoinHandle<Result<()>>>,
     metrics: Arc<Metrics>,
+    /// The history exporter, when `[export]` is configured; stopped (lists drained, files closed)
+    /// before the arena goes.
+    #[cfg(feature = "export")]
+    export: Option<crate::export::Exporter>,
     // The ibverbs device must outlive nothing but the arena it registered; it lives in the opener.
     _opener: Arc<dyn QpOpener>,
 }
@@ -93,6 +97,11 @@ impl Drop for Running {
         self.stop.store(true, Ordering::Relaxed);
         if let Some(t) = self.io.take() {
             let _ = t.join();
+        }
+        // After the I/O loop: nothing writes any more, so the last drain exports every entry.
+        #[cfg(feature = "export")]
+        if let Some(e) = self.export.as_mut() {
+            e.stop();
         }
     }
 }
@@ -182,12 +191,29 @@ pub fn start(
         }
         None => None,
     };
+    #[cfg(feature = "export")]
+    let export = match &config.export {
+        Some(_) => Some(crate::export::Exporter::start(
+            arena.clone(),
+            config,
+            metrics.export.clone(),
+        )?),
+        None => None,
+    };
+    #[cfg(not(feature = "export"))]
+    if config.export.is_some() {
+        return Err(Error::Config(
+            "[export] is configured but this build has no exporter (feature `export` off)".into(),
+        ));
+    }
     Ok(Running {
         http,
         control,
         stop,
         io,
         metrics,
+        #[cfg(feature = "export")]
+        export,
         _opener: opener,
     })
 }
