@@ -2,7 +2,7 @@
 //!
 //! `memory::resolve` asks each region for its length, which walks its geometry; the regions never change
 //! after the responder is built, so their ends are computed once here. [`Bounds::resolve`] answers exactly
-//! what `core::checked_range` (`resolve` plus the arena length check) answers, which the tests compare.
+//! what `checks::checked_range` (`resolve` plus the arena length check) answers, which the tests compare.
 
 use crate::memory::RegionSlot;
 
@@ -57,7 +57,7 @@ impl Bounds {
 mod tests {
     use super::*;
     use crate::memory::Arena;
-    use crate::responder::core::checked_range;
+    use crate::responder::checks::checked_range;
     use dta_protocol::layout::{Geometry, KeyWriteGeometry, SketchGeometry};
     use rand_chacha::ChaCha8Rng;
     use rand_core::{RngCore, SeedableRng};

@@ -10,85 +10,24 @@
 use std::cmp::Ordering;
 
 use dta_protocol::roce::{
-    AtomicEthRepr, NakCode, Psn, DEFAULT_PKEY, PKEY_PARTITION_MASK, QPN_MASK, ROCEV2_UDP_PORT,
+    NakCode, Psn, DEFAULT_PKEY, PKEY_PARTITION_MASK, QPN_MASK, ROCEV2_UDP_PORT,
 };
 use dta_protocol::udp::UdpFrame;
 
 use super::bounds::Bounds;
+use super::checks::{apply_atomic, checked_range, ones_sum, write_length_ok};
 use super::qp::{CachedAtomic, Qp, QpStatus};
-use super::qp_table::QpTable;
-use super::reply::Reply;
+use super::qp_table::{QpTable, FIRST_QPN};
+use super::reply::{Outcome, Reply};
 use super::request::{self, Body};
+use super::state::{Responder, ResponderConfig, ROCEV2_SOURCE_PORTS};
 use super::stats::{DropReason, NakKind, Stats};
-use crate::memory::{resolve, RegionSlot, Resolve};
+use crate::memory::RegionSlot;
 
-/// Bytes an output buffer needs for any response (ATOMIC ACKNOWLEDGE is the longest: 42 + 12 + 4 + 8 + 4).
-pub const RESPONSE_MAX: usize = 128;
 /// RNR NAK timer code (12: 0.64 ms) sent for a request that needs a receive WQE: the value the ibverbs
 /// backend sets as `min_rnr_timer` at RTR (`backend::connect_qp`), which rxe then sends, so both backends
 /// answer alike.
 pub const MIN_RNR_TIMER: u8 = 12;
-
-/// UDP source ports a request may come from: 0xC000..=0xFFFF, the range the Linux RDMA core gives RoCE v2
-/// flows (`IB_ROCE_UDP_ENCAP_VALID_PORT_MIN..=MAX`, IANA's dynamic ports) and where the translator's
-/// `udp_src_port_base` (default 49152) and DART's default port lie. A translator configured below it is
-/// dropped as [`DropReason::WrongSource`]; the hello does not declare ports, so the range is fixed.
-pub const ROCEV2_SOURCE_PORTS: std::ops::RangeInclusive<u16> = 0xC000..=0xFFFF;
-
-/// Settings of the responder.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ResponderConfig {
-    /// Atomics answered from the cache per QP; 0 refuses every atomic. Advertised to the translator.
-    pub max_dest_rd_atomic: u32,
-    /// Largest WRITE payload accepted (the advertised path MTU).
-    pub path_mtu: u32,
-    /// When set, frames to another IPv4 address are dropped (an AF_PACKET socket sees all traffic).
-    pub local_ip: Option<[u8; 4]>,
-    /// When set, RoCE to any destination MAC but this one and broadcast is dropped
-    /// ([`DropReason::ForeignMac`]), as a NIC's address filter drops it before rxe could see it.
-    pub local_mac: Option<[u8; 6]>,
-    /// The VLAN the responder sits on, as a NIC's (VLAN) interface would: `None` takes untagged frames and
-    /// VID 0 priority tags, `Some(vid)` only frames tagged with that VID; anything else is dropped
-    /// ([`DropReason::Vlan`]). A response carries the request's tag (VID and priority) back.
-    pub vlan: Option<u16>,
-}
-
-impl Default for ResponderConfig {
-    fn default() -> Self {
-        ResponderConfig {
-            max_dest_rd_atomic: 16,
-            path_mtu: 1024,
-            local_ip: None,
-            local_mac: None,
-            vlan: None,
-        }
-    }
-}
-
-/// What became of one frame.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
-    /// A response of this many bytes is in the output buffer.
-    Respond(usize),
-    /// The request was carried out and needs no response (a WRITE without AckReq).
-    Silent,
-    /// Dropped without a response, counted under this reason.
-    Dropped(DropReason),
-}
-
-/// The software RoCEv2 responder.
-#[derive(Debug)]
-pub struct Responder {
-    pub(super) config: ResponderConfig,
-    pub(super) slots: Vec<RegionSlot>,
-    /// The slots' R_Keys and VA ranges as the fast path checks them.
-    pub(super) bounds: Bounds,
-    pub(super) qps: QpTable,
-    next_qpn: u32,
-    pub(super) stats: Stats,
-    /// A tagged request without its tag, handled as untagged (kept to allocate once).
-    untagged: Vec<u8>,
-}
 
 /// The 802.1Q TPID, and the length of a tag.
 const TPID_8021Q: [u8; 2] = [0x81, 0x00];
@@ -99,23 +38,6 @@ const BROADCAST: [u8; 6] = [0xFF; 6];
 #[inline]
 fn tagged(frame: &[u8]) -> bool {
     frame.len() >= 14 + VLAN_TAG_LEN && frame[12..14] == TPID_8021Q
-}
-
-/// The ones'-complement sum of `bytes` as big-endian 16-bit words (an odd last byte padded with 0),
-/// folded to 16 bits: 0xFFFF over a header or datagram whose checksum field is right.
-pub(super) fn ones_sum(bytes: &[u8], init: u32) -> u16 {
-    let mut sum = u64::from(init);
-    let mut words = bytes.chunks_exact(2);
-    for w in &mut words {
-        sum += u64::from(u16::from_be_bytes([w[0], w[1]]));
-    }
-    if let [last] = words.remainder() {
-        sum += u64::from(*last) << 8;
-    }
-    while sum > 0xFFFF {
-        sum = (sum & 0xFFFF) + (sum >> 16);
-    }
-    sum as u16
 }
 
 /// What Linux checks of a RoCEv2 datagram before rxe sees it: the destination MAC (the NIC's filter), the
@@ -166,9 +88,6 @@ fn admit(config: &ResponderConfig, frame: &[u8]) -> Result<(), DropReason> {
     }
     Ok(())
 }
-
-/// First QPN handed out, also after the counter wraps; QPNs 0 and 1 are special in InfiniBand.
-pub const FIRST_QPN: u32 = 0x100;
 
 /// The QPN the allocator tries after `qpn`: the next one on 24 bits, back to [`FIRST_QPN`] after 0xFFFFFF.
 fn next_qpn_after(qpn: u32) -> u32 {
@@ -250,7 +169,7 @@ impl Responder {
     }
 
     /// Handles one received frame against the arena bytes `mem`, writing any response into `out` (at least
-    /// [`RESPONSE_MAX`] bytes).
+    /// [`RESPONSE_MAX`](super::RESPONSE_MAX) bytes).
     ///
     /// The common case (an in-sequence WRITE ONLY or atomic that passes every check) takes the fast path of
     /// `fast.rs`; everything else, and anything the fast path is not sure of, takes the general path, which
@@ -492,47 +411,6 @@ impl Responder {
             }
         }
     }
-}
-
-/// Whether a WRITE ONLY packet carries what its RETH announces (rxe's check): up to the MTU, exactly the
-/// DMA length with the pad that length needs; beyond it, exactly one MTU without pad.
-pub(super) fn write_length_ok(dma_len: usize, payload: usize, pad: u8, mtu: usize) -> bool {
-    if dma_len > mtu {
-        payload == mtu && pad == 0
-    } else {
-        payload == dma_len && usize::from(pad) == (4 - dma_len % 4) % 4
-    }
-}
-
-/// Resolves a request's target, mapping a refusal to the NAK it earns.
-pub(super) fn checked_range(
-    slots: &[RegionSlot],
-    mem_len: usize,
-    rkey: u32,
-    va: u64,
-    len: usize,
-) -> Result<usize, NakKind> {
-    match resolve(slots, rkey, va, len as u64) {
-        // The table and the arena come from the same layout; the second check only guards against a
-        // responder handed a different buffer than its table describes.
-        Resolve::Ok(at) if at.checked_add(len).is_some_and(|end| end <= mem_len) => Ok(at),
-        _ => Err(NakKind::RemoteAccess),
-    }
-}
-
-/// Runs FETCH_ADD or COMPARE_SWAP on a native-order u64 (what an RDMA NIC does on the host's memory) and
-/// returns the value it held before.
-pub(super) fn apply_atomic(compare_swap: bool, a: &AtomicEthRepr, target: &mut [u8]) -> u64 {
-    let mut word = [0u8; 8];
-    word.copy_from_slice(target);
-    let orig = u64::from_ne_bytes(word);
-    let new = match compare_swap {
-        true if orig == a.compare => a.swap_add,
-        true => orig,
-        false => orig.wrapping_add(a.swap_add),
-    };
-    target.copy_from_slice(&new.to_ne_bytes());
-    orig
 }
 
 #[cfg(test)]

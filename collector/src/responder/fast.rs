@@ -15,11 +15,10 @@ use dta_protocol::roce::{
 };
 use dta_protocol::udp::{UdpEndpoints, ETHERTYPE_IPV4, ETH_HEADER_LEN, IPV4_HEADER_LEN};
 
-use super::core::{
-    apply_atomic, ones_sum, write_length_ok, Outcome, Responder, ROCEV2_SOURCE_PORTS,
-};
+use super::checks::{apply_atomic, ones_sum, write_length_ok};
 use super::qp::{CachedAtomic, Qp};
-use super::reply::Reply;
+use super::reply::{Outcome, Reply};
+use super::state::{Responder, ROCEV2_SOURCE_PORTS};
 use super::template::{icrc_ok, reply_key, AckTemplate, BTH_AT, EXT_AT};
 
 /// The IPv4 header.

@@ -8,7 +8,8 @@ use dta_protocol::udp::UdpEndpoints;
 use rand_chacha::ChaCha8Rng;
 use rand_core::{RngCore, SeedableRng};
 
-use super::super::core::{Outcome, Responder, ResponderConfig, RESPONSE_MAX};
+use super::super::reply::{Outcome, RESPONSE_MAX};
+use super::super::state::{Responder, ResponderConfig};
 use crate::memory::{Arena, RegionSlot};
 
 const COLLECTOR: [u8; 4] = [198, 18, 0, 2];

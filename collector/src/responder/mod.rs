@@ -6,6 +6,7 @@
 //! reproducibly.
 
 mod bounds;
+mod checks;
 mod core;
 mod fast;
 mod faults;
@@ -13,13 +14,14 @@ mod qp;
 mod qp_table;
 mod reply;
 mod request;
+mod state;
 mod stats;
 mod template;
 
-pub use self::core::{
-    Outcome, Responder, ResponderConfig, FIRST_QPN, MIN_RNR_TIMER, RESPONSE_MAX,
-    ROCEV2_SOURCE_PORTS,
-};
+pub use self::core::MIN_RNR_TIMER;
 pub use faults::{FaultConfig, FaultCounts, FaultInjector};
 pub use qp::QpStatus;
+pub use qp_table::FIRST_QPN;
+pub use reply::{Outcome, RESPONSE_MAX};
+pub use state::{Responder, ResponderConfig, ROCEV2_SOURCE_PORTS};
 pub use stats::{DropReason, NakKind, Stats};

@@ -7,8 +7,10 @@
 
 use std::collections::HashMap;
 
-use super::core::FIRST_QPN;
 use super::qp::Qp;
+
+/// First QPN handed out, also after the counter wraps; QPNs 0 and 1 are special in InfiniBand.
+pub const FIRST_QPN: u32 = 0x100;
 
 /// QPNs `FIRST_QPN..FIRST_QPN + DIRECT` live in the array. 4096 QPs is far beyond what one collector
 /// serves (one per translator worker); the array grows only up to the highest QPN in use.

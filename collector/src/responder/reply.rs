@@ -5,8 +5,21 @@
 use dta_protocol::roce::{AckKind, AethRepr, FrameRepr, NakCode, ROCEV2_UDP_PORT};
 use dta_protocol::udp::UdpEndpoints;
 
-use super::core::Outcome;
 use super::stats::DropReason;
+
+/// Bytes an output buffer needs for any response (ATOMIC ACKNOWLEDGE is the longest: 42 + 12 + 4 + 8 + 4).
+pub const RESPONSE_MAX: usize = 128;
+
+/// What became of one frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// A response of this many bytes is in the output buffer.
+    Respond(usize),
+    /// The request was carried out and needs no response (a WRITE without AckReq).
+    Silent,
+    /// Dropped without a response, counted under this reason.
+    Dropped(DropReason),
+}
 
 /// Credit field of every ACK: 31 means "credits not tracked", what rxe sends (AETH_ACK_UNLIMITED).
 pub(crate) const UNLIMITED_CREDITS: u8 = 31;

@@ -7,8 +7,7 @@
 use dta_protocol::roce::{bth, IcrcPrefix, ICRC_LEN};
 use dta_protocol::udp::{ETH_HEADER_LEN, HEADERS_LEN};
 
-use super::core::Outcome;
-use super::reply::Reply;
+use super::reply::{Outcome, Reply};
 use super::stats::DropReason;
 
 /// Where the BTH of an untagged IPv4 (no options) frame starts.
