@@ -6,32 +6,7 @@ use std::ops::AddAssign;
 use dta_protocol::dta::Opcode;
 
 use crate::int::IntCounters;
-
-/// Declares a reason enum with its `ALL` list and metric labels from one list, so a reason cannot be
-/// added without its counter slot (the counters are arrays sized by `ALL`) and its label. Used for
-/// [`DropReason`] here and for the INT front end's `IntDrop`.
-macro_rules! reasons {
-    ($(#[doc = $edoc:expr])* $enum:ident { $($(#[doc = $doc:expr])* $name:ident => $label:literal,)+ }) => {
-        $(#[doc = $edoc])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-        pub enum $enum {
-            $($(#[doc = $doc])* $name,)+
-        }
-
-        impl $enum {
-            /// Every reason, in counter order.
-            pub const ALL: [$enum; [$($enum::$name),+].len()] = [$($enum::$name),+];
-
-            /// A metrics label.
-            pub const fn label(self) -> &'static str {
-                match self {
-                    $($enum::$name => $label,)+
-                }
-            }
-        }
-    };
-}
-pub(crate) use reasons;
+use crate::reasons::reasons;
 
 reasons! {
     /// Why a report (or part of one) was not turned into RDMA traffic.

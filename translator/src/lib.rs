@@ -16,6 +16,7 @@ pub mod int;
 pub mod primitives;
 pub mod psn;
 pub mod rate;
+mod reasons;
 pub mod requester;
 pub mod rtt;
 pub mod sequence;

@@ -3,7 +3,7 @@
 use std::ops::AddAssign;
 
 use super::per_node::{Bounded, NodeCounts};
-use crate::counters::reasons;
+use crate::reasons::reasons;
 
 reasons! {
     /// Why an INT report (or one individual report of a v2.0 group) was not translated.
