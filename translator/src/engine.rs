@@ -532,30 +532,17 @@ impl Engine {
         }
     }
 
-    /// A Key-Write report to its collector.
+    /// A Key-Write report to its collector, through `Collector::key_write_unrolled`. Its two callers are
+    /// [`key_write_parts`](Self::key_write_parts) (one report, out of line) and the run loop of
+    /// [`key_write_run`](Self::key_write_run) (inlined there); [`dispatch`](Self::dispatch) never sees a
+    /// Key-Write (see there).
     #[inline(always)]
     fn key_write(&mut self, kw: &KeyWriteRepr, dst: [u8; 4]) -> Result<(), DropReason> {
-        self.key_write_with::<false>(kw, dst)
-    }
-
-    /// [`key_write`](Self::key_write), through `Collector::key_write_unrolled` when `UNROLL` (the
-    /// out-of-line call's; the receive loop's inlined copy stays the loop).
-    #[inline(always)]
-    fn key_write_with<const UNROLL: bool>(
-        &mut self,
-        kw: &KeyWriteRepr,
-        dst: [u8; 4],
-    ) -> Result<(), DropReason> {
         // Once per report: the entries store it and key-hash routing uses it.
         let checksum = key_checksum(kw.key);
         let i = self.route(|| checksum, dst).ok_or(DropReason::NoRegion)?;
         // Key-Write is written at once: its one outcome is `Accepted`.
-        let c = &mut self.collectors[i];
-        if UNROLL {
-            c.key_write_unrolled(kw, checksum)
-        } else {
-            c.key_write(kw, checksum)
-        }
+        self.collectors[i].key_write_unrolled(kw, checksum)
     }
 
     /// [`key_write`](Self::key_write) of the report `redundancy`, `key`, `data`, its fields in registers:
@@ -578,7 +565,7 @@ impl Engine {
             key,
             data,
         };
-        self.key_write_with::<true>(&kw, dst)
+        self.key_write(&kw, dst)
     }
 
     /// Counts the drop of a report that does not parse, by [`ReportRepr::parse`]'s reason.
@@ -640,10 +627,11 @@ impl Engine {
         dst: [u8; 4],
     ) -> Result<(), DropReason> {
         let outcome = match r.body {
-            Body::KeyWrite(kw) => {
-                self.key_write(&kw, dst)?;
-                Outcome::Accepted
-            }
+            // Never reached: `handle_report`, this function's one caller, takes every report whose
+            // opcode byte is Key-Write's through `ReportRepr::parse_key_write` and returns; only the
+            // others reach `parse_quick`, which gives `Body::KeyWrite` for that opcode byte alone.
+            // (The burst loop's `key_write_run` takes runs of them before even that.)
+            Body::KeyWrite(_) => unreachable!("Key-Write reports are taken before dispatch"),
             Body::KeyIncrement(ki) => {
                 let i = self.route_key(ki.key, dst).ok_or(DropReason::NoRegion)?;
                 let col = &mut self.collectors[i];

@@ -36,6 +36,8 @@ fn engine(f: impl FnOnce(&mut Config)) -> Engine {
     Engine::new(c, &[welcome()], Instant(0)).unwrap()
 }
 
+/// Through `handle_frame`, one report at a time: `Engine::handle_report`'s Key-Write branch, the one
+/// Key-Write path besides a burst's run (`burst.rs` checks the run against it).
 #[test]
 fn key_write_design_vector() {
     let mut e = engine(|_| {});

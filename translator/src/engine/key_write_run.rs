@@ -46,7 +46,7 @@ impl Engine {
             let (port, fmt, tracking) = self.run_format();
             plain_key_writes(first, rest, port, fmt, tracking, |kw, dst| {
                 // `key_write_parts`' push; untracked, a drop is only counted.
-                if let Err(reason) = self.key_write_with::<true>(kw, dst) {
+                if let Err(reason) = self.key_write(kw, dst) {
                     self.counters.drop(reason);
                 }
             })
@@ -59,7 +59,7 @@ impl Engine {
 
     /// [`key_write_run`](Self::key_write_run)'s loop when every report goes to placement `p` on the
     /// first collector's QP and the format's data size is `D`, the placement's: the same checks and work
-    /// requests as `key_write_with` gives each, with the collector's state borrowed once for the run,
+    /// requests as `Engine::key_write` gives each, with the collector's state borrowed once for the run,
     /// and the base header's form a constant too (no form dispatch per report).
     #[inline(always)]
     fn key_write_lane<'f, const D: usize>(

@@ -69,15 +69,17 @@ impl Collector {
     /// outcome for Key-Write, `Accepted`) with the region's placement
     /// read once at setup: the same checks in the same order (region, queue room, then the primitive's
     /// `Placement::write`, which `offer`'s path runs too), so the same outcome (a test compares them).
-    /// Inlined into the engine's `key_write_parts`: called, the report went through the stack and the
-    /// result was packed and unpacked around the call.
+    /// Through `Placement::write`: the model that `fast_paths_equal_offer` checks
+    /// [`key_write_unrolled`](Self::key_write_unrolled), the engine's one Key-Write call, against.
+    #[cfg(test)]
     #[inline(always)]
     pub(super) fn key_write(&mut self, r: &KeyWriteRepr, checksum: u32) -> Result<(), DropReason> {
         self.key_write_with::<false>(r, checksum)
     }
 
-    /// [`key_write`](Self::key_write) through `Placement::write_unrolled` (the same work requests), for
-    /// the engine's out-of-line Key-Write call.
+    /// `key_write` through `Placement::write_unrolled` (the same work requests): the engine's Key-Write
+    /// call (`Engine::key_write`), inlined into its `key_write_parts` (called, the report went through
+    /// the stack and the result was packed and unpacked around the call) and its run loop.
     #[inline(always)]
     pub(super) fn key_write_unrolled(
         &mut self,
@@ -449,7 +451,7 @@ mod tests {
                         data: bytes,
                     };
                     let checksum = key_checksum(r.key);
-                    // Both of the engine's paths, in turn.
+                    // The engine's path and its model, in turn.
                     let fast = if step % 2 == 0 {
                         a.key_write(&r, checksum)
                     } else {
