@@ -13,6 +13,7 @@ mod mempool;
 mod port;
 mod queue;
 mod ring;
+mod shared;
 
 pub use burst::MbufBurst;
 pub use eal::{eal_init, register_thread, Eal};

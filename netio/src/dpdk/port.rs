@@ -6,6 +6,7 @@ use std::sync::Arc;
 use super::error::check;
 use super::ffi;
 use super::queue::DpdkQueue;
+use super::shared::PortShared;
 use super::{Eal, Mempool};
 use crate::NetioError;
 
@@ -78,42 +79,6 @@ pub struct PortStats {
     pub tx_errors: u64,
     /// RX failures for want of an mbuf (pool too small).
     pub rx_no_mbuf: u64,
-}
-
-/// What the queues of a port share. Dropped after the last queue: drains the RX queues (a looped-back or
-/// ring device may still hold mbufs of our pool), stops the port, then frees the pool.
-pub(crate) struct PortShared {
-    pub(crate) port_id: u16,
-    pub(crate) name: String,
-    pub(crate) queues: u16,
-    pub(crate) pool: Mempool,
-}
-
-impl Drop for PortShared {
-    fn drop(&mut self) {
-        let mut mbufs = [std::ptr::null_mut::<ffi::rte_mbuf>(); 64];
-        for q in 0..self.queues {
-            // Bounded: a device that keeps receiving (a live NIC) must not hold up the drop.
-            for _ in 0..1024 {
-                // SAFETY: the port is started and no queue object exists any more, so nobody else polls it.
-                let n = unsafe { ffi::rte_eth_rx_burst(self.port_id, q, mbufs.as_mut_ptr(), 64) };
-                if n == 0 {
-                    break;
-                }
-                // SAFETY: the n mbufs were just received and are ours.
-                unsafe { ffi::rte_pktmbuf_free_bulk(mbufs.as_mut_ptr(), n as u32) };
-            }
-        }
-        // SAFETY: valid port id.
-        let r = unsafe { ffi::rte_eth_dev_stop(self.port_id) };
-        if r < 0 {
-            log::warn!(
-                "rte_eth_dev_stop({}): {}",
-                self.name,
-                super::error::strerror(-r)
-            );
-        }
-    }
 }
 
 /// A started port. Its queues are handed out once by [`Port::open`]; the port stays up until the `Port` and

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use super::burst::MbufBurst;
 use super::ffi::{self, rte_mbuf};
 use super::mbuf;
-use super::port::PortShared;
+use super::shared::PortShared;
 use crate::{FrameBatch, NetioError, RxBurst, RxStats, TxBurst, TxStats};
 
 /// How often a partially accepted TX burst is offered again before the rest is dropped: enough to ride out a
