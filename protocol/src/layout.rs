@@ -16,7 +16,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::dta::N_MAX;
 // The table CRCs: the same values as `crate::hash` (proptests in `crc_table`), a fraction of the cost.
-use crate::roce::crc_table::{key_checksum, placement, POSTCARD_TABLES};
+use crate::hash::key_checksum;
+use crate::roce::crc_table::{placement, POSTCARD_TABLES};
 
 mod kind;
 pub use kind::RegionKind;

@@ -25,6 +25,7 @@ pub mod hash;
 pub mod int;
 pub mod layout;
 pub mod mac;
+mod polynomials;
 pub mod roce;
 pub mod udp;
 

@@ -20,8 +20,8 @@ use std::collections::VecDeque;
 
 use dta_protocol::control::Welcome;
 use dta_protocol::dta::{BaseRepr, Body, KeyWriteRepr, Opcode, ReportFormat, ReportRepr};
+use dta_protocol::hash::key_checksum;
 use dta_protocol::layout::Region;
-use dta_protocol::roce::crc_table::key_checksum;
 use dta_protocol::roce::{FrameRepr, QPN_MASK, ROCEV2_UDP_PORT};
 use dta_protocol::udp::{UdpFrame, UdpView, Uncommon, HEADERS_LEN as UDP_PAYLOAD_AT};
 use dta_protocol::Error as WireError;

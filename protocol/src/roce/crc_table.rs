@@ -5,10 +5,11 @@
 //! set-up costs more than the CRC: callgrind put `crc32fast::hash` of 4 bytes at ~90 instructions
 //! (CPU feature detection, the SIMD path's dispatch, the tail loop). A slice-by-4 table does a 32-bit word
 //! in 4 lookups. The tables are built at compile time; tests check every entry point against the
-//! reference crates and [`crate::hash`], which stays the reference. The layout functions and the
+//! reference crates and [`crate::hash`], which stays the reference (but for `hash::key_checksum`, which
+//! is this table's CRC-32 itself, checked against `crc32fast`). The layout functions and the
 //! translator's per-report paths use these.
 
-use crate::hash::{HOP_POLYNOMIALS, PLACEMENT_POLYNOMIALS};
+use crate::polynomials::{HOP_POLYNOMIALS, PLACEMENT_POLYNOMIALS};
 
 /// Slice-by-4 tables of one reflected CRC-32 polynomial.
 pub struct Crc32Table {
@@ -144,15 +145,9 @@ pub fn placement_hash5(key: u32, n: u8) -> u32 {
     !PLACEMENT_TABLES5[usize::from(n % 8)].update_u32_le_byte(!0, key, n)
 }
 
-/// [`hash::key_checksum`](crate::hash::key_checksum) through the table: `crc32(key_le)`.
-#[inline]
-pub fn key_checksum(key: u32) -> u32 {
-    !CRC32_ISO_HDLC.update_u32_le(!0, key)
-}
-
-/// Copy 0's placement hash from the key's checksum: both are zlib's CRC-32 and copy 0 hashes one byte
-/// (0) more than the checksum, so the checksum's register continues into it for one table lookup instead
-/// of a second pass over the key.
+/// Copy 0's placement hash from the key's checksum ([`hash::key_checksum`](crate::hash::key_checksum)):
+/// both are zlib's CRC-32 and copy 0 hashes one byte (0) more than the checksum, so the checksum's
+/// register continues into it for one table lookup instead of a second pass over the key.
 #[inline]
 pub fn placement_hash0_from_checksum(checksum: u32) -> u32 {
     !CRC32_ISO_HDLC.update_byte(!checksum, 0)
@@ -371,8 +366,7 @@ mod tests {
 
         #[test]
         fn key_hashes_equal_the_hash_module(key in any::<u32>(), n in any::<u8>()) {
-            let checksum = key_checksum(key);
-            prop_assert_eq!(checksum, hash::key_checksum(key));
+            let checksum = hash::key_checksum(key);
             prop_assert_eq!(placement_hash5(key, n), hash::placement_hash(key, n));
             prop_assert_eq!(placement_hash0_from_checksum(checksum), hash::placement_hash(key, 0));
             let slots = 1u64 << (n % 40);

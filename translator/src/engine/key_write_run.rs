@@ -3,7 +3,7 @@
 //! lane specialised on the data size and header form when one collector takes every report.
 
 use dta_protocol::dta::{HeaderForm, KeyWriteRepr, Opcode, ReportFormat, ReportRepr};
-use dta_protocol::roce::crc_table::key_checksum;
+use dta_protocol::hash::key_checksum;
 use dta_protocol::udp::UdpView;
 
 use super::link::{self, Collector};

@@ -328,8 +328,8 @@ mod tests {
     use crate::primitives::{FlushMode, Timed};
     use dta_protocol::control::{ResponderQp, CONTROL_VERSION};
     use dta_protocol::dta::SketchOp;
+    use dta_protocol::hash::key_checksum;
     use dta_protocol::layout::{AppendGeometry, KeyWriteGeometry, SketchGeometry};
-    use dta_protocol::roce::crc_table::key_checksum;
 
     /// Two Append lists, two sketches and a Key-Write region, with a small queue so that reports are
     /// refused for room too.

@@ -2,8 +2,9 @@
 //! copy n.
 
 use dta_protocol::dta::{KeyWriteRepr, Opcode};
+use dta_protocol::hash::key_checksum;
 use dta_protocol::layout::{Geometry, Region, KEY_WRITE_CHECKSUM_LEN};
-use dta_protocol::roce::crc_table::{key_checksum, placement_hash0_from_checksum, placement_hash5};
+use dta_protocol::roce::crc_table::{placement_hash0_from_checksum, placement_hash5};
 
 use super::{FlushMode, Outcome, Primitive, Sink, Timed};
 use crate::collector::Regions;

@@ -28,9 +28,9 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use dta_protocol::dta::Opcode;
+use dta_protocol::hash::key_checksum;
 use dta_protocol::hash::POSTCARD_BLANK;
 use dta_protocol::layout::{Geometry, PostcardGeometry, Region, CELL_LEN, CHUNK_STRIDE, MAX_HOPS};
-use dta_protocol::roce::crc_table::key_checksum;
 
 use super::{FlushMode, Outcome, Primitive, Sink, Timed};
 use crate::collector::Regions;
