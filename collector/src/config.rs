@@ -73,6 +73,14 @@ pub struct CollectorSection {
     /// VID 0 priority tags) and drops tagged ones; set (1..=4094), only frames tagged with this VID, and
     /// it answers tagged. Drops are counted as `dta_collector_drops_total{reason="vlan"}`.
     pub vlan: Option<u16>,
+    /// A file whose shared mapping holds the regions (on hugetlbfs, `/dev/hugepages/dta-regions`, or
+    /// tmpfs, `/dev/shm/dta-regions`), so that their contents outlive the process: a restart or a crash
+    /// keeps what the translators wrote. Its header records the layout; a restart with other regions is
+    /// refused unless started with `--fresh-memory`. Unset: anonymous memory, gone with the process.
+    pub memory_file: Option<std::path::PathBuf>,
+    /// Discard the memory file's contents at start (`serve --fresh-memory`); never read from the file.
+    #[serde(skip)]
+    pub fresh_memory: bool,
 }
 
 impl Default for CollectorSection {
@@ -86,6 +94,8 @@ impl Default for CollectorSection {
             max_dest_rd_atomic: 16,
             path_mtu: 1024,
             vlan: None,
+            memory_file: None,
+            fresh_memory: false,
         }
     }
 }

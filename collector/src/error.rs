@@ -19,6 +19,14 @@ pub enum Error {
         /// The OS error.
         source: io::Error,
     },
+    /// The memory file that keeps the regions across restarts cannot be used as it is.
+    #[error("memory file {path}: {message}")]
+    MemoryFile {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What is wrong and what to do about it.
+        message: String,
+    },
     /// A query named a region that is not configured.
     #[error("no {kind} region{}", id.map(|i| format!(" with id {i}")).unwrap_or_default())]
     NoRegion {

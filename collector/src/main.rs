@@ -56,6 +56,10 @@ struct ServeArgs {
     /// Control token (overrides the config).
     #[arg(long)]
     token: Option<String>,
+    /// Start with zeroed regions in `[collector] memory_file`, discarding what it holds (a file laid
+    /// out for other regions is refused without this).
+    #[arg(long)]
+    fresh_memory: bool,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -224,6 +228,7 @@ fn serve(a: ServeArgs) -> Result<()> {
         http,
         control,
         token,
+        fresh_memory,
     } = a;
     let mut config = Config::load(&path)?;
     if let Some(addr) = http {
@@ -246,6 +251,10 @@ fn serve(a: ServeArgs) -> Result<()> {
     if let Some(eal) = eal {
         config.collector.eal_args = eal.split_whitespace().map(String::from).collect();
     }
+    if fresh_memory && config.collector.memory_file.is_none() {
+        bail!("--fresh-memory needs [collector] memory_file: without it the regions always start zeroed");
+    }
+    config.collector.fresh_memory = fresh_memory;
     let interface = interface.or(config.collector.interface.clone());
     let backend = match backend {
         BackendArg::Soft => Backend::Soft,

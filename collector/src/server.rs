@@ -13,7 +13,7 @@ use crate::engine::QueryEngine;
 use crate::error::{Error, Result};
 use crate::http::HttpServer;
 use crate::io_loop;
-use crate::memory::Arena;
+use crate::memory::{Arena, Opened};
 use crate::metrics::Metrics;
 use crate::port;
 use crate::responder::{Responder, ResponderConfig};
@@ -128,7 +128,7 @@ pub fn start(
             (arena, opener)
         }
         Backend::Soft => {
-            let arena = Arc::new(Arena::new(&layout)?);
+            let arena = Arc::new(make_arena(config, &layout)?);
             let rc = ResponderConfig {
                 max_dest_rd_atomic: c.max_dest_rd_atomic,
                 path_mtu: c.path_mtu,
@@ -218,6 +218,35 @@ pub fn start(
     })
 }
 
+/// The regions' memory: anonymous (hugepages when there are some), or the `[collector] memory_file`,
+/// whose contents a restart keeps.
+fn make_arena(config: &Config, layout: &[(u32, dta_protocol::layout::Geometry)]) -> Result<Arena> {
+    let c = &config.collector;
+    let Some(path) = &c.memory_file else {
+        return Arena::new(layout);
+    };
+    let (arena, opened) = Arena::with_memory_file(layout, path, c.fresh_memory)?;
+    let (len, pages) = {
+        let m = arena.read();
+        (m.as_slice().len(), m.pages())
+    };
+    let what = match opened {
+        Opened::Created => "created: regions start zeroed",
+        Opened::Kept => "same layout: regions keep their contents",
+        Opened::Reset => "--fresh-memory: its contents discarded, regions start zeroed",
+    };
+    log::info!(
+        "regions in memory file {} ({len} bytes on {pages:?} pages), {what}",
+        path.display()
+    );
+    if opened == Opened::Kept {
+        for h in arena.append_heads() {
+            log::info!("append list {} continues at head {}", h.list, h.head);
+        }
+    }
+    Ok(arena)
+}
+
 /// The ibverbs backend: the device, the regions registered on it, and the MAC its responses come from.
 type VerbsBackend = (Arc<Arena>, Arc<dyn QpOpener>, [u8; 6]);
 
@@ -251,7 +280,9 @@ fn ibverbs_backend(
         );
     }
     log::info!("RoCE v2 source GID {gid} on {ifname} ({mac_text})");
-    let mut arena = Arena::new(layout)?;
+    // A kept memory file is registered like fresh memory: the device hands out new R_Keys, which the
+    // welcome carries as after any restart.
+    let mut arena = make_arena(config, layout)?;
     register_arena(&mut dev, &mut arena)?;
     let settings = QpSettings {
         path_mtu: c.path_mtu,

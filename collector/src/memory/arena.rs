@@ -12,6 +12,7 @@ use rand_core::{RngCore, SeedableRng};
 use dta_protocol::control::AppendHead;
 use dta_protocol::layout::{AppendGeometry, Geometry, Region, RegionKind};
 
+use super::persist::{self, Layout, Opened};
 use super::Mapping;
 use crate::error::{Error, Result};
 
@@ -56,20 +57,42 @@ impl Arena {
     /// Lays out `regions` (id and geometry each) with guard gaps, maps the memory (hugepages when
     /// available) and assigns soft-backend R_Keys.
     pub fn new(regions: &[(u32, Geometry)]) -> Result<Self> {
-        Self::build(regions, Mapping::new)
+        Self::build(regions, 0, Mapping::new)
     }
 
     /// As [`new`](Self::new) on ordinary pages without a warning (tests and small tools).
     pub fn new_normal(regions: &[(u32, Geometry)]) -> Result<Self> {
-        Self::build(regions, |len| Mapping::normal(len, false))
+        Self::build(regions, 0, |len| Mapping::normal(len, false))
     }
 
+    /// As [`new`](Self::new) in a shared mapping of the file at `path` (on hugetlbfs, hugepages of its
+    /// mount), whose bytes outlive the process: a file made for the same layout keeps its regions'
+    /// contents, one made for another layout is refused with the difference, and `fresh` starts from
+    /// zeroed regions whatever the file held. The arena's bytes begin with the file's header, which no
+    /// region covers. The file stays locked while the arena lives.
+    pub fn with_memory_file(
+        regions: &[(u32, Geometry)],
+        path: &std::path::Path,
+        fresh: bool,
+    ) -> Result<(Self, Opened)> {
+        let layout = Layout::new(regions, GUARD_LEN, REGION_ALIGN);
+        let mut opened = Opened::Created;
+        let arena = Self::build(regions, layout.header_len(), |len| {
+            let (mapping, o) = persist::open(path, &layout, len, fresh)?;
+            opened = o;
+            Ok(mapping)
+        })?;
+        Ok((arena, opened))
+    }
+
+    /// Lays the regions out after `prefix` bytes that no region covers (the memory file's header).
     fn build(
         regions: &[(u32, Geometry)],
+        prefix: usize,
         map: impl FnOnce(usize) -> Result<Mapping>,
     ) -> Result<Self> {
         let mut offsets = Vec::with_capacity(regions.len());
-        let mut end = 0usize;
+        let mut end = prefix;
         for (_, g) in regions {
             let len = usize::try_from(g.len())
                 .map_err(|_| Error::Config(format!("region of {} bytes is too large", g.len())))?;
