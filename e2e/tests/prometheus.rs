@@ -61,6 +61,7 @@ fn prometheus_scrapes_both_daemons_and_answers_every_rule_and_panel() -> Result<
         responder: Responder::Soft,
         translators: 1,
         int: true,
+        export: None,
     };
     let Some(mut sys) = System::start("p", opts)? else {
         return Ok(());

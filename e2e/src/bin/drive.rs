@@ -78,6 +78,7 @@ fn main() -> Result<()> {
         responder: Responder::Soft,
         translators: 1,
         int: false,
+        export: None,
     };
     std::env::set_var("DTA_REQUIRE_NETNS", "1");
     let mut sys = System::start("demo", opts)?.context("network namespaces")?;
@@ -199,6 +200,7 @@ fn int_phase(a: &Args, io: Io) -> Result<()> {
         responder: Responder::Soft,
         translators: 1,
         int: true,
+        export: None,
     };
     let mut sys = System::start("dint", opts)?.context("network namespaces")?;
     let flows = (a.reports / 10).max(200);
