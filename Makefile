@@ -83,7 +83,8 @@ bench-protocol:
 	$(CARGO) bench -p dta-protocol --bench icrc
 
 ## The demo: reporter -> translator -> collector in network namespaces, a mixed workload, exact queries
-## and a results table (needs root; no hugepages needed).
+## and a results table, then INT reports whose exported history (Parquet, target/demo-history/) it ends
+## by querying with chdb (needs root; no hugepages needed).
 demo: setup
 	$(CARGO) build --release -p dta-translator-daemon -p dta-collector -p dta-e2e --bins
 	bash scripts/demo.sh

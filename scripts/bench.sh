@@ -175,6 +175,13 @@ echo "bench: CPU collector baseline over UDP loopback"
 echo "bench: collector queries"
 "$bin/dta-bench" queries --secs 2 > "$run/queries.json"
 
+# The collector's history exporter (issue 28): rows/s per core into Parquet, and the highest Append rate
+# it keeps up with before its ring overruns (a 2^16-entry ring; poll_ms 100, the default, where polling
+# bounds the rate, and 10, where the thread's own speed does); about 40 s.
+echo "bench: history exporter"
+"$bin/dta-bench" export > "$run/export.json"
+"$bin/dta-bench" export --secs 2 --poll-ms 10 > "$run/export-poll10.json"
+
 # dta-pktgen out of the same DPDK net_null vdev, with the same EAL options as testpmd txonly on one core.
 echo "bench: dta-pktgen"
 for wl in keywrite append; do

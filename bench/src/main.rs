@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 
 mod daemon;
 mod daemon_floors;
+mod export;
 mod floors;
 mod iofwd;
 mod queries;
@@ -149,6 +150,22 @@ enum Cmd {
         #[arg(long, default_value_t = 0)]
         collector_cpu: usize,
     },
+    /// The collector's history exporter (Parquet sink) over an INT drop-event list: rows/s per core
+    /// (closed loop), and the highest Append rate it keeps up with before the ring overruns (open loop).
+    Export {
+        /// Seconds of the closed-loop run.
+        #[arg(long, default_value_t = 4.0)]
+        secs: f64,
+        /// Seconds per open-loop probe.
+        #[arg(long, default_value_t = 2.0)]
+        probe_secs: f64,
+        /// Entries of the ring (16-byte INT drop events).
+        #[arg(long, default_value_t = 1 << 16)]
+        ring: u64,
+        /// `[export] poll_ms` of the open-loop probes (the default's 100).
+        #[arg(long, default_value_t = 100)]
+        poll_ms: u64,
+    },
     /// Collector queries per second on one core.
     Queries {
         #[arg(long, default_value_t = 2.0)]
@@ -245,6 +262,12 @@ fn main() -> Result<()> {
             translator_cpu,
             collector_cpu,
         })?)?,
+        Cmd::Export {
+            secs,
+            probe_secs,
+            ring,
+            poll_ms,
+        } => serde_json::to_string_pretty(&export::run(secs, probe_secs, ring, poll_ms)?)?,
         Cmd::Queries { secs } => serde_json::to_string_pretty(&queries::run(secs)?)?,
         Cmd::Report {
             dir,

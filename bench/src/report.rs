@@ -290,6 +290,44 @@ pub fn run(dir: &Path, criterion: &Path, out: &Path, hugepages: bool) -> Result<
     }
     md.push_str("\nThe paper reports 1.78M Key-Write queries/s per core (N = 2, 2^26 slots).\n");
 
+    // The history exporter (issue 28): its rows/s on one core and the Append rate it keeps up with,
+    // beside the rate at which the translator fills Append lists.
+    let export = read_json(&dir.join("export.json")).unwrap_or(Value::Null);
+    if !export.is_null() {
+        let append_rate = |m: &str| {
+            rows.iter()
+                .find(|r| r["mode"] == m && r["workers"] == 1)
+                .map_or(f64::NAN, |r| f(r, "reports_per_s"))
+        };
+        md.push_str("\n## History exporter (Parquet sink), one core\n\n| What | entries (rows)/s | note |\n|---|---|---|\n");
+        md.push_str(&format!(
+            "| rows exported, closed loop | {} | per second of the export thread's CPU: {}; {:.1} Parquet bytes per row (INT drop events, Snappy) |\n",
+            mpps(f(&export, "rows_per_s")),
+            mpps(f(&export, "rows_per_cpu_s")),
+            f(&export, "bytes_per_row"),
+        ));
+        let fast = read_json(&dir.join("export-poll10.json")).unwrap_or(Value::Null);
+        for e in [&export, &fast] {
+            if e.is_null() {
+                continue;
+            }
+            md.push_str(&format!(
+                "| highest Append rate without a ring overrun, poll_ms {} | {} | ring of {} entries (polling bound {}); lowest rate probed that overran: {} |\n",
+                e["poll_ms"],
+                mpps(f(e, "max_rate_no_overrun")),
+                e["ring_entries"],
+                mpps(f(e, "poll_bound_per_s")),
+                e["min_rate_overrun"].as_f64().map_or("none".into(), mpps),
+            ));
+        }
+        for m in ["append-b1", "append-b16"] {
+            md.push_str(&format!(
+                "| translator {m}, 1 worker (entries it appends) | {} | one entry per report; a collector's lists fill at most this fast per translator core |\n",
+                mpps(append_rate(m)),
+            ));
+        }
+    }
+
     let mut pktgen = Vec::new();
     md.push_str("\n## pktgen against testpmd txonly\n\n| Workload | output | pps | ratio to testpmd txonly |\n|---|---|---|---|\n");
     for wl in ["keywrite", "append"] {
@@ -367,6 +405,8 @@ pub fn run(dir: &Path, criterion: &Path, out: &Path, hugepages: bool) -> Result<
         "micro": micro,
         "baseline": baseline,
         "queries": queries,
+        "export": export,
+        "export_poll10": read_json(&dir.join("export-poll10.json")).unwrap_or(Value::Null),
         "pktgen": pktgen,
         "memory": {
             "translator_vm_hwm_kib": tr_mem.iter().map(|(m, k)| json!({"mode": m, "kib": k})).collect::<Vec<_>>(),

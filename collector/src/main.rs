@@ -272,8 +272,11 @@ fn serve(a: ServeArgs) -> Result<()> {
         .wait_for_stop(&signals)?
         .unwrap_or("the end of the I/O loop");
     log::info!("stopping on {why}");
+    // The I/O loop first, then the exporter's last drain: the summary counts what that drain found
+    // (entries exported, rings overrun).
+    running.shutdown();
     let summary = running.summary();
-    // Stops the I/O loop, the control and HTTP servers, and joins them.
+    // Stops the control and HTTP servers, and joins them.
     drop(running);
     println!("dta-collector stopped on {why}");
     print!("{summary}");

@@ -92,8 +92,10 @@ impl Running {
     }
 }
 
-impl Drop for Running {
-    fn drop(&mut self) {
+impl Running {
+    /// Stops the I/O loop, then the exporter (its last drain and epoch counted in the metrics, which
+    /// stay readable for [`summary`](Self::summary)). Dropping does the same; a second call does nothing.
+    pub fn shutdown(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
         if let Some(t) = self.io.take() {
             let _ = t.join();
@@ -103,6 +105,12 @@ impl Drop for Running {
         if let Some(e) = self.export.as_mut() {
             e.stop();
         }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.shutdown();
     }
 }
 

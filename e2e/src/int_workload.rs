@@ -127,6 +127,18 @@ pub struct IntExpected {
     pub late: u64,
 }
 
+/// The events and drop counts [`int_with_history`]'s reports leave in the collector: what its history
+/// exporter must export.
+#[derive(Debug, Clone, Default)]
+pub struct IntHistory {
+    /// Drop events, in the order their reports are sent (each worker's list keeps this order).
+    pub drop_events: Vec<DropEvent>,
+    /// Congestion (queue) events, likewise.
+    pub queue_events: Vec<QueueEvent>,
+    /// Drops per (node, reason).
+    pub drops: std::collections::BTreeMap<(u32, u8), u64>,
+}
+
 /// [`int_with_expected`]'s workload alone.
 pub fn int(per_hop: u32, sinks: u32, drops: u32, salt: u64) -> Result<Workload> {
     int_with_expected(per_hop, sinks, drops, salt).map(|(w, _)| w)
@@ -151,6 +163,16 @@ pub fn int_with_expected(
     drops: u32,
     salt: u64,
 ) -> Result<(Workload, IntExpected)> {
+    int_with_history(per_hop, sinks, drops, salt).map(|(w, x, _)| (w, x))
+}
+
+/// [`int_with_expected`], with the events and drop counts the reports leave (for the history export).
+pub fn int_with_history(
+    per_hop: u32,
+    sinks: u32,
+    drops: u32,
+    salt: u64,
+) -> Result<(Workload, IntExpected, IntHistory)> {
     let mut reports = Vec::new();
     let mut m = Model::default();
     let mut x = IntExpected::default();
@@ -380,6 +402,19 @@ pub fn int_with_expected(
         );
     }
     check_layouts(&mut m)?;
+    let history = IntHistory {
+        drop_events: m
+            .drop_events
+            .iter()
+            .filter_map(|e| DropEvent::decode(e))
+            .collect(),
+        queue_events: m
+            .queue_events
+            .iter()
+            .filter_map(|e| QueueEvent::decode(e))
+            .collect(),
+        drops: m.drops.iter().map(|(k, v)| (*k, *v)).collect(),
+    };
     let checks = 2 * m.paths.len()
         + m.flows.len()
         + m.hops.len()
@@ -392,7 +427,7 @@ pub fn int_with_expected(
         reports,
         verify,
     };
-    Ok((w, x))
+    Ok((w, x, history))
 }
 
 /// Flow `flow`'s packet carrying `stack`, whose tenant put in its own payload, where a Report Length of

@@ -4,6 +4,7 @@
 
 pub mod bins;
 pub mod conformance;
+pub mod history;
 pub mod http;
 pub mod int_fabric;
 pub mod int_spec;

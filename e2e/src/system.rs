@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 
 use crate::bins::bin;
+use crate::history::ClickHouse;
 use crate::int_workload;
 use crate::netns::Netns;
 use crate::procs::Proc;
@@ -63,7 +64,31 @@ pub struct Options {
     /// The translator takes INT reports too ([`int_workload::INT_SECTIONS`]: 12-byte Key-Write data, so the
     /// DTA Key-Write workloads do not fit such a run), and the collector has the INT lists.
     pub int: bool,
+    /// The collector runs its history exporter (`[export]`): Parquet files under the run's scratch
+    /// directory ([`System::history_dir`]), and with `clickhouse` a `clickhouse-server` of the run's own
+    /// in the collector's namespace.
+    pub export: Option<Export>,
 }
+
+/// The collector's `[export]` in a run.
+#[derive(Debug, Clone, Copy)]
+pub struct Export {
+    /// `[export] poll_ms`: a list with nothing new is read again after this long. A test that must know
+    /// exactly what a ring overwrote before it was read sets it longer than the run: the exporter then
+    /// reads the lists when it starts and when the collector stops (SIGTERM wakes it), never between.
+    pub poll_ms: u64,
+    /// `[export] epoch_secs`.
+    pub epoch_secs: u64,
+    /// Also a real ClickHouse server (Debian's `clickhouse-server`, [`CLICKHOUSE_SERVER`]).
+    pub clickhouse: bool,
+}
+
+/// The database the collector's ClickHouse sink writes, in runs with [`Export::clickhouse`].
+pub const CLICKHOUSE_DATABASE: &str = "dta_e2e";
+/// Where that server listens: the collector's management address.
+const CLICKHOUSE_PORT: u16 = 8123;
+
+pub use crate::history::CLICKHOUSE_SERVER;
 
 /// The second reporter and translator of a two-translator run.
 pub struct Second {
@@ -110,6 +135,8 @@ pub struct System {
     pub translator: Proc,
     /// The collector (None while stopped).
     pub collector: Option<Proc>,
+    /// The ClickHouse server the collector exports to, with [`Export::clickhouse`].
+    pub clickhouse: Option<ClickHouse>,
     /// The second translator, with `translators: 2`.
     pub second: Option<Second>,
     /// The rxe device, with [`Responder::Rxe`].
@@ -138,6 +165,7 @@ fn collector_config(
     responder: Responder,
     interface: &str,
     int: bool,
+    export: Option<(Export, &std::path::Path, Option<String>)>,
 ) -> String {
     let (drop, reorder) = match responder {
         Responder::Soft => faults.unwrap_or((0.0, 0.0)),
@@ -151,6 +179,30 @@ fn collector_config(
         // --no-shconf: no shared runtime files, so the translator's EAL can run beside it.
         (Responder::Soft, Io::Dpdk) => "interface = \"net_af_packet0,iface=c0,framecnt=8192\"\nio = \"dpdk\"\neal_args = [\"-l\", \"0\", \"--no-huge\", \"--no-shconf\", \"-m\", \"256\", \"--no-pci\", \"--log-level=warning\", \"--no-telemetry\"]".to_string(),
     };
+    let mut regions =
+        workload::collector_regions(int) + if int { int_workload::COLLECTOR_INT } else { "" };
+    let mut export_section = String::new();
+    if let Some((e, dir, clickhouse)) = export {
+        // The exporter reads drop counters with the redundancy the translator writes them with.
+        regions = regions.replace(
+            "kind = \"key_increment\"\n",
+            &format!(
+                "kind = \"key_increment\"\nredundancy = {}\n",
+                workload::KI_N
+            ),
+        );
+        export_section = format!(
+            "\n[export]\nepoch_secs = {}\npoll_ms = {}\n\n[export.parquet]\ndir = \"{}\"\nrotate_secs = 1\n",
+            e.epoch_secs,
+            e.poll_ms,
+            dir.display()
+        );
+        if let Some(url) = clickhouse {
+            export_section += &format!(
+                "\n[export.clickhouse]\nurl = \"{url}\"\ndatabase = \"{CLICKHOUSE_DATABASE}\"\nflush_ms = 200\n"
+            );
+        }
+    }
     format!(
         r#"[collector]
 mac = "{mac}"
@@ -171,12 +223,10 @@ drop = {drop}
 reorder = {reorder}
 corrupt = 0.0
 seed = 7
-{regions}"#,
+{regions}{export_section}"#,
         mac = topo::COLLECTOR_MAC,
         ip = topo::COLLECTOR_IP,
         mgmt = topo::COLLECTOR_MGMT,
-        regions =
-            workload::collector_regions(int) + if int { int_workload::COLLECTOR_INT } else { "" },
     )
 }
 
@@ -255,6 +305,25 @@ impl System {
         };
         let dir = std::env::temp_dir().join(format!("dta-e2e-{prefix}"));
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        let pids = Arc::new(Mutex::new(Vec::new()));
+        let disarm = Arc::new(AtomicBool::new(false));
+        watchdog(opts.limit, &prefix, &dir, pids.clone(), disarm.clone());
+        let history = dir.join("history");
+        let clickhouse = match opts.export {
+            Some(e) if e.clickhouse => {
+                let ch = ClickHouse::start(
+                    std::path::Path::new(CLICKHOUSE_SERVER),
+                    topo.collector.name(),
+                    format!("{}:{CLICKHOUSE_PORT}", topo::COLLECTOR_MGMT).parse()?,
+                    &dir.join("clickhouse"),
+                )?;
+                if let Ok(mut v) = pids.lock() {
+                    v.push(ch.pid());
+                }
+                Some(ch)
+            }
+            _ => None,
+        };
         std::fs::write(
             dir.join("collector.toml"),
             collector_config(
@@ -263,6 +332,13 @@ impl System {
                 opts.responder,
                 if second_path.is_some() { "br0" } else { "c0" },
                 opts.int,
+                opts.export.map(|e| {
+                    (
+                        e,
+                        history.as_path(),
+                        clickhouse.as_ref().map(ClickHouse::url),
+                    )
+                }),
             ),
         )?;
         let mut translator_toml = translator_config(
@@ -281,10 +357,6 @@ impl System {
             );
         }
         std::fs::write(dir.join("translator.toml"), translator_toml)?;
-
-        let pids = Arc::new(Mutex::new(Vec::new()));
-        let disarm = Arc::new(AtomicBool::new(false));
-        watchdog(opts.limit, &prefix, &dir, pids.clone(), disarm.clone());
 
         let collector = start_collector(&topo, &dir, &pids, backend)?;
         let (translator, metrics, sender) = start_translator(
@@ -340,6 +412,7 @@ impl System {
             int_sender,
             translator,
             collector: Some(collector),
+            clickhouse,
             second,
             rxe,
             http: format!("{}:{HTTP_PORT}", topo::COLLECTOR_MGMT).parse()?,
@@ -359,6 +432,27 @@ impl System {
         if let Ok(mut v) = self.pids.lock() {
             v.push(pid);
         }
+    }
+
+    /// Where the collector's exporter writes its Parquet files (runs with [`Options::export`]); kept
+    /// with the scratch directory only while the run lasts (DTA_E2E_KEEP=1 keeps it).
+    pub fn history_dir(&self) -> PathBuf {
+        self.dir.join("history")
+    }
+
+    /// The run's scratch directory (configurations, logs, the history).
+    pub fn dir(&self) -> &std::path::Path {
+        &self.dir
+    }
+
+    /// Stops the collector with SIGTERM (its exporter drains the lists, reads a last epoch and closes
+    /// its files) and returns its final summary: the non-zero counters after that drain.
+    pub fn stop_collector(&mut self) -> Result<String> {
+        let mut c = self
+            .collector
+            .take()
+            .context("the collector is not running")?;
+        c.terminate(Duration::from_secs(60))
     }
 
     /// Kills the collector as a crash would.

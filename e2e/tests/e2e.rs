@@ -83,6 +83,7 @@ fn every_primitive_is_exact_through_af_packet() -> Result<()> {
         responder: Responder::Soft,
         translators: 1,
         int: false,
+        export: None,
     };
     let Some(mut sys) = System::start("a", opts)? else {
         return Ok(());
@@ -111,6 +112,7 @@ fn every_primitive_is_exact_through_dpdk_with_two_workers() -> Result<()> {
         responder: Responder::Soft,
         translators: 1,
         int: false,
+        export: None,
     };
     let Some(mut sys) = System::start("d", opts)? else {
         return Ok(());
@@ -145,6 +147,7 @@ fn every_primitive_is_exact_with_one_percent_drop_and_reorder() -> Result<()> {
         responder: Responder::Soft,
         translators: 1,
         int: false,
+        export: None,
     };
     let Some(mut sys) = System::start("f", opts)? else {
         return Ok(());
@@ -179,6 +182,7 @@ fn translator_survives_a_collector_restart_and_counts_the_loss() -> Result<()> {
         responder: Responder::Soft,
         translators: 1,
         int: false,
+        export: None,
     };
     let Some(mut sys) = System::start("k", opts)? else {
         return Ok(());
@@ -255,6 +259,7 @@ fn append_lists_continue_across_a_translator_restart() -> Result<()> {
         responder: Responder::Soft,
         translators: 1,
         int: false,
+        export: None,
     };
     let Some(mut sys) = System::start("a", opts)? else {
         return Ok(());
@@ -292,6 +297,7 @@ fn two_translators_share_one_collector() -> Result<()> {
         responder: Responder::Soft,
         translators: 2,
         int: false,
+        export: None,
     };
     let Some(mut sys) = System::start("p", opts)? else {
         return Ok(());
@@ -344,6 +350,7 @@ fn an_append_list_has_one_translator() -> Result<()> {
         responder: Responder::Soft,
         translators: 2,
         int: false,
+        export: None,
     };
     let Some(mut sys) = System::start("l", opts)? else {
         return Ok(());
@@ -402,6 +409,7 @@ fn int_reports_are_exact_through_af_packet() -> Result<()> {
         responder: Responder::Soft,
         translators: 1,
         int: true,
+        export: None,
     };
     let Some(mut sys) = System::start("i", opts)? else {
         return Ok(());
@@ -465,6 +473,7 @@ fn int_leaf_spine_fabric_is_exact_through_af_packet() -> Result<()> {
         responder: Responder::Soft,
         translators: 1,
         int: true,
+        export: None,
     };
     let fabric = dta_e2e::int_fabric::translator_sections();
     let Some(mut sys) = System::start_with("f", opts, &fabric)? else {
@@ -534,6 +543,7 @@ fn link_down_for_two_seconds(prefix: &str, io: Io) -> Result<()> {
         responder: Responder::Soft,
         translators: 1,
         int: false,
+        export: None,
     };
     let Some(mut sys) = System::start(prefix, opts)? else {
         return Ok(());
@@ -580,6 +590,7 @@ fn sigterm_under_an_append_stream_loses_nothing_silently() -> Result<()> {
         responder: Responder::Soft,
         translators: 1,
         int: false,
+        export: None,
     };
     let Some(mut sys) = System::start("s", opts)? else {
         return Ok(());
@@ -654,6 +665,7 @@ fn highest_lossless_rate_is_measured() -> Result<()> {
         responder: Responder::Soft,
         translators: 1,
         int: false,
+        export: None,
     };
     let Some(mut sys) = System::start("r", opts)? else {
         return Ok(());

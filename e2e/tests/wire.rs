@@ -158,6 +158,7 @@ fn tagged_and_jumbo_frames_cross_the_bump_in_the_wire_intact() -> Result<()> {
         responder: Responder::Soft,
         translators: 1,
         int: false,
+        export: None,
     };
     let Some(sys) = System::start("w", opts)? else {
         return Ok(());

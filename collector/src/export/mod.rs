@@ -134,6 +134,9 @@ impl Exporter {
     /// Stops the sinks' threads and waits for them to close their sinks.
     pub fn stop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
+        for t in &self.threads {
+            t.thread().unpark();
+        }
         for t in self.threads.drain(..) {
             if t.join().is_err() {
                 log::error!("export: a sink's thread panicked");

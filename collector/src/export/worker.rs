@@ -93,7 +93,9 @@ impl Worker {
                 return;
             }
             if read == 0 {
-                std::thread::sleep(self.poll);
+                // Parked rather than asleep: a stop (which unparks) ends the wait at once instead of
+                // after up to `poll_ms`.
+                std::thread::park_timeout(self.poll);
             }
         }
     }

@@ -1,15 +1,18 @@
 //! `dta-e2e-drive`: the demo's driver. Builds the test network, starts the collector (software
 //! responder) and the translator (bump in the wire), sends a mixed workload of all five primitives, checks
-//! every answer against the model, prints a table and two example queries, and tears everything down.
+//! every answer against the model, prints a table and two example queries, and tears everything down;
+//! then the same with standard INT reports into a collector whose history exporter keeps the events and
+//! drop counts as Parquet files, kept under `--history` and asked one SQL question with chdb.
 
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use clap::Parser;
 use dta_e2e::http::metric;
-use dta_e2e::system::{Io, Options, Responder, System};
-use dta_e2e::{int_workload, workload};
+use dta_e2e::system::{Export, Io, Options, Responder, System};
+use dta_e2e::{history, int_workload, workload};
 
 #[derive(Parser)]
 #[command(about = "Run the dta demo: reporter -> translator -> collector in network namespaces")]
@@ -33,6 +36,9 @@ struct Args {
     /// Skip the search for the highest lossless rate.
     #[arg(long)]
     no_rate: bool,
+    /// Where the INT part's exported history (the collector's Parquet files) is kept after the run.
+    #[arg(long, default_value = "target/demo-history")]
+    history: std::path::PathBuf,
 }
 
 /// The highest lossless rate here (open-loop Key-Write reports, N = 4), and what loses first above it.
@@ -78,6 +84,7 @@ fn main() -> Result<()> {
         responder: Responder::Soft,
         translators: 1,
         int: false,
+        export: None,
     };
     std::env::set_var("DTA_REQUIRE_NETNS", "1");
     let mut sys = System::start("demo", opts)?.context("network namespaces")?;
@@ -199,6 +206,12 @@ fn int_phase(a: &Args, io: Io) -> Result<()> {
         responder: Responder::Soft,
         translators: 1,
         int: true,
+        // The history exporter beside the regions: Parquet files, an epoch every second.
+        export: Some(Export {
+            poll_ms: 100,
+            epoch_secs: 1,
+            clickhouse: false,
+        }),
     };
     let mut sys = System::start("dint", opts)?.context("network namespaces")?;
     let flows = (a.reports / 10).max(200);
@@ -248,9 +261,92 @@ fn int_phase(a: &Args, io: Io) -> Result<()> {
         ],
     )?;
     println!();
+    // SIGTERM: the exporter drains the lists, reads a last epoch and closes its files.
+    let summary = sys.stop_collector()?;
+    let history = keep_history(&sys.history_dir(), &a.history)?;
     sys.quiet = true;
     drop(sys);
+    show_history(&history, &summary)?;
     outcome.map(|_| ())
+}
+
+/// Copies the run's Parquet files (which go with its scratch directory) to `to`, replacing what an
+/// earlier demo left there; returns `to` made absolute.
+fn keep_history(from: &Path, to: &Path) -> Result<PathBuf> {
+    if to.exists() {
+        std::fs::remove_dir_all(to).with_context(|| format!("removing {}", to.display()))?;
+    }
+    copy_dir(from, to)?;
+    std::fs::canonicalize(to).with_context(|| format!("{}", to.display()))
+}
+
+fn copy_dir(from: &Path, to: &Path) -> Result<()> {
+    std::fs::create_dir_all(to).with_context(|| format!("creating {}", to.display()))?;
+    for e in std::fs::read_dir(from).with_context(|| format!("reading {}", from.display()))? {
+        let e = e?;
+        let dest = to.join(e.file_name());
+        if e.file_type()?.is_dir() {
+            copy_dir(&e.path(), &dest)?;
+        } else {
+            std::fs::copy(e.path(), &dest)?;
+        }
+    }
+    Ok(())
+}
+
+/// The history the INT part left: where the files are, what the exporter wrote, and an operator's SQL
+/// question over them answered by chdb (ClickHouse in-process, from the venv).
+fn show_history(dir: &Path, summary: &str) -> Result<()> {
+    println!(
+        "== History: the collector's exporter kept the events and drop counts as Parquet files"
+    );
+    let mut files = Vec::new();
+    list_files(dir, &mut files)?;
+    files.sort();
+    println!("  {} files under {}", files.len(), dir.display());
+    for f in files.iter().take(6) {
+        println!("    {}", f.strip_prefix(dir).unwrap_or(f).display());
+    }
+    if files.len() > 6 {
+        println!("    ...");
+    }
+    for line in summary.lines() {
+        let l = line.trim_start();
+        if l.starts_with("dta_collector_export_rows_total")
+            || l.starts_with("dta_collector_export_overruns_total")
+        {
+            println!("  {l}");
+        }
+    }
+    let Some(python) = history::python_or_skip()? else {
+        return Ok(());
+    };
+    let sql = format!(
+        "SELECT node AS switch, toDateTime(epoch_ms) AS second, sum(count) AS drops \
+         FROM file('{}/drop_counts/*/*.parquet', Parquet) \
+         GROUP BY switch, second ORDER BY second, switch",
+        dir.display()
+    );
+    println!();
+    println!("drops per switch per second, SQL over the files (chdb, ClickHouse in-process):");
+    println!(
+        "$ .venv/bin/python -c 'import chdb, sys; print(chdb.query(sys.argv[1], \"PrettyCompact\"))' \"{sql}\""
+    );
+    print!("{}", history::chdb_query(&python, &sql, "PrettyCompact")?);
+    println!();
+    Ok(())
+}
+
+fn list_files(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+    for e in std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
+        let e = e?;
+        if e.file_type()?.is_dir() {
+            list_files(&e.path(), out)?;
+        } else if e.path().extension().is_some_and(|x| x == "parquet") {
+            out.push(e.path());
+        }
+    }
+    Ok(())
 }
 
 /// Runs each `dta-collector query` in the collector's namespace and prints it with its answer (long

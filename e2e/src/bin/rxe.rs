@@ -78,6 +78,7 @@ fn suite(
         responder: Responder::Rxe,
         translators: 1,
         int: false,
+        export: None,
     };
     let mut sys = System::start("rxe", opts)?.context("the rxe topology")?;
     // What the collector chose: the source GID and the pages its registered regions live on.
