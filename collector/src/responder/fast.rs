@@ -15,7 +15,7 @@ use dta_protocol::roce::{
 };
 use dta_protocol::udp::{UdpEndpoints, ETHERTYPE_IPV4, ETH_HEADER_LEN, IPV4_HEADER_LEN};
 
-use super::checks::{apply_atomic, ones_sum, write_length_ok};
+use super::checks::{apply_atomic, ipv4_header_ok, write_length_ok};
 use super::qp::{CachedAtomic, Qp};
 use super::reply::{Outcome, Reply};
 use super::state::{Responder, ROCEV2_SOURCE_PORTS};
@@ -101,7 +101,7 @@ pub(super) fn handle(
     // checksum, and no UDP checksum (a non-zero one, rare from a RoCE sender, is the general path's to
     // verify).
     if r.config.local_mac.is_some_and(|mac| h[..6] != mac)
-        || ones_sum(&h[IP..UDP], 0) != 0xFFFF
+        || !h[IP..UDP].try_into().is_ok_and(ipv4_header_ok)
         || be16(h, UDP + 6) != 0
     {
         return None;
