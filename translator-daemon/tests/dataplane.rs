@@ -1090,47 +1090,69 @@ fn list_of_write(r: &Roce) -> u32 {
     ((r.va - 0x7f30_0000_0000) >> 24) as u32
 }
 
-/// (g) INT reports on two workers (issue 25, item 3): every report of one switch arrives on worker 0's
-/// queue (one outer 5-tuple); worker 0's engine counts each packet and its sequence, writes the drops'
-/// events to its own list, and hands each congested per-hop report of a flow worker 1 owns to worker 1
-/// through the handoff ring (the mbuf moved, not copied), whose engine writes the queue event to its own
-/// list. Each report is counted once.
-fn int_reports_are_spread_over_two_workers(t: &Rig) {
-    let (a, aq) = t.ring_port("net_ring20", 2);
-    let (b, bq) = t.ring_port("net_ring21", 2);
-    let mesh = handoff_mesh(t.eal, "dta_test_int_mesh", 2).unwrap();
+/// Workers `workers` on two `net_ring` devices (`names`: reporters' side, collectors' side) whose steering
+/// takes INT reports, with their handoff mesh.
+fn int_planes(
+    t: &Rig,
+    names: [&str; 2],
+    mesh: &str,
+    workers: usize,
+) -> (Port, Port, Vec<DataPlane>) {
+    let (a, aq) = t.ring_port(names[0], workers as u16);
+    let (b, bq) = t.ring_port(names[1], workers as u16);
+    let mesh = handoff_mesh(t.eal, mesh, workers).unwrap();
     let config = |w| PlaneConfig {
         steering: Steering {
             int_port: Some(INT_PORT),
-            ..steering(2)
+            ..steering(workers)
         },
-        ..plane_config(w, 2)
+        ..plane_config(w, workers)
     };
-    let mut planes: Vec<DataPlane> = aq
+    let planes = aq
         .into_iter()
         .zip(bq)
         .zip(mesh)
         .enumerate()
         .map(|(w, ((a, b), (to, from)))| DataPlane::new(config(w), vec![a, b], to, from))
         .collect();
-    let mut engines = [int_engine(0, 2), int_engine(1, 2)];
-    let flow = |sport: u16| spec::Flow {
+    (a, b, planes)
+}
+
+/// The reported packet's flow of the INT tests: UDP from source port `sport`.
+fn int_flow(sport: u16) -> spec::Flow {
+    spec::Flow {
         src: [10, 0, 0, 1],
         dst: [10, 0, 1, 2],
         sport,
         dport: 80,
-    };
-    let owner = |sport: u16| {
-        let f = flow(sport);
-        let key = flow_key(&FlowKey {
-            src: f.src.into(),
-            dst: f.dst.into(),
-            protocol: 17,
-            src_port: f.sport,
-            dst_port: f.dport,
-        });
-        Shard { index: 0, count: 2 }.owner(key)
-    };
+    }
+}
+
+/// Which of `workers` workers owns `int_flow(sport)`'s state.
+fn int_owner(workers: usize, sport: u16) -> usize {
+    let f = int_flow(sport);
+    let key = flow_key(&FlowKey {
+        src: f.src.into(),
+        dst: f.dst.into(),
+        protocol: 17,
+        src_port: f.sport,
+        dst_port: f.dport,
+    });
+    Shard {
+        index: 0,
+        count: workers,
+    }
+    .owner(key)
+}
+
+/// (g) INT reports on two workers (issue 25, item 3): every report of one switch arrives on worker 0's
+/// queue (one outer 5-tuple); worker 0's engine counts each packet and its sequence, writes the drops'
+/// events to its own list, and hands each congested per-hop report of a flow worker 1 owns to worker 1
+/// through the handoff ring (the mbuf moved, not copied), whose engine writes the queue event to its own
+/// list. Each report is counted once.
+fn int_reports_are_spread_over_two_workers(t: &Rig) {
+    let (a, b, mut planes) = int_planes(t, ["net_ring20", "net_ring21"], "dta_test_int_mesh", 2);
+    let mut engines = [int_engine(0, 2), int_engine(1, 2)];
     let int_frame =
         |payload: Vec<u8>| udp4((R_MAC, R_IP, 40000), (T_MAC, T_IP, INT_PORT), &payload);
     // Switch 5: 20 congested per-hop reports (hop 1, seq 1..=20), then 4 drops on hw_id 2 (seq 1..=4).
@@ -1147,7 +1169,7 @@ fn int_reports_are_spread_over_two_workers(t: &Rig) {
                 ig_port: 3,
                 eg_port: 4,
             };
-            int_frame(spec::v05_local(&l, &spec::inner(&flow(sport), 63)))
+            int_frame(spec::v05_local(&l, &spec::inner(&int_flow(sport), 63)))
         })
         .collect();
     frames.extend((1..=4u16).map(|seq| {
@@ -1161,9 +1183,9 @@ fn int_reports_are_spread_over_two_workers(t: &Rig) {
             ig_port: 3,
             eg_port: 4,
         };
-        int_frame(spec::v05_drop(&d, &spec::inner(&flow(100 + seq), 63)))
+        int_frame(spec::v05_drop(&d, &spec::inner(&int_flow(100 + seq), 63)))
     }));
-    let theirs = (1..=20u16).filter(|&s| owner(s) == 1).count();
+    let theirs = (1..=20u16).filter(|&s| int_owner(2, s) == 1).count();
     assert!(
         (5..=15).contains(&theirs),
         "{theirs} of 20 flows are worker 1's"
@@ -1223,49 +1245,16 @@ fn int_reports_are_spread_over_two_workers(t: &Rig) {
 /// mbuf to one and a copy to the other (from its collector port's pool), and each translates its own
 /// flow's report; the receiver counts the packet only.
 fn a_v2_group_of_two_other_workers_flows_goes_to_both(t: &Rig) {
-    let (a, aq) = t.ring_port("net_ring22", 3);
-    let (b, bq) = t.ring_port("net_ring23", 3);
-    let mesh = handoff_mesh(t.eal, "dta_test_int3_mesh", 3).unwrap();
-    let config = |w| PlaneConfig {
-        steering: Steering {
-            int_port: Some(INT_PORT),
-            ..steering(3)
-        },
-        ..plane_config(w, 3)
-    };
-    let mut planes: Vec<DataPlane> = aq
-        .into_iter()
-        .zip(bq)
-        .zip(mesh)
-        .enumerate()
-        .map(|(w, ((a, b), (to, from)))| DataPlane::new(config(w), vec![a, b], to, from))
-        .collect();
+    let (a, b, mut planes) = int_planes(t, ["net_ring22", "net_ring23"], "dta_test_int3_mesh", 3);
     let mut engines = [int_engine(0, 3), int_engine(1, 3), int_engine(2, 3)];
-    let flow = |sport: u16| spec::Flow {
-        src: [10, 0, 0, 1],
-        dst: [10, 0, 1, 2],
-        sport,
-        dport: 80,
-    };
-    let owner = |sport: u16| {
-        let f = flow(sport);
-        let key = flow_key(&FlowKey {
-            src: f.src.into(),
-            dst: f.dst.into(),
-            protocol: 17,
-            src_port: f.sport,
-            dst_port: f.dport,
-        });
-        Shard { index: 0, count: 3 }.owner(key)
-    };
-    let of = |w: usize| (1u16..).find(|&s| owner(s) == w).unwrap();
+    let of = |w: usize| (1u16..).find(|&s| int_owner(3, s) == w).unwrap();
     // Per-hop reports (hop 1 from TTL 63) with the Q flag: each is one queue event where translated.
     let report = |sport: u16| spec::Individual {
         bits: 0,
         md: Vec::new(),
         dropped: false,
         congested: true,
-        inner: spec::inner(&flow(sport), 63),
+        inner: spec::inner(&int_flow(sport), 63),
     };
     let group = spec::v2_group(9, 1, &[report(of(1)), report(of(2))]);
     let frame = udp4((R_MAC, R_IP, 40000), (T_MAC, T_IP, INT_PORT), &group);
