@@ -1,7 +1,8 @@
 //! The history exporter against the real engines (issue 28): entries written into a collector's
 //! regions come back row for row from the Parquet files (read by pyarrow and by chdb, ClickHouse
 //! in-process) and from a real `clickhouse-server`; the overrun forced by writing more than a ring holds
-//! between two reads is counted exactly; the epochs' drop deltas add up to the drops written.
+//! between two reads is counted exactly; the epochs' drop deltas add up to the drops written; an insert
+//! retried after its answer was lost, though it had landed, is counted once.
 //!
 //! `make test` sets DTA_REQUIRE_ORACLES=1: without the venv's pyarrow and chdb or Debian's
 //! clickhouse-server (`make setup`) these tests fail there, and skip with a message under a bare
@@ -14,6 +15,10 @@ mod export_support;
 use std::time::{Duration, Instant};
 
 use dta_collector::config::Config;
+use dta_collector::export::clickhouse::ClickHouseSink;
+use dta_collector::export::pipeline::{Pipeline, Policy};
+use dta_collector::export::sink::{Sink, WriteError};
+use dta_collector::export::table::{Batch, Table, Value as TableValue};
 use dta_collector::export::time::now_ms;
 use dta_collector::export::Exporter;
 use dta_collector::metrics::ExportMetrics;
@@ -248,4 +253,117 @@ fn the_same_rows_land_in_a_clickhouse_server_that_comes_up_after_the_exporter() 
         .min()
         .unwrap();
     assert!(first < before_server, "the buffered epoch rows were lost");
+}
+
+/// The ClickHouse sink, except that its first `lose` answers are lost after the insert landed (a
+/// timeout after the server applied it): the pipeline sees a failure and retries.
+struct LostAnswers {
+    inner: ClickHouseSink,
+    lose: usize,
+}
+
+impl Sink for LostAnswers {
+    fn name(&self) -> &'static str {
+        "clickhouse"
+    }
+    fn write(&mut self, table: Table, batches: &[Batch]) -> Result<(), WriteError> {
+        self.inner.write(table, batches)?;
+        if self.lose == 0 {
+            return Ok(());
+        }
+        self.lose -= 1;
+        Err(dta_collector::error::Error::Export {
+            sink: "clickhouse",
+            message: "timed out (after the server applied the insert)".into(),
+        }
+        .into())
+    }
+    fn tick(&mut self, now_ms: u64) -> dta_collector::error::Result<()> {
+        self.inner.tick(now_ms)
+    }
+    fn close(&mut self) -> dta_collector::error::Result<()> {
+        self.inner.close()
+    }
+}
+
+/// `n` rows of list 3's raw entries from index `first`, exported at `ms`.
+fn entries(first: u64, n: u64, ms: u64) -> Batch {
+    let mut b = Batch::new(Table::AppendEntries, Some(3), ms, n as usize);
+    for i in first..first + n {
+        b.push(vec![
+            TableValue::U64(ms),
+            TableValue::U32(3),
+            TableValue::U64(i),
+            TableValue::Str(format!("{i:08x}")),
+        ])
+        .unwrap();
+    }
+    b
+}
+
+#[test]
+fn a_retried_insert_that_had_landed_is_counted_once_in_clickhouse() {
+    let Some(binary) = clickhouse_binary() else {
+        return;
+    };
+    let port = free_port();
+    let server = ClickHouse::start(&binary, port);
+    let config = Config::parse(&format!(
+        "[export]\n[export.clickhouse]\nurl = \"http://127.0.0.1:{port}\"\ndatabase = \"dta_retry\"\n"
+    ))
+    .unwrap();
+    let section = config.export.unwrap().clickhouse.unwrap();
+    let sink = LostAnswers {
+        inner: ClickHouseSink::new(&section).unwrap(),
+        lose: 2,
+    };
+    let metrics = ExportMetrics::default();
+    let policy = Policy {
+        batch_rows: 1,
+        flush: Duration::ZERO,
+        buffer_rows: 10_000,
+    };
+    let mut p = Pipeline::new(Box::new(sink), policy, metrics.clone());
+    let t0 = Instant::now();
+    // 100 rows land, but the answer is lost: the pipeline keeps them and retries.
+    p.push(entries(0, 100, 1_000), t0);
+    p.flush(t0, true);
+    assert_eq!(p.buffered(), 100);
+    // The retry carries them again with 50 that came meanwhile; it lands, and its answer is lost too.
+    p.push(entries(100, 50, 2_000), t0);
+    p.flush(t0, true);
+    assert_eq!(p.buffered(), 150);
+    // The third try is answered. The server received 100 + 150 + 150 rows.
+    p.flush(t0, true);
+    assert_eq!(p.buffered(), 0);
+    assert_eq!(metrics.rows_of("clickhouse", "append_entries"), 150);
+    // A collector restarted with fresh rings exports indices 0.. again, later: new rows, kept.
+    p.push(entries(0, 10, 3_000), t0);
+    p.flush(t0, true);
+    assert_eq!(p.buffered(), 0);
+
+    let count = |sql: &str| server.run(sql).trim().parse::<u64>().unwrap();
+    let raw = count("SELECT count() FROM dta_retry.append_entries");
+    eprintln!("rows stored before a merge: {raw} (410 received)");
+    assert!((160..=410).contains(&raw), "{raw}");
+    assert_eq!(
+        count("SELECT count() FROM dta_retry.append_entries FINAL"),
+        160
+    );
+    assert_eq!(
+        count("SELECT uniqExact(index, exported_ms) FROM dta_retry.append_entries FINAL"),
+        160
+    );
+    // Once merged, plain reads are exact too.
+    server.run("OPTIMIZE TABLE dta_retry.append_entries FINAL");
+    assert_eq!(count("SELECT count() FROM dta_retry.append_entries"), 160);
+    let rows = server.rows(
+        "SELECT index, entry FROM dta_retry.append_entries WHERE exported_ms = 3000 ORDER BY index",
+    );
+    assert_eq!(
+        rows,
+        (0..10u64)
+            .map(|i| json!({"index": i, "entry": format!("{i:08x}")}))
+            .collect::<Vec<_>>()
+    );
 }

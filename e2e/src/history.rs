@@ -3,13 +3,13 @@
 //! interface; the venv's Python with pyarrow and chdb, which reads the exported Parquet files back
 //! (`tests/oracle/export_check.py`) and answers SQL over them.
 //!
-//! (The collector's own exporter tests, `collector/tests/export_support`, start the server the same way
-//! on loopback; this one runs it where the collector reaches it, in the collector's namespace.)
+//! The server's configuration, readiness check and HTTP query are [`crate::clickhouse_server`]'s, which
+//! the collector's own exporter tests share (they start it on loopback; this one runs it where the
+//! collector reaches it, in the collector's namespace).
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use serde_json::Value;
@@ -17,8 +17,8 @@ use serde_json::Value;
 use crate::netns::enter_and_run;
 use crate::procs::Proc;
 
-/// Debian's server binary (`make setup` installs the `clickhouse-server` package).
-pub const CLICKHOUSE_SERVER: &str = "/usr/sbin/clickhouse-server";
+pub use crate::clickhouse_server::CLICKHOUSE_SERVER;
+use crate::clickhouse_server::{configure, log_path, query, wait_ready};
 
 /// Whether a missing engine is an error rather than a skip: DTA_REQUIRE_ORACLES=1 (as `make unit` sets).
 fn required() -> bool {
@@ -120,62 +120,16 @@ impl ClickHouse {
     /// Starts `binary` in namespace `ns` (`""`: this one) listening on `addr`, its files under `dir`,
     /// and waits (at most 60 s) until it answers.
     pub fn start(binary: &Path, ns: &str, addr: SocketAddr, dir: &Path) -> Result<ClickHouse> {
-        for sub in ["data", "tmp", "user_files", "format_schemas"] {
-            std::fs::create_dir_all(dir.join(sub))?;
-        }
-        let d = dir.display();
-        let (host, port) = (addr.ip(), addr.port());
-        let config = format!(
-            r#"<?xml version="1.0"?>
-<yandex>
-  <logger><level>warning</level><console>1</console></logger>
-  <http_port>{port}</http_port>
-  <listen_host>{host}</listen_host>
-  <path>{d}/data/</path>
-  <tmp_path>{d}/tmp/</tmp_path>
-  <user_files_path>{d}/user_files/</user_files_path>
-  <format_schema_path>{d}/format_schemas/</format_schema_path>
-  <mark_cache_size>5368709</mark_cache_size>
-  <users_config>{d}/users.xml</users_config>
-  <default_profile>default</default_profile>
-  <default_database>default</default_database>
-  <mlock_executable>false</mlock_executable>
-</yandex>
-"#
-        );
-        let users = r#"<?xml version="1.0"?>
-<yandex>
-  <profiles><default></default></profiles>
-  <users><default><password></password><networks><ip>::/0</ip></networks>
-    <profile>default</profile><quota>default</quota></default></users>
-  <quotas><default></default></quotas>
-</yandex>
-"#;
-        std::fs::write(dir.join("config.xml"), config)?;
-        std::fs::write(dir.join("users.xml"), users)?;
-        let cfg = format!("--config-file={d}/config.xml");
-        let proc = Proc::spawn(
-            "clickhouse-server",
-            ns,
-            binary,
-            &[&cfg],
-            &dir.join("server.log"),
-        )?;
+        // Inside a namespace of its own, any address may reach it.
+        let args = configure(dir, addr, "::/0")?;
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let proc = Proc::spawn("clickhouse-server", ns, binary, &args, &log_path(dir))?;
         let ch = ClickHouse {
             proc,
             ns: ns.to_string(),
             addr,
         };
-        let start = Instant::now();
-        while ch.query("SELECT 1").map(|s| s.trim() == "1").ok() != Some(true) {
-            if start.elapsed() > Duration::from_secs(60) {
-                bail!(
-                    "clickhouse-server did not answer within 60 s; its log:\n{}",
-                    std::fs::read_to_string(dir.join("server.log")).unwrap_or_default()
-                );
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        wait_ready(dir, || ch.query("SELECT 1").ok()).map_err(anyhow::Error::msg)?;
         Ok(ch)
     }
 
@@ -193,7 +147,9 @@ impl ClickHouse {
     /// server does not answer 200.
     pub fn query(&self, sql: &str) -> Result<String> {
         let (addr, sql) = (self.addr, sql.to_string());
-        enter_and_run(&self.ns, move || post(addr, &sql))?
+        enter_and_run(&self.ns, move || {
+            query(addr, &sql).map_err(anyhow::Error::msg)
+        })?
     }
 
     /// The rows of `sql` (JSONEachRow, 64-bit integers as numbers).
@@ -204,22 +160,4 @@ impl ClickHouse {
             .map(|l| serde_json::from_str(l).with_context(|| format!("row {l}")))
             .collect()
     }
-}
-
-fn post(addr: SocketAddr, sql: &str) -> Result<String> {
-    use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(5))?;
-    s.set_read_timeout(Some(Duration::from_secs(30)))?;
-    write!(
-        s,
-        "POST /?output_format_json_quote_64bit_integers=0 HTTP/1.0\r\nHost: {addr}\r\nContent-Length: {}\r\n\r\n{sql}",
-        sql.len()
-    )?;
-    let mut raw = String::new();
-    s.read_to_string(&mut raw)?;
-    let (head, body) = raw.split_once("\r\n\r\n").context("no HTTP header")?;
-    if !head.lines().next().unwrap_or_default().contains(" 200 ") {
-        bail!("clickhouse answered {sql}: {raw}");
-    }
-    Ok(body.to_string())
 }

@@ -3,6 +3,7 @@
 //! checks through the collector's HTTP API. The tests in `tests/` and the demo driver use it.
 
 pub mod bins;
+pub mod clickhouse_server;
 pub mod conformance;
 pub mod history;
 pub mod http;

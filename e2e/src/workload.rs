@@ -513,10 +513,7 @@ pub fn postcard(flows: u32, rounds: u32, salt: u64) -> Result<Workload> {
 /// last epoch's merged counters, checked through count-min estimates of `probe_keys` keys.
 pub fn sketch(epochs: u32, probe_keys: u32, salt: u64) -> Result<Workload> {
     let (rows, cols) = (SKETCH_ROWS as usize, SKETCH_COLUMNS as usize);
-    let value = |e: u32, r: u16, c: usize, row: usize| -> u32 {
-        (mix(salt ^ (u64::from(e) << 48) ^ (u64::from(r) << 32) ^ ((c as u64) << 8) ^ row as u64)
-            % 1000) as u32
-    };
+    let value = |e: u32, r: u16, c: usize, row: usize| sketch_value(salt, e, r, c, row);
     let mut reports = Vec::with_capacity(epochs as usize * cols * usize::from(SKETCH_REPORTERS));
     let mut seq = 0u32;
     for e in 0..epochs {
@@ -540,13 +537,7 @@ pub fn sketch(epochs: u32, probe_keys: u32, salt: u64) -> Result<Workload> {
         }
     }
     let last = epochs.checked_sub(1).context("at least one epoch")?;
-    let merged: Vec<u32> = (0..cols * rows)
-        .map(|i| {
-            (0..SKETCH_REPORTERS)
-                .map(|r| value(last, r, i / rows, i % rows))
-                .sum()
-        })
-        .collect();
+    let merged = sketch_merged(last, salt);
     let verify: Verify = Box::new(move |http| {
         for key in 0..probe_keys {
             let want = (0..rows)
@@ -568,6 +559,25 @@ pub fn sketch(epochs: u32, probe_keys: u32, salt: u64) -> Result<Workload> {
         reports,
         verify,
     })
+}
+
+/// What reporter `r` counted in counter (`c`, `row`) in epoch `e` of [`sketch`].
+fn sketch_value(salt: u64, e: u32, r: u16, c: usize, row: usize) -> u32 {
+    (mix(salt ^ (u64::from(e) << 48) ^ (u64::from(r) << 32) ^ ((c as u64) << 8) ^ row as u64)
+        % 1000) as u32
+}
+
+/// The merged (summed) counters of epoch `e` of [`sketch`], in the region's order (column by column,
+/// `SKETCH_ROWS` counters each): what the collector holds after that epoch.
+pub fn sketch_merged(e: u32, salt: u64) -> Vec<u32> {
+    let rows = SKETCH_ROWS as usize;
+    (0..SKETCH_COLUMNS as usize * rows)
+        .map(|i| {
+            (0..SKETCH_REPORTERS)
+                .map(|r| sketch_value(salt, e, r, i / rows, i % rows))
+                .sum()
+        })
+        .collect()
 }
 
 fn hex(b: &[u8]) -> String {

@@ -1,6 +1,8 @@
 //! The history end to end (issue 28, item 3): reporters -> translator -> collector -> exporter in network
 //! namespaces, with a known workload: standard INT reports (drops and congested queues on two workers,
-//! so two drop lists and two queue lists) and two DTA Append streams, one of which overruns its ring.
+//! so two drop lists and two queue lists), two DTA Append streams, one of which overruns its ring, and
+//! Sketch-Merge reports of 4 reporters merged by the translator into a count-min sketch, whose counters
+//! come out of the exporter's last epoch exactly as the workload's model merges them.
 //! After the collector stops (SIGTERM: the exporter drains, reads a last epoch and closes its files),
 //! the Parquet files read back by pyarrow and chdb, and the rows a real `clickhouse-server` (started by
 //! the test in the collector's namespace) received, equal the events sent, row for row; the drop counts
@@ -22,7 +24,9 @@ use dta_e2e::history::{clickhouse_or_skip, python_or_skip, read_parquet};
 use dta_e2e::http::metric;
 use dta_e2e::int_workload::{int_with_history, IntHistory, INT_DROP_LISTS, INT_QUEUE_LISTS};
 use dta_e2e::system::{Export, Io, Options, Responder, System, CLICKHOUSE_DATABASE};
-use dta_e2e::workload::{self, APPEND_LIST, APPEND_WRAP_ENTRIES, APPEND_WRAP_LIST};
+use dta_e2e::workload::{
+    self, APPEND_LIST, APPEND_WRAP_ENTRIES, APPEND_WRAP_LIST, SKETCH_ID, SKETCH_ROWS,
+};
 use serde_json::{json, Value};
 
 /// Entries of the DTA Append stream that stays within its ring.
@@ -31,12 +35,19 @@ const APPEND_N: u32 = 700;
 /// `WRAP_N - 1024` before the exporter's next read.
 const WRAP_N: u32 = 3_000;
 
-const TABLES: [&str; 5] = [
+/// Sketch-Merge epochs sent (the sketch holds the last one's merged counters), and the salt of their
+/// values.
+const SKETCH_EPOCHS: u32 = 2;
+const SKETCH_SALT: u64 = 28;
+
+const TABLES: [&str; 7] = [
     "drop_events",
     "queue_events",
     "append_entries",
     "append_gaps",
     "drop_counts",
+    "sketch_counters",
+    "sketch_summaries",
 ];
 
 /// The rows every sink must hold, without their time column, sorted by (list, index).
@@ -157,6 +168,69 @@ fn sorted(mut rows: Vec<Value>) -> Vec<Value> {
     rows
 }
 
+/// The sketch rows the exporter's one epoch after the workload must hold: every counter of the merged
+/// sketch that is not 0 (it was 0 before), in the region's order, and the sketch's summary.
+fn sketch_want() -> (Vec<Value>, Value) {
+    let merged = workload::sketch_merged(SKETCH_EPOCHS - 1, SKETCH_SALT);
+    let rows = SKETCH_ROWS as usize;
+    let counters: Vec<Value> = merged
+        .iter()
+        .enumerate()
+        .filter(|(_, &v)| v != 0)
+        .map(|(i, &v)| {
+            json!({"sketch": SKETCH_ID, "row": i % rows, "column": i / rows, "value": v,
+                   "previous": 0})
+        })
+        .collect();
+    let total: u64 = merged.iter().step_by(rows).map(|&v| u64::from(v)).sum();
+    let n = counters.len();
+    let summary = json!({"sketch": SKETCH_ID, "merge": "sum", "changed": n, "nonzero": n,
+                         "total": total, "cardinality": 0});
+    (counters, summary)
+}
+
+/// `rows` (with `epoch_ms`) checked to come from one epoch, without it, in the region's order.
+fn one_epoch(rows: &[Value], what: &str) -> Result<(u64, Vec<Value>)> {
+    let epochs: std::collections::BTreeSet<u64> =
+        rows.iter().filter_map(|r| r["epoch_ms"].as_u64()).collect();
+    ensure!(
+        epochs.len() == 1,
+        "{what}: rows of {} epochs, expected the one after the workload: {epochs:?}",
+        epochs.len()
+    );
+    Ok((
+        epochs.into_iter().next().unwrap_or(0),
+        sketch_sorted(rows.iter().map(|r| strip(r, &["epoch_ms"])).collect()),
+    ))
+}
+
+fn sketch_sorted(mut rows: Vec<Value>) -> Vec<Value> {
+    rows.sort_by_key(|r| (r["column"].as_u64(), r["row"].as_u64()));
+    rows
+}
+
+/// Checks the sketch tables' rows (with their `epoch_ms`) against the model.
+fn check_sketch(counters: &[Value], summaries: &[Value], from: &str) -> Result<()> {
+    let (want_counters, want_summary) = sketch_want();
+    let (t, got) = one_epoch(counters, from)?;
+    ensure!(
+        got == want_counters,
+        "{from}: sketch_counters has {} rows, the model {} (or other values)",
+        got.len(),
+        want_counters.len()
+    );
+    let (ts, got) = one_epoch(summaries, from)?;
+    ensure!(
+        t == ts,
+        "{from}: the summary's epoch {ts} is not the counters' {t}"
+    );
+    ensure!(
+        got == [want_summary.clone()],
+        "{from}: sketch_summaries {got:?}, the model {want_summary}"
+    );
+    Ok(())
+}
+
 /// Sums the drop_counts rows' deltas per (node, reason), checking each `total` is the running sum.
 fn drop_sums(rows: &[Value]) -> Result<BTreeMap<(u32, u8), u64>> {
     let mut rows = rows.to_vec();
@@ -214,6 +288,8 @@ fn int_and_append_history_lands_exactly_in_parquet_and_clickhouse() -> Result<()
     sys.run_int(&w)?;
     sys.run(&workload::append(APPEND_N)?)?;
     sys.run(&workload::append_wrapping(WRAP_N)?)?;
+    // Checks the collector's count-min answers against the model too.
+    sys.run(&workload::sketch(SKETCH_EPOCHS, 200, SKETCH_SALT)?)?;
     let m = sys.collector_metrics()?;
     ensure!(
         metric(
@@ -289,6 +365,25 @@ fn int_and_append_history_lands_exactly_in_parquet_and_clickhouse() -> Result<()
         drop_sums(&counts)?,
         history.drops
     );
+    let table = |t: &str| got["pyarrow"][t].as_array().cloned().unwrap_or_default();
+    check_sketch(
+        &table("sketch_counters"),
+        &table("sketch_summaries"),
+        "Parquet via pyarrow",
+    )?;
+    let (want_counters, want_summary) = sketch_want();
+    let chdb = |t: &str| got["chdb"][t].as_array().cloned().unwrap_or_default();
+    ensure!(
+        sketch_sorted(chdb("sketch_counters")) == want_counters,
+        "sketch_counters via chdb: {} rows, the model {}",
+        chdb("sketch_counters").len(),
+        want_counters.len()
+    );
+    ensure!(
+        chdb("sketch_summaries") == [want_summary],
+        "sketch_summaries via chdb: {:?}",
+        chdb("sketch_summaries")
+    );
     let mut per_node = BTreeMap::<u32, u64>::new();
     for ((node, _), n) in &history.drops {
         *per_node.entry(*node).or_default() += n;
@@ -329,6 +424,15 @@ fn int_and_append_history_lands_exactly_in_parquet_and_clickhouse() -> Result<()
         drop_sums(&counts)?,
         history.drops
     );
+    check_sketch(
+        &ch.rows(&format!(
+            "SELECT * FROM {CLICKHOUSE_DATABASE}.sketch_counters FINAL"
+        ))?,
+        &ch.rows(&format!(
+            "SELECT * FROM {CLICKHOUSE_DATABASE}.sketch_summaries FINAL"
+        ))?,
+        "ClickHouse",
+    )?;
     // An operator's question to the server: drops per switch.
     let per_switch = ch.rows(&format!(
         "SELECT node, count() AS drops FROM {CLICKHOUSE_DATABASE}.drop_events GROUP BY node ORDER BY node"

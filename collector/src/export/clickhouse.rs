@@ -1,8 +1,16 @@
 //! The ClickHouse sink, over the HTTP interface in the forms every server since 2016 takes (checked
-//! against Debian 12's 18.16): `CREATE ... IF NOT EXISTS` of a plain `MergeTree` table partitioned by
+//! against Debian 12's 18.16): `CREATE ... IF NOT EXISTS` of a `ReplacingMergeTree` table partitioned by
 //! day, and `INSERT INTO db.table (columns) FORMAT TabSeparated` with the rows in the body. One insert
 //! per table per flush; ClickHouse applies a block of up to a million rows atomically, so a failed
 //! insert is retried whole.
+//!
+//! A retry can repeat rows that landed: an insert whose answer was lost (a timeout after the server
+//! applied it) is sent again, with whatever rows joined it since. 18.16 has neither
+//! `insert_deduplication_token` nor `non_replicated_deduplication_window` (block deduplication is for
+//! replicated tables only, and would miss a retry that carries more rows anyway), so the tables
+//! deduplicate by row instead: each table's sorting key identifies a row ([`Table::order_by`]), and a
+//! `ReplacingMergeTree` keeps one row per key. Merges run in the background: queries that must be exact
+//! read `FROM table FINAL`.
 
 use std::collections::HashSet;
 use std::fmt::Write as _;
@@ -26,7 +34,7 @@ pub fn ddl(database: &str, table: Table) -> String {
         .collect();
     let time = table.columns()[0].0;
     format!(
-        "CREATE TABLE IF NOT EXISTS {database}.{} ({}) ENGINE = MergeTree() \
+        "CREATE TABLE IF NOT EXISTS {database}.{} ({}) ENGINE = ReplacingMergeTree() \
          PARTITION BY toYYYYMMDD(toDateTime(intDiv(`{time}`, 1000))) ORDER BY {}",
         table.name(),
         cols.join(", "),
@@ -197,8 +205,8 @@ mod tests {
         assert_eq!(
             ddl("dta", Table::AppendGaps),
             "CREATE TABLE IF NOT EXISTS dta.append_gaps (`exported_ms` UInt64, `list` UInt32, \
-             `first` UInt64, `lost` UInt64) ENGINE = MergeTree() PARTITION BY \
-             toYYYYMMDD(toDateTime(intDiv(`exported_ms`, 1000))) ORDER BY (list, first)"
+             `first` UInt64, `lost` UInt64) ENGINE = ReplacingMergeTree() PARTITION BY \
+             toYYYYMMDD(toDateTime(intDiv(`exported_ms`, 1000))) ORDER BY (list, first, exported_ms)"
         );
         let mut b = Batch::new(Table::KeyWriteValues, None, 9, 2);
         for (k, v) in [(1u32, "a\tb\\c\n"), (2, "")] {

@@ -1,6 +1,6 @@
 //! What every epoch exports beside the lists: the INT drop counters per (node, reason) as what the epoch
-//! added, and the Key-Write and Key-Increment answers of the operator's key set, stamped with the
-//! epoch's time.
+//! added, the Key-Write and Key-Increment answers of the operator's key set, and the sketches' changed
+//! counters ([`super::sketch`]), stamped with the epoch's time.
 
 use std::collections::{BTreeSet, HashMap};
 
@@ -8,6 +8,7 @@ use dta_protocol::layout::{KeyIncrementGeometry, KeyWriteGeometry};
 
 use super::keys::KeySet;
 use super::region;
+use super::sketch::{SketchReader, SketchSpec};
 use super::table::{Batch, Table, Value};
 use crate::error::Result;
 use crate::memory::Arena;
@@ -35,6 +36,7 @@ pub struct EpochReader {
     /// The totals of the last epoch, per (node, reason) and per Key-Increment key.
     drops_last: HashMap<(u32, u8), u64>,
     increments_last: HashMap<u32, u64>,
+    sketches: SketchReader,
 }
 
 impl EpochReader {
@@ -47,7 +49,14 @@ impl EpochReader {
             nodes: nodes.iter().copied().collect(),
             drops_last: HashMap::new(),
             increments_last: HashMap::new(),
+            sketches: SketchReader::default(),
         }
+    }
+
+    /// Also reads `sketches` every epoch.
+    pub fn with_sketches(mut self, sketches: Vec<SketchSpec>) -> Self {
+        self.sketches = SketchReader::new(sketches);
+        self
     }
 
     /// A node seen in a drop event: its counters are read from now on.
@@ -65,6 +74,12 @@ impl EpochReader {
         }
         if arena.find_geometry::<KeyWriteGeometry>(None).is_ok() && !self.keys.keywrite.is_empty() {
             out.push(self.write_rows(arena, epoch_ms)?);
+        }
+        // A sketch that cannot be read says so without costing the epoch its other rows (whose
+        // deltas are already taken).
+        match self.sketches.read(arena, epoch_ms) {
+            Ok(batches) => out.extend(batches),
+            Err(e) => log::warn!("export: reading the sketches: {e}"),
         }
         out.retain(|b| !b.is_empty());
         Ok(out)

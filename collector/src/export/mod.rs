@@ -6,8 +6,8 @@
 //!   and absolute index, decoded where the collector knows the list's layout ([`rows`]: the INT drop and
 //!   queue events), hex otherwise; what the ring overwrote before it was read is a gap row and a count
 //!   (`dta_collector_export_overruns_total{list,sink}`).
-//! - Every epoch ([`epoch`]): the INT drop counters per (node, reason) as deltas, and the answers of the
-//!   operator's key set ([`keys`]).
+//! - Every epoch ([`epoch`]): the INT drop counters per (node, reason) as deltas, the answers of the
+//!   operator's key set ([`keys`]), and the counters of every sketch that changed ([`sketch`]).
 //! - Sinks ([`sink`]): Parquet files ([`parquet`]) and ClickHouse over HTTP ([`clickhouse`]), each fed
 //!   by its own thread ([`worker`]) through a bounded, retrying buffer ([`pipeline`]).
 //!
@@ -21,6 +21,7 @@ pub mod parquet;
 pub mod pipeline;
 pub mod rows;
 pub mod sink;
+pub mod sketch;
 pub mod table;
 pub mod tail;
 pub mod time;
@@ -43,6 +44,7 @@ use keys::KeySet;
 use pipeline::{Pipeline, Policy};
 use rows::ListSchema;
 use sink::Sink;
+use sketch::SketchSpec;
 use tail::ListTail;
 use worker::{ListSpec, Worker};
 
@@ -96,6 +98,7 @@ impl Exporter {
             sinks.push((Box::new(clickhouse::ClickHouseSink::new(c)?), policy));
         }
         let lists = lists(config);
+        let sketches = sketches(config);
         let keys = match &section.keys {
             Some(path) => KeySet::load(path)?,
             None => KeySet::default(),
@@ -111,7 +114,8 @@ impl Exporter {
                 arena: arena.clone(),
                 lists: lists.iter().map(|l| (*l, ListTail::new(l.id))).collect(),
                 pipeline: Pipeline::new(sink, policy, metrics.clone()),
-                epoch: EpochReader::new(shard, n, keys.clone(), &section.drop_nodes),
+                epoch: EpochReader::new(shard, n, keys.clone(), &section.drop_nodes)
+                    .with_sketches(sketches.clone()),
                 epoch_every: Duration::from_secs(section.epoch_secs),
                 poll: Duration::from_millis(section.poll_ms),
                 metrics: metrics.clone(),
@@ -123,8 +127,9 @@ impl Exporter {
                 .map_err(|e| Error::io("spawning an export thread", e))?;
             threads.push(t);
             log::info!(
-                "export to {name}: {} lists, an epoch every {} s",
+                "export to {name}: {} lists, {} sketches, an epoch every {} s",
                 lists.len(),
+                sketches.len(),
                 section.epoch_secs
             );
         }
@@ -170,6 +175,19 @@ fn lists(config: &Config) -> Vec<ListSpec> {
                 geometry: g,
             }),
             _ => None,
+        })
+        .collect()
+}
+
+/// Every sketch of the configuration, with how it is merged.
+fn sketches(config: &Config) -> Vec<SketchSpec> {
+    config
+        .regions
+        .iter()
+        .filter(|r| matches!(r.geometry, Geometry::Sketch(_)))
+        .map(|r| SketchSpec {
+            id: r.id,
+            merge: r.merge,
         })
         .collect()
 }

@@ -52,13 +52,17 @@ pub enum Table {
     KeyWriteValues,
     /// Key-Increment answers of the key set, per epoch.
     KeyIncrementValues,
+    /// Sketch counters that changed since the previous epoch.
+    SketchCounters,
+    /// One row per sketch that changed in an epoch.
+    SketchSummaries,
 }
 
 use Type::*;
 
 impl Table {
     /// Every table.
-    pub const ALL: [Table; 7] = [
+    pub const ALL: [Table; 9] = [
         Table::DropEvents,
         Table::QueueEvents,
         Table::AppendEntries,
@@ -66,6 +70,8 @@ impl Table {
         Table::DropCounts,
         Table::KeyWriteValues,
         Table::KeyIncrementValues,
+        Table::SketchCounters,
+        Table::SketchSummaries,
     ];
 
     /// Its name: the Parquet directory and the ClickHouse table.
@@ -78,6 +84,8 @@ impl Table {
             Table::DropCounts => "drop_counts",
             Table::KeyWriteValues => "keywrite_values",
             Table::KeyIncrementValues => "keyincrement_values",
+            Table::SketchCounters => "sketch_counters",
+            Table::SketchSummaries => "sketch_summaries",
         }
     }
 
@@ -137,16 +145,40 @@ impl Table {
                 ("estimate", U64),
                 ("delta", U64),
             ],
+            Table::SketchCounters => &[
+                ("epoch_ms", TimeMs),
+                ("sketch", U32),
+                ("row", U8),
+                ("column", U16),
+                ("value", U32),
+                ("previous", U32),
+            ],
+            Table::SketchSummaries => &[
+                ("epoch_ms", TimeMs),
+                ("sketch", U32),
+                ("merge", Str),
+                ("changed", U64),
+                ("nonzero", U64),
+                ("total", U64),
+                ("cardinality", U64),
+            ],
         }
     }
 
-    /// The ClickHouse sorting key.
+    /// The ClickHouse sorting key, which is also what identifies a row: the tables are
+    /// `ReplacingMergeTree`s, so a retried insert's rows (the same rows, times included) collapse into
+    /// one. It ends with the row's time so that a collector restarted with fresh rings (indices from 0
+    /// again) adds rows rather than replacing the old ones.
     pub fn order_by(self) -> &'static str {
         match self {
-            Table::DropEvents | Table::QueueEvents | Table::AppendEntries => "(list, index)",
-            Table::AppendGaps => "(list, first)",
+            Table::DropEvents | Table::QueueEvents | Table::AppendEntries => {
+                "(list, index, exported_ms)"
+            }
+            Table::AppendGaps => "(list, first, exported_ms)",
             Table::DropCounts => "(node, reason, epoch_ms)",
             Table::KeyWriteValues | Table::KeyIncrementValues => "(key, epoch_ms)",
+            Table::SketchCounters => "(sketch, row, column, epoch_ms)",
+            Table::SketchSummaries => "(sketch, epoch_ms)",
         }
     }
 

@@ -131,6 +131,17 @@ pub fn key_write(arena: &Arena, key: u32, data: [u8; 12]) {
     }
 }
 
+/// Sets sketch counters under one write lock, each `(sketch, its rows, column, row, value)`:
+/// big-endian at `4 · (rows · column + row)`, as the translator's column writes leave them.
+pub fn sketch_set(arena: &Arena, counters: &[(u32, u32, u32, u32, u32)]) {
+    let mut mem = arena.write();
+    for &(id, rows, column, row, value) in counters {
+        let slot = arena.find(RegionKind::Sketch, Some(id)).unwrap();
+        let at = slot.offset + 4 * (rows * column + row) as usize;
+        mem.as_mut_slice()[at..at + 4].copy_from_slice(&value.to_be_bytes());
+    }
+}
+
 /// A drop event: `pack('<IIHBBI', flow, node, port, reason, queue_id, timestamp)`, and its row.
 pub fn drop_event(flow: u32, node: u32, port: u16, reason: u8, queue: u8, ts: u32) -> Vec<u8> {
     let mut b = vec![0u8; 16];
@@ -385,9 +396,14 @@ pub fn free_port() -> u16 {
         .port()
 }
 
+/// The throwaway server's configuration, readiness check and HTTP query: the e2e crate's one copy,
+/// included by path (this crate cannot depend on dta-e2e, which builds on it).
+#[path = "../../../e2e/src/clickhouse_server.rs"]
+mod clickhouse_server;
+
 /// Debian's clickhouse-server, or none (said loudly) unless `DTA_REQUIRE_ORACLES` is set.
 pub fn clickhouse_binary() -> Option<PathBuf> {
-    let p = PathBuf::from("/usr/sbin/clickhouse-server");
+    let p = PathBuf::from(clickhouse_server::CLICKHOUSE_SERVER);
     if p.exists() {
         return Some(p);
     }
@@ -412,41 +428,14 @@ pub struct ClickHouse {
 }
 
 impl ClickHouse {
-    /// Starts it on `port` and waits (at most 60 s) until it answers.
+    /// Starts it on `port` and waits until it answers.
     pub fn start(binary: &Path, port: u16) -> Self {
         let dir = TempDir::new("clickhouse");
-        let d = dir.0.display();
-        let config = format!(
-            r#"<?xml version="1.0"?>
-<yandex>
-  <logger><level>warning</level><console>1</console></logger>
-  <http_port>{port}</http_port>
-  <listen_host>127.0.0.1</listen_host>
-  <path>{d}/data/</path>
-  <tmp_path>{d}/tmp/</tmp_path>
-  <user_files_path>{d}/user_files/</user_files_path>
-  <format_schema_path>{d}/format_schemas/</format_schema_path>
-  <mark_cache_size>5368709</mark_cache_size>
-  <users_config>{d}/users.xml</users_config>
-  <default_profile>default</default_profile>
-  <default_database>default</default_database>
-  <mlock_executable>false</mlock_executable>
-</yandex>
-"#
-        );
-        let users = r#"<?xml version="1.0"?>
-<yandex>
-  <profiles><default></default></profiles>
-  <users><default><password></password><networks><ip>127.0.0.1</ip></networks>
-    <profile>default</profile><quota>default</quota></default></users>
-  <quotas><default></default></quotas>
-</yandex>
-"#;
-        std::fs::write(dir.0.join("config.xml"), config).unwrap();
-        std::fs::write(dir.0.join("users.xml"), users).unwrap();
-        let log = std::fs::File::create(dir.0.join("server.log")).unwrap();
+        let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+        let args = clickhouse_server::configure(&dir.0, addr, "127.0.0.1").unwrap();
+        let log = std::fs::File::create(clickhouse_server::log_path(&dir.0)).unwrap();
         let child = Command::new(binary)
-            .arg(format!("--config-file={d}/config.xml"))
+            .args(&args)
             .current_dir(&dir.0)
             .stdout(log.try_clone().unwrap())
             .stderr(log)
@@ -457,39 +446,26 @@ impl ClickHouse {
             port,
             _dir: dir,
         };
-        let start = Instant::now();
-        while ch.query("SELECT 1").map(|s| s.trim() == "1") != Some(true) {
-            if start.elapsed() > Duration::from_secs(60) {
-                let log = std::fs::read_to_string(ch._dir.0.join("server.log")).unwrap_or_default();
-                panic!("clickhouse-server did not answer within 60 s:\n{log}");
-            }
-            std::thread::sleep(Duration::from_millis(100));
+        if let Err(e) = clickhouse_server::wait_ready(&ch._dir.0, || ch.query("SELECT 1")) {
+            panic!("{e}");
         }
         ch
     }
 
     /// Runs `sql` over the HTTP interface; its answer, or none when the server does not answer 200.
     pub fn query(&self, sql: &str) -> Option<String> {
-        use std::io::{Read, Write};
-        let mut s = std::net::TcpStream::connect(("127.0.0.1", self.port)).ok()?;
-        s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
-        write!(
-            s,
-            "POST /?output_format_json_quote_64bit_integers=0 HTTP/1.0\r\nHost: 127.0.0.1\r\nContent-Length: {}\r\n\r\n{sql}",
-            sql.len()
-        )
-        .ok()?;
-        let mut raw = String::new();
-        s.read_to_string(&mut raw).ok()?;
-        let (head, body) = raw.split_once("\r\n\r\n")?;
-        head.contains(" 200 ").then(|| body.to_string())
+        clickhouse_server::query(std::net::SocketAddr::from(([127, 0, 0, 1], self.port)), sql).ok()
+    }
+
+    /// Runs `sql`, panicking with the server's answer when it is not 200.
+    pub fn run(&self, sql: &str) -> String {
+        clickhouse_server::query(std::net::SocketAddr::from(([127, 0, 0, 1], self.port)), sql)
+            .unwrap_or_else(|e| panic!("{e}"))
     }
 
     /// The rows of `sql` (JSONEachRow, 64-bit integers as numbers).
     pub fn rows(&self, sql: &str) -> Vec<Value> {
-        let text = self
-            .query(&format!("{sql} FORMAT JSONEachRow"))
-            .unwrap_or_else(|| panic!("clickhouse refused {sql}"));
+        let text = self.run(&format!("{sql} FORMAT JSONEachRow"));
         text.lines()
             .filter(|l| !l.trim().is_empty())
             .map(|l| serde_json::from_str(l).unwrap())
