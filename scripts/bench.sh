@@ -71,33 +71,17 @@ echo "bench: testpmd txonly, 1 core"
 testpmd "$run/testpmd-txonly-1.txt" "${eal1[@]}" -- --forward-mode=txonly --stats-period 1 \
   --nb-cores=1 --total-num-mbufs=16384
 
-modes=(keywrite-n1 keywrite-n2 keyincrement append-b1 append-b4 append-b16 postcard5 sketch int-v05)
-for w in 1 2; do
-  for m in "${modes[@]}"; do
-    echo "bench: translator $m, $w worker(s)"
-    "$bin/dta-bench" translator --mode "$m" --workers "$w" --secs "$secs" -- "${eal1[@]}" \
-      > "$run/translator-$m-w$w.json"
-  done
-done
-
-# The daemon's own data path (issue 25): dta-translator run's DataPlane::poll on one and two workers,
-# reports from a pre-filled net_null, RoCE answered through a net_ring; beside the harness loop above.
-# (Not Sketch-Merge: the pre-filled pool hands reports out in its cache's order, which a sketch's
-# per-column merge reads as out of order.)
-dmodes=(keywrite-n1 keywrite-n2 keyincrement append-b16 postcard5 int-v05)
+# The translator as users run it (issue 25): `dta-translator run`'s worker loop body, DataPlane::poll, on
+# one and two workers, reports from a pre-filled net_null, RoCE answered through a net_ring as a collector's
+# RNIC would. (Not Sketch-Merge: the pre-filled pool hands reports out in its cache's order, which a
+# sketch's per-column merge reads as out of order.)
+dmodes=(keywrite-n1 keywrite-n2 keyincrement append-b1 append-b4 append-b16 postcard5 int-v05)
 for w in 1 2; do
   for m in "${dmodes[@]}"; do
     echo "bench: daemon data path $m, $w worker(s)"
     "$bin/dta-bench" daemon --mode "$m" --workers "$w" --secs "$secs" -- "${eal1[@]}" \
       > "$run/daemon-$m-w$w.json"
   done
-done
-# The floor's pair, interleaved: the harness loop and the daemon's data path on Key-Write N = 1, one right
-# after the other, three times (the clock of this shared machine moves between minutes; each pair shares one).
-for i in 1 2 3; do
-  echo "bench: Key-Write N = 1 pair $i (harness loop, daemon data path)"
-  "$bin/dta-bench" translator --mode keywrite-n1 --secs 2 -- "${eal1[@]}" > "$run/pair-$i-harness.json"
-  "$bin/dta-bench" daemon --mode keywrite-n1 --secs 2 -- "${eal1[@]}" > "$run/pair-$i-daemon.json"
 done
 # The bump in the wire: non-DTA frames from a looping net_pcap to a net_null sink, through the daemon's
 # data path (with its engine) and through testpmd io forwarding, on the same vdevs in the same minute.
@@ -134,22 +118,8 @@ if [ -n "$hugepages" ]; then sysmem=--in-memory; else sysmem="--no-huge --no-shc
 timeout -k 10 150 "$bin/dta-bench" system --dir "$run/system" --memif-rsize 14 --mem "$sysmem" \
   > "$run/system.json" 2> "$run/system.log" || echo "bench: whole-system run failed, see $run/system.log"
 
-# Key-Write N = 1 under callgrind: its instructions per report (the floor's count) and where they go. A short
-# run (callgrind is ~50x slower), the worker loop only.
-echo "bench: callgrind, translator Key-Write N = 1"
-valgrind --tool=callgrind --toggle-collect='dta_bench::translator::worker' --callgrind-out-file="$run/callgrind.out" \
-  "$bin/dta-bench" translator --mode keywrite-n1 --secs 0.5 -- "${eal1[@]}" \
-  > "$run/callgrind-keywrite-n1.json" 2> "$run/callgrind.log"
-{
-  echo "callgrind, Key-Write N = 1, self cost (Ir) of the top functions:"
-  callgrind_annotate --inclusive=no "$run/callgrind.out" 2>/dev/null | sed -n '/^Ir/,$p' | sed -n '1,30p'
-  echo
-  echo "inclusive:"
-  callgrind_annotate --inclusive=yes "$run/callgrind.out" 2>/dev/null | sed -n '/^Ir/,$p' | grep -E '^ *[0-9,]+ \(' | grep -vE 'rustc/|libc.so|clone.S' | sed -n '1,30p'
-} | cut -c1-220 > "$run/profile.txt" || true
-
-# The same under the daemon's data path: instructions per report of DataPlane::poll (the daemon's worker
-# loop body), and where they go.
+# Key-Write N = 1 under callgrind: instructions per report of DataPlane::poll (the daemon's worker loop
+# body), and where they go. A short run (callgrind is ~50x slower), the poll only.
 echo "bench: callgrind, daemon data path Key-Write N = 1"
 valgrind --tool=callgrind --toggle-collect='dta_translator_daemon::run::dataplane::DataPlane*::poll' \
   --callgrind-out-file="$run/callgrind-daemon.out" \

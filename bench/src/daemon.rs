@@ -7,7 +7,7 @@
 //!   allocation, like a NIC that wrote them.
 //! * Collector side: `net_ring`, whose queue `k` is one ring for both directions. After each poll the
 //!   worker's thread takes the RoCE frames the data path sent from that ring, answers each AckReq and each
-//!   FETCH_ADD as an RNIC would ([`Acker`], the harness's templated responder, with its cost measured apart),
+//!   FETCH_ADD as an RNIC would ([`Acker`], a templated responder, with its cost measured apart),
 //!   and puts the responses on the same ring, where the next poll receives them through the port: the engine
 //!   gets real ACKs through the daemon's classification and handoff, not a side door.
 //!
@@ -29,12 +29,17 @@ use dta_translator_daemon::run::dataplane::{DataPlane, PlaneConfig};
 use dta_translator_daemon::run::steer::Steering;
 use serde::Serialize;
 
+use crate::acker::{ack_build_ns, Acker};
 use crate::sys::{thread_cpu_ns, vm_hwm_kib};
-use crate::translator::{ack_build_ns, Acker};
 use crate::workloads::{self, Mode, TRANSLATOR_IP, TRANSLATOR_MAC};
 
 /// Frames per receive burst, as the daemon's default `[io] burst`.
 const BURST: usize = 64;
+/// The requester's window here: the bench's collector answers once per poll, so its round trip is a whole
+/// poll (two workers: up to two bursts of reports, ~280 frames for INT), where a RoCE NIC's is a few µs
+/// (~50 frames at 10 M frames/s, well inside the default 256). With the default, the emulated round trip,
+/// not the data path, would bound two workers (`queue_full` drops).
+const WINDOW: u32 = 1024;
 
 /// What one worker measured.
 #[derive(Debug, Default, Clone, Serialize)]
@@ -254,6 +259,7 @@ pub fn run(mode: Mode, workers: usize, secs: f64, eal: Vec<String>) -> Result<Ru
         let (wire_tx, wire_rx) = attach_ring(eal, &format!("ETH_RXTX{w}_net_ring9"))?;
         let mut cfg = workloads::config(mode);
         cfg.local.qpn_base += w as u32;
+        cfg.requester.window = WINDOW;
         let mut welcome = workloads::welcome(mode)?;
         welcome.qps[0].peer_qpn = cfg.local.qpn_base;
         let plane_cfg = PlaneConfig {

@@ -1,25 +1,16 @@
-//! Issue 25's floors: the daemon's own data path (`dta-translator run`'s `DataPlane::poll`) against the
-//! harness loop, testpmd and itself on two workers, from one run's outputs. Each row says what it divides
+//! Issue 25's floors: the daemon's own data path (`dta-translator run`'s `DataPlane::poll`) against
+//! testpmd and itself on two workers, from one run's outputs. Each row says what it divides
 //! and what is not measured yet.
 
 use std::path::Path;
 
 use serde_json::{json, Value};
 
-use crate::report::{instructions_per_report, read_json, testpmd_pps};
+use crate::report::{callgrind_per_report, read_json, testpmd_pps};
 
 /// `key` of `v` as a number (NaN when absent).
 fn num(v: &Option<Value>, key: &str) -> f64 {
     v.as_ref().and_then(|v| v[key].as_f64()).unwrap_or(f64::NAN)
-}
-
-/// Instructions per report of the daemon's poll under callgrind.
-fn poll_instructions(dir: &Path) -> Option<f64> {
-    instructions_per_report(
-        dir,
-        "callgrind-daemon.out",
-        "callgrind-daemon-keywrite-n1.json",
-    )
 }
 
 fn met(ratio: f64, floor: f64) -> &'static str {
@@ -35,7 +26,6 @@ fn met(ratio: f64, floor: f64) -> &'static str {
 /// The section (markdown) and its numbers (JSON).
 pub fn section(dir: &Path) -> (String, Value) {
     let d = |m: &str, w: u32| read_json(&dir.join(format!("daemon-{m}-w{w}.json")));
-    let harness = read_json(&dir.join("translator-keywrite-n1-w1.json"));
     let kw1 = d("keywrite-n1", 1);
     let kw2 = d("keywrite-n1", 2);
     let int1 = d("int-v05", 1);
@@ -46,31 +36,11 @@ pub fn section(dir: &Path) -> (String, Value) {
         .and_then(|t| testpmd_pps(&t, "Rx-pps:"))
         .unwrap_or(f64::NAN);
 
-    // The harness's ns a report less its ACK building; the daemon's less the bench's collector and NIC part.
-    let harness_ns_of =
-        |v: &Option<Value>| num(v, "ns_per_report") - num(v, "ack_build_ns_per_report");
-    let harness_ns = harness_ns_of(&harness);
     let daemon_ns = num(&kw1, "data_path_ns_per_report");
-    // The floor's ratio: the median of the interleaved pairs (each pair ran in one minute), else the
-    // ratio of the two sweeps' rows.
-    let mut pairs: Vec<f64> = (1..=3)
-        .filter_map(|i| {
-            let h = read_json(&dir.join(format!("pair-{i}-harness.json")));
-            let d = read_json(&dir.join(format!("pair-{i}-daemon.json")));
-            let r = harness_ns_of(&h) / num(&d, "data_path_ns_per_report");
-            r.is_finite().then_some(r)
-        })
-        .collect();
-    pairs.sort_by(f64::total_cmp);
-    let loop_ratio = pairs
-        .get(pairs.len() / 2)
-        .copied()
-        .unwrap_or(harness_ns / daemon_ns);
-    let loop_raw = num(&kw1, "reports_per_s") / num(&harness, "reports_per_s");
     let fwd_ratio = num(&fwd, "forwarded_per_s") / testpmd_fwd;
     let kw_scale = num(&kw2, "reports_per_s") / num(&kw1, "reports_per_s");
     let int_scale = num(&int2, "reports_per_s") / num(&int1, "reports_per_s");
-    let instructions = poll_instructions(dir);
+    let instructions = callgrind_per_report(dir);
     let correct = |v: &Option<Value>| {
         format!(
             "drops {}, QP errors {}, handed off {}",
@@ -85,19 +55,13 @@ pub fn section(dir: &Path) -> (String, Value) {
          `dta-bench daemon` runs `dta-translator run`'s `DataPlane::poll` (the worker loop's body) over a \
          `net_null` whose pool holds the reports and a `net_ring` on which the bench answers as a collector \
          would; `data path ns/report` leaves out the bench's part (the answers, and writing the next reports \
-         into the sent mbufs, a NIC's DMA). The harness loop's ns/report leaves out its ACK building.\n\n\
+         into the sent mbufs, a NIC's DMA). The engine's separate harness loop it was once compared with is \
+         gone: every translator row of this report is the daemon's loop.\n\n\
          | measure | this run | floor | met | correctness |\n|---|---|---|---|---|\n",
     );
-    let pair_text: Vec<String> = pairs.iter().map(|r| format!("{r:.2}")).collect();
     md.push_str(&format!(
-        "| daemon data path ÷ harness loop, Key-Write N=1, one core: median of {} interleaved pairs ({}); in the sweeps ns/report {:.1} vs {:.1}, raw reports/s ratio {:.2} | {:.2} | 0.9 | {} | {} |\n",
-        pairs.len(),
-        pair_text.join(", "),
+        "| daemon data path, Key-Write N=1, one core: ns a report net of the collector side | {:.1} ns | | | {} |\n",
         daemon_ns,
-        harness_ns,
-        loop_raw,
-        loop_ratio,
-        met(loop_ratio, 0.9),
         correct(&kw1)
     ));
     md.push_str(&format!(
@@ -155,6 +119,8 @@ pub fn section(dir: &Path) -> (String, Value) {
         "keywrite-n1",
         "keywrite-n2",
         "keyincrement",
+        "append-b1",
+        "append-b4",
         "append-b16",
         "postcard5",
         "int-v05",
@@ -192,10 +158,6 @@ pub fn section(dir: &Path) -> (String, Value) {
     }
     md.push('\n');
     let v = json!({
-        "loop_ratio_to_harness": loop_ratio,
-        "loop_ratio_pairs": pairs,
-        "loop_raw_ratio_to_harness": loop_raw,
-        "harness_ns_per_report_less_acks": harness_ns,
         "daemon_data_path_ns_per_report": daemon_ns,
         "forward_ratio_to_testpmd": fwd_ratio,
         "forward_pps": num(&fwd, "forwarded_per_s"),

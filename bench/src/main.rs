@@ -1,4 +1,4 @@
-//! `dta-bench`: the harness binaries `scripts/bench.sh` runs. Every subcommand prints one JSON document on
+//! `dta-bench`: the benchmark binaries `scripts/bench.sh` runs. Every subcommand prints one JSON document on
 //! stdout; `report` gathers them with the testpmd and criterion outputs into bench/results.{json,md,png}.
 
 use std::path::PathBuf;
@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 
+mod acker;
 mod daemon;
 mod daemon_floors;
 mod export;
@@ -17,12 +18,11 @@ mod responder;
 mod responder_daemon;
 mod sys;
 mod system;
-mod translator;
 mod udp_baseline;
 mod workloads;
 
 #[derive(Parser)]
-#[command(about = "dta benchmark harness (see scripts/bench.sh)")]
+#[command(about = "dta benchmarks (see scripts/bench.sh)")]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -30,9 +30,11 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
-    /// The translator engine on DPDK net_null: one mode, `--workers` cores.
-    Translator {
-        /// keywrite-n1, keywrite-n2, keyincrement, append-b1, append-b4, append-b16, postcard5, sketch.
+    /// The daemon's own data path (`dta-translator run`'s worker poll) on DPDK: reports from a pre-filled
+    /// net_null, RoCE to a net_ring answered as a collector would; one mode, `--workers` cores.
+    Daemon {
+        /// keywrite-n1, keywrite-n2, keyincrement, append-b1, append-b4, append-b16, postcard5, sketch,
+        /// int-v05.
         #[arg(long)]
         mode: String,
         #[arg(long, default_value_t = 1)]
@@ -40,19 +42,6 @@ enum Cmd {
         #[arg(long, default_value_t = 3.0)]
         secs: f64,
         /// EAL arguments (after `--`), the same as testpmd's.
-        #[arg(last = true)]
-        eal: Vec<String>,
-    },
-    /// The daemon's own data path (`dta-translator run`'s worker poll) on DPDK: reports from a pre-filled
-    /// net_null, RoCE to a net_ring answered as a collector would; one mode, `--workers` cores.
-    Daemon {
-        #[arg(long)]
-        mode: String,
-        #[arg(long, default_value_t = 1)]
-        workers: usize,
-        #[arg(long, default_value_t = 3.0)]
-        secs: f64,
-        /// EAL arguments (after `--`).
         #[arg(last = true)]
         eal: Vec<String>,
     },
@@ -196,15 +185,6 @@ enum Cmd {
 fn main() -> Result<()> {
     let cli = Cli::parse();
     let json = match cli.cmd {
-        Cmd::Translator {
-            mode,
-            workers,
-            secs,
-            eal,
-        } => {
-            let m = workloads::Mode::parse(&mode)?;
-            serde_json::to_string_pretty(&translator::run(m, workers, secs, eal)?)?
-        }
         Cmd::Daemon {
             mode,
             workers,

@@ -782,7 +782,7 @@ fn two_workers_hand_off_to_the_owner(t: &Rig) {
     let key_of = |w: usize| (100u32..).find(|&k| owner(k) == w).unwrap();
     let (l0, l1) = (list_of(0), list_of(1));
     assert_eq!(s.target(&append(l1, 0, 0)), Target::Worker(1));
-    assert_eq!(s.target(&key_write(key_of(1), 0, 0, false)), Target::Any(1));
+    assert_eq!(s.target(&key_write(key_of(1), 0, 0, false)), Target::Any);
 
     // Before the engines: a report for worker 1 that worker 0 received is handed off and dropped there.
     t.put(&r0, &[append(l1, 1, 0), key_write(key_of(1), 1, 0, false)]);

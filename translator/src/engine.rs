@@ -278,9 +278,9 @@ impl Engine {
             return Handled::Consumed;
         }
         if self.int.as_ref().map(IntFrontEnd::udp_port) == Some(udp.dst_port) {
-            // The whole report: a caller that gives INT frames here runs this engine alone (several
-            // workers split them with `handle_int_frames`).
-            self.handle_int(now, udp.dst_ip, udp.payload);
+            // No handoff here: several workers split INT frames with `handle_int_frames`. On a sharded
+            // engine the reports of other workers' flows are counted as not this engine's, never lost.
+            self.handle_int_alone(now, udp.dst_ip, udp.payload);
             return Handled::Consumed;
         }
         // RoCE between a collector and another host crosses a bump in the wire too: only what is

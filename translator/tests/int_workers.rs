@@ -250,3 +250,34 @@ fn a_frame_that_is_not_int_is_counted_not_translated() {
     assert_eq!(e.counters().int.packets, 0);
     assert_eq!(e.counters().not_for_us, 1);
 }
+
+#[test]
+fn a_sharded_engine_given_every_frame_without_handoff_counts_other_flows_as_not_its_own() {
+    // `Engine::handle_frame` has no way to hand a frame over: each worker of two, given the whole
+    // workload there, translates its own flows' reports and the reports that need no flow state (the 7
+    // drop reports), and counts every other flow's report as not its own; none is lost uncounted.
+    let frames = workload();
+    let mut alone = engine();
+    for (_, f) in &frames {
+        alone.handle_frame(Instant(0), f);
+    }
+    let all = alone.counters().int.reports;
+    assert_eq!(alone.counters().int.dropped(IntDrop::NotOwner), 0);
+    let (drop_reports, flow_reports) = (7, all - 7);
+    let mut not_owned = 0;
+    for k in 0..2 {
+        let mut e = worker_engine(k, 2);
+        for (_, f) in &frames {
+            e.handle_frame(Instant(0), f);
+        }
+        let c = &e.counters().int;
+        let others = c.dropped(IntDrop::NotOwner);
+        assert!(others > 0 && others < flow_reports, "worker {k}: {others}");
+        assert_eq!(c.reports + others, all, "worker {k}");
+        assert_eq!(c.packets, frames.len() as u64);
+        not_owned += others;
+    }
+    // Each flow report is one worker's: the other counts it.
+    assert_eq!(not_owned, flow_reports);
+    assert_eq!(flow_reports + drop_reports, 147);
+}

@@ -30,8 +30,9 @@ pub enum Target {
     Worker(usize),
     /// A report whose translation needs no state of any worker (a Key-Write or Key-Increment that is not
     /// retransmittable): any worker may take it, so a run-to-completion worker keeps what it received
-    /// (RSS spreads the load). The worker its key would pick is given for a caller that spreads by key.
-    Any(usize),
+    /// (RSS spreads the load). No owner is computed for it: the hash and the division by the worker count
+    /// were a fifth of steering's instructions a report, for an index nobody read.
+    Any,
     /// A RoCE response (ACK, NAK, ATOMIC ACK, CNP) for this worker's QP: it overtakes the worker's queued
     /// reports, since its delay is the QP's round-trip time and the retransmit timer's business.
     Response(usize),
@@ -122,9 +123,7 @@ impl Steering {
                 Target::Worker(by(u32::from_be_bytes(src_ip)))
             }
             // Otherwise nothing of it is kept: whoever has it may write it.
-            Opcode::KeyWrite | Opcode::KeyIncrement => {
-                Target::Any(r.state.map_or(0, |k| by(k.value())))
-            }
+            Opcode::KeyWrite | Opcode::KeyIncrement => Target::Any,
             _ => Target::Worker(r.state.map_or(0, |k| by(k.value()))),
         }
     }
@@ -190,14 +189,14 @@ mod tests {
         // The same list from two reporters lands on one worker; its index is crc32(list) mod 4.
         assert_eq!(list(7, 10), list(7, 11));
         assert_eq!(list(7, 10), Target::Worker(key_checksum(7) as usize % 4));
-        // Key-Write: by key unless retransmittable, then by reporter.
+        // Key-Write: any worker unless retransmittable, then by reporter.
         let kw = |key: u32, flags: u8, src: u8| {
             let mut p = vec![0x01, 5, flags, 1];
             p.extend_from_slice(&key.to_be_bytes());
             p.extend_from_slice(&[0; 4]);
             s.target(&report(src, &p))
         };
-        assert_eq!(kw(123, 0, 10), Target::Any(key_checksum(123) as usize % 4));
+        assert_eq!(kw(123, 0, 10), Target::Any);
         let by_src = key_checksum(u32::from_be_bytes([198, 18, 0, 10])) as usize % 4;
         for key in 0..32 {
             assert_eq!(kw(key, 0x40, 10), Target::Worker(by_src));
@@ -222,9 +221,8 @@ mod tests {
             }
             c.target(&report(10, &p))
         };
-        let by_key = Target::Any(key_checksum(77) as usize % 4);
-        assert_eq!(ki(0, HeaderForm::Seq), by_key);
-        assert_eq!(ki(0, HeaderForm::Compact), by_key);
+        assert_eq!(ki(0, HeaderForm::Seq), Target::Any);
+        assert_eq!(ki(0, HeaderForm::Compact), Target::Any);
         assert_eq!(ki(0x40, HeaderForm::Seq), Target::Worker(by_src));
         assert_eq!(ki(0x40, HeaderForm::Compact), Target::Worker(by_src));
     }

@@ -82,6 +82,17 @@ impl Engine {
         others
     }
 
+    /// Handles the UDP payload of an INT report on a path with no handoff (see
+    /// [`IntFrontEnd::translate_alone`]).
+    pub(super) fn handle_int_alone(&mut self, now: Instant, dst_ip: [u8; 4], payload: &[u8]) {
+        let Some(front) = self.int.as_mut() else {
+            return;
+        };
+        let mut actions = Actions::new();
+        front.translate_alone(payload, &mut self.counters.int, &mut actions);
+        self.int_actions(now, dst_ip, &actions);
+    }
+
     /// The part of an INT report another worker received that is this worker's.
     fn handle_handed_int(&mut self, now: Instant, dst_ip: [u8; 4], payload: &[u8]) {
         let Some(front) = self.int.as_mut() else {

@@ -22,6 +22,10 @@ reasons! {
         /// No flow: the inner packet is missing, or is an Ethernet frame carrying no IPv4/IPv6 packet
         /// (ARP, LLDP, ...); drops are still counted.
         NoFlow => "no_flow",
+        /// A report of another worker's flow given to an engine path that cannot hand it over
+        /// (`Engine::handle_frame(s)` on a sharded engine; the daemon steers INT to
+        /// `handle_int_frames`, which does).
+        NotOwner => "not_owner",
     }
 }
 

@@ -121,6 +121,10 @@ enum Stage {
     Received,
     /// A flow owner given the frame by the receiver: its own flows' reports only.
     HandedOver,
+    /// The receiver on a path that cannot hand frames over (`Engine::handle_frame(s)`): as
+    /// [`Received`](Self::Received), but the reports of other workers' flows are counted as
+    /// [`IntDrop::NotOwner`] instead of being left to a handoff that will not happen.
+    Alone,
 }
 
 /// Workers a received frame must also go to (bit `k`: worker `k`).
@@ -254,6 +258,23 @@ impl IntFrontEnd {
         others
     }
 
+    /// [`translate`](Self::translate) for a caller that cannot hand frames to other workers: with one
+    /// worker the same; on a sharded front end the reports of other workers' flows are counted as
+    /// [`IntDrop::NotOwner`], never lost silently.
+    pub fn translate_alone(&mut self, payload: &[u8], c: &mut IntCounters, out: &mut Actions) {
+        c.packets += 1;
+        let mut others = 0;
+        match payload.first().map(|b| b >> 4) {
+            Some(0) => match v05::ReportRepr::parse(payload) {
+                Ok(r) => self.v05(&r, Stage::Alone, c, out, &mut others),
+                Err(e) => c.drop(reason(&e)),
+            },
+            Some(2) => self.v2(payload, Stage::Alone, c, out, &mut others),
+            Some(_) => c.drop(IntDrop::UnknownType),
+            None => c.drop(IntDrop::Malformed),
+        }
+    }
+
     /// The owner's part of a payload another worker received and [`translate`](Self::translate)d: the
     /// reports of this worker's flows (the receiver counted the packet, its sequence and the rest).
     pub fn translate_handed(&mut self, payload: &[u8], c: &mut IntCounters, out: &mut Actions) {
@@ -300,7 +321,7 @@ impl IntFrontEnd {
     ) {
         let (common, drop, hop) = match r.body {
             // No common header: nothing names the switch.
-            v05::Body::Ethernet if stage == Stage::Received => return c.drop(IntDrop::NoNode),
+            v05::Body::Ethernet if stage != Stage::HandedOver => return c.drop(IntDrop::NoNode),
             v05::Body::Ethernet => return,
             // A drop report has no egress timestamp: its event carries the ingress one.
             v05::Body::Drop { common, reason } => (
@@ -326,7 +347,7 @@ impl IntFrontEnd {
                 },
             ),
         };
-        if stage == Stage::Received {
+        if stage != Stage::HandedOver {
             self.sequence(common.switch_id, r.hw_id, r.seq_no, 32, c);
         }
         // The egress port where there is one (a packet dropped in ingress has none).
@@ -359,7 +380,7 @@ impl IntFrontEnd {
         out: &mut Actions,
         others: &mut HandOver,
     ) {
-        let received = stage == Stage::Received;
+        let received = stage != Stage::HandedOver;
         let (group, reports) = match v2::GroupRepr::parse(payload) {
             Ok(g) => g,
             Err(e) if received => return c.drop(reason(&e)),
@@ -421,7 +442,7 @@ impl IntFrontEnd {
         out: &mut Actions,
         others: &mut HandOver,
     ) {
-        let received = stage == Stage::Received;
+        let received = stage != Stage::HandedOver;
         let Report {
             start,
             inner,
@@ -473,8 +494,10 @@ impl IntFrontEnd {
         let flow = flow_key(&p.flow);
         let owner = self.shard.owner(flow);
         if owner != self.shard.index {
-            if received {
-                *others |= 1 << (owner % 64);
+            match stage {
+                Stage::Received => *others |= 1 << (owner % 64),
+                Stage::Alone => c.drop(IntDrop::NotOwner),
+                Stage::HandedOver => {}
             }
             return;
         }

@@ -214,7 +214,7 @@ impl<Q: Queue> DataPlane<Q> {
                 // A response is taken only from the collectors' side: one from the reporters' could be
                 // forged. It crosses the bump like any frame not ours.
                 Target::Response(_) if reporters_side => self.forward_one(i),
-                Target::Any(_) => ours += 1,
+                Target::Any => ours += 1,
                 Target::Worker(k) | Target::Response(k) if k == me => ours += 1,
                 Target::Worker(k) | Target::Response(k) => self.stage(i, k),
                 Target::Int => self.set_int_aside(i),

@@ -54,6 +54,7 @@ const SERIES: &[&str] = &[
     "dta_translator_int_drops_total{reason=\"no_flow\"}",
     "dta_translator_int_drops_total{reason=\"no_hop\"}",
     "dta_translator_int_drops_total{reason=\"no_node\"}",
+    "dta_translator_int_drops_total{reason=\"not_owner\"}",
     "dta_translator_int_drops_total{reason=\"too_many_hops\"}",
     "dta_translator_int_drops_total{reason=\"unknown_type\"}",
     "dta_translator_int_packets_total",

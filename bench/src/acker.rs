@@ -1,41 +1,27 @@
-//! The translator engine on a DPDK `net_null` port: pre-built report frames are fed to the engine as if a
-//! NIC had received them, and every RoCE frame it emits is built into an mbuf and sent to `net_null`.
-//!
-//! `net_null` answers nothing, so ACKs are synthetic: every frame the engine sends with AckReq gets an
-//! ACKNOWLEDGE, and every FETCH_ADD an ATOMIC ACKNOWLEDGE, built with dta-protocol (iCRC and all) and fed back
-//! through `handle_frame` right after the burst is sent. The engine thus pays for parsing and verifying real
-//! ACKs at the configured cadence (AckReq every 16th frame, window 256), and its window never stalls. The
-//! cost of *building* the ACKs is the collector's NIC's work in reality; it is measured separately and
-//! reported so it can be subtracted.
+//! The collector's side of the daemon bench: the responses a collector's RNIC sends for the translator's
+//! frames. Every frame sent with AckReq gets an ACKNOWLEDGE, and every FETCH_ADD an ATOMIC ACKNOWLEDGE,
+//! built from per-QP templates (iCRC and all) as an RNIC would and handed back through the port, so the
+//! data path pays for parsing and verifying real ACKs at the configured cadence. Building them is the
+//! collector NIC's work in reality: it is measured apart ([`ack_build_ns`]) so it can be told apart.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::time::Duration;
-
-use anyhow::{anyhow, Context, Result};
-use dta_netio::dpdk::{eal_init, register_thread, DpdkQueue, Port, PortConfig};
+use anyhow::{anyhow, Result};
 use dta_protocol::roce::short_crc::Crc32Short;
 use dta_protocol::roce::{
     bth, AckKind, AethRepr, FrameRepr, IcrcPrefix, ICRC_LEN, ROCEV2_UDP_PORT,
 };
 use dta_protocol::udp::{UdpEndpoints, HEADERS_LEN};
-use dta_translator::{Engine, Instant};
-use serde::Serialize;
 
-use crate::sys::{thread_cpu_ns, vm_hwm_kib};
-use crate::workloads::{self, Mode, COLLECTOR_IP, COLLECTOR_MAC, TRANSLATOR_IP, TRANSLATOR_MAC};
+use crate::workloads::{self, COLLECTOR_IP, COLLECTOR_MAC, TRANSLATOR_IP, TRANSLATOR_MAC};
 
-/// Reports handed to the engine per loop, as one RX burst would.
-const BURST: usize = 32;
-/// Output frames gathered per TX burst (Key-Write N = 2 emits two per report).
-const TX_BURST: usize = 64;
+/// Responses queued between two drains: two per frame of a 64-frame transmit burst.
+const QUEUED: usize = 128;
 const ACK_LEN: usize = 96;
 
 /// Builds the responses a collector's RNIC would send for the frames the engine emits.
 ///
 /// Like an RNIC, it keeps one ACK and one ATOMIC ACKNOWLEDGE per QP as templates and patches the PSN and
-/// the MSN into a copy, with the iCRC from the template's prefix state: the engine, not the harness, is
-/// what the benchmark measures. A test checks the templated frames against `FrameRepr::emit`'s.
+/// the MSN into a copy, with the iCRC from the template's prefix state: the data path, not the collector's
+/// side, is what the benchmark measures. A test checks the templated frames against `FrameRepr::emit`'s.
 pub(crate) struct Acker {
     /// ACK and ATOMIC ACKNOWLEDGE templates (PSN 0, MSN 0) and their iCRC prefixes.
     ack: AckTemplate,
@@ -144,15 +130,15 @@ impl Acker {
             ack: AckTemplate::new(FrameRepr::acknowledge(ep, local_qpn, 0, aeth))?,
             atomic_ack: AckTemplate::new(FrameRepr::atomic_acknowledge(ep, local_qpn, 0, aeth, 0))?,
             msn: 0,
-            bufs: vec![[0u8; ACK_LEN]; 2 * TX_BURST],
-            lens: Vec::with_capacity(2 * TX_BURST),
+            bufs: vec![[0u8; ACK_LEN]; QUEUED],
+            lens: Vec::with_capacity(QUEUED),
             fed: 0,
         })
     }
 
     /// Queues the response `sent` asks for, if any. Reads the two BTH bytes that decide in place, at their
     /// fixed offsets (the requester's frames are ours and well formed, without IP options): a full parse
-    /// would charge the harness's work to the engine, and most frames need no response. Inlined, so that
+    /// would charge the collector's work to the data path, and most frames need no response. Inlined, so that
     /// this common case costs the caller's loop a length check, two loads and two compares.
     #[inline]
     pub(crate) fn observe(&mut self, sent: &[u8]) -> Result<()> {
@@ -186,12 +172,6 @@ impl Acker {
         Ok(())
     }
 
-    fn feed(&mut self, e: &mut Engine, now: Instant) {
-        self.drain(|ack| {
-            e.handle_frame(now, ack);
-        });
-    }
-
     /// Hands every queued response to `f`, in order, and forgets them.
     pub(crate) fn drain(&mut self, mut f: impl FnMut(&[u8])) {
         for (k, &len) in self.lens.iter().enumerate() {
@@ -207,150 +187,7 @@ impl Acker {
     }
 }
 
-/// What one worker measured.
-#[derive(Debug, Default, Clone, Serialize)]
-pub struct WorkerResult {
-    pub reports: u64,
-    pub frames_out: u64,
-    pub tx_dropped: u64,
-    pub acks_fed: u64,
-    pub cpu_ns: u64,
-    pub wall_ns: u64,
-    pub report_drops: u64,
-    pub qp_errors: u64,
-    pub retransmitted: u64,
-}
-
-/// A worker's engine and ACK builder, made before the clock starts.
-struct Prepared {
-    e: Engine,
-    acker: Acker,
-    origin: std::time::Instant,
-}
-
-fn prepare(mode: Mode) -> Result<Prepared> {
-    let cfg = workloads::config(mode);
-    let local_qpn = cfg.local.qpn_base;
-    let origin = std::time::Instant::now();
-    let e = Engine::new(cfg, &[workloads::welcome(mode)?], Instant(0))
-        .map_err(|e| anyhow!("engine: {e}"))?;
-    Ok(Prepared {
-        e,
-        acker: Acker::new(local_qpn)?,
-        origin,
-    })
-}
-
-/// The measured loop, from the start signal. Never inlined, so that a profiler can collect this function
-/// alone (callgrind --toggle-collect): the engine's construction and the wait for the start are outside
-/// it (the wait's spin had added ~7 instructions a report to a 0.5-s callgrind run).
-#[inline(never)]
-fn worker(
-    p: Prepared,
-    mut q: DpdkQueue,
-    frames: Arc<Vec<Vec<u8>>>,
-    secs: f64,
-) -> Result<WorkerResult> {
-    let Prepared {
-        mut e,
-        mut acker,
-        origin,
-    } = p;
-    let clock = |o: &std::time::Instant| Instant(o.elapsed().as_nanos() as u64);
-    let cpu0 = thread_cpu_ns();
-    let start = clock(&origin);
-    let end = Instant(start.0 + (secs * 1e9) as u64);
-    let mut r = WorkerResult::default();
-    let mut pos = 0;
-    loop {
-        let now = clock(&origin);
-        if now >= end {
-            break;
-        }
-        // One call per receive burst (the engine's per-frame path runs inlined in its loop); report frames
-        // are all for the translator, so nothing is forwarded.
-        e.handle_frames(
-            now,
-            frames[pos..pos + BURST].iter().map(Vec::as_slice),
-            |_| {},
-        );
-        pos = (pos + BURST) % frames.len();
-        r.reports += BURST as u64;
-        loop {
-            // Frames are built by the engine straight into the mbufs (no intermediate copy); the burst
-            // allocates as many mbufs as the engine has frames pending, at most TX_BURST.
-            let want = e.pending_frames().min(TX_BURST);
-            let mut built = 0;
-            let mut bad = None;
-            if want > 0 {
-                // The whole burst's mbuf rooms in one engine call, which checks its state once a burst.
-                let done = q.send_burst_in_place(want, |rooms, lens| {
-                    built = e.poll_transmit_burst(now, rooms, lens);
-                    // `built` is at most the rooms' count (their and the lengths' count are the same); slicing
-                    // both to it lets the loop run without a separate counter.
-                    let k = built.min(rooms.len()).min(lens.len());
-                    for (room, &n) in rooms[..k].iter().zip(&lens[..k]) {
-                        // A length beyond the room is no frame (the queue drops it): nothing to answer.
-                        if let Some(f) = room.get(..n) {
-                            if let Err(x) = acker.observe(f) {
-                                bad = Some(x);
-                            }
-                        }
-                    }
-                    built
-                });
-                if let Some(x) = bad {
-                    return Err(x);
-                }
-                r.frames_out += done as u64;
-                r.tx_dropped += (built - done) as u64;
-            }
-            let more = built == TX_BURST || !acker.lens.is_empty();
-            acker.feed(&mut e, now);
-            if !more {
-                break;
-            }
-        }
-        if e.poll_timeout().is_some_and(|t| t <= now) {
-            e.handle_timeout(now);
-        }
-    }
-    let stop = clock(&origin);
-    r.cpu_ns = thread_cpu_ns() - cpu0;
-    r.wall_ns = stop.0 - start.0;
-    r.acks_fed = acker.fed;
-    let c = e.counters();
-    r.report_drops = c.drops.iter().sum::<u64>() + c.int.drops.iter().sum::<u64>();
-    r.qp_errors = c.qp_errors;
-    r.retransmitted = c.retransmitted_frames;
-    Ok(r)
-}
-
-/// One measured configuration, as written into the results.
-#[derive(Debug, Serialize)]
-pub struct RunResult {
-    pub mode: String,
-    pub workers: usize,
-    pub secs: f64,
-    pub reports: u64,
-    pub reports_per_s: f64,
-    /// Wall-clock ns per report on one worker core.
-    pub ns_per_report: f64,
-    /// Worker-thread CPU ns per report.
-    pub cpu_ns_per_report: f64,
-    pub frames_out_per_report: f64,
-    pub acks_per_report: f64,
-    /// The harness's cost of building those synthetic ACKs, per report (included in ns_per_report).
-    pub ack_build_ns_per_report: f64,
-    pub tx_dropped: u64,
-    pub report_drops: u64,
-    pub qp_errors: u64,
-    pub retransmitted: u64,
-    pub vm_hwm_kib: u64,
-    pub per_worker: Vec<WorkerResult>,
-}
-
-/// ns to build one ACK and one ATOMIC ACK (iCRC included), timed apart from the engine.
+/// What building one response costs, in ns: (an ACK, an ATOMIC ACKNOWLEDGE).
 pub(crate) fn ack_build_ns() -> Result<(f64, f64)> {
     let mut a = Acker::new(0x100)?;
     let ep = workloads::roce_endpoints();
@@ -386,74 +223,6 @@ pub(crate) fn ack_build_ns() -> Result<(f64, f64)> {
         1,
     ))?;
     Ok((write, atomic))
-}
-
-/// Measures `mode` on `workers` cores for `secs`. One mode per process: the EAL initialises once per
-/// process, and a fresh process gives each mode its own peak RSS.
-pub fn run(mode: Mode, workers: usize, secs: f64, eal: Vec<String>) -> Result<RunResult> {
-    let eal = eal_init(eal).context("rte_eal_init")?;
-    let (ack_ns, atomic_ack_ns) = ack_build_ns()?;
-    {
-        let cfg = PortConfig {
-            queues: workers as u16,
-            max_burst: TX_BURST as u16,
-            ..PortConfig::default()
-        };
-        let (port, queues) = Port::open(eal, "net_null0", &cfg).context("open net_null0")?;
-        let frames = Arc::new(workloads::report_frames(mode, &workloads::config(mode))?);
-        let go = Arc::new(AtomicBool::new(false));
-        let mut handles = Vec::new();
-        for (w, q) in queues.into_iter().enumerate() {
-            let frames = frames.clone();
-            let go = go.clone();
-            handles.push(std::thread::spawn(move || -> Result<WorkerResult> {
-                register_thread(eal).context("rte_thread_register")?;
-                crate::sys::pin_to_cpu(w);
-                let p = prepare(mode)?;
-                while !go.load(Ordering::Acquire) {
-                    std::hint::spin_loop();
-                }
-                worker(p, q, frames, secs)
-            }));
-        }
-        // Let every worker build its engine before the clock starts.
-        std::thread::sleep(Duration::from_millis(50));
-        go.store(true, Ordering::Release);
-        let mut per_worker = Vec::new();
-        for h in handles {
-            per_worker.push(h.join().map_err(|_| anyhow!("worker panicked"))??);
-        }
-        drop(port);
-        let reports: u64 = per_worker.iter().map(|w| w.reports).sum();
-        let wall = per_worker.iter().map(|w| w.wall_ns).max().unwrap_or(1) as f64;
-        let cpu: u64 = per_worker.iter().map(|w| w.cpu_ns).sum();
-        let frames_out: u64 = per_worker.iter().map(|w| w.frames_out).sum();
-        let acks: u64 = per_worker.iter().map(|w| w.acks_fed).sum();
-        let per_ack = if mode == Mode::KeyIncrement {
-            atomic_ack_ns
-        } else {
-            ack_ns
-        };
-        let rf = reports.max(1) as f64;
-        Ok(RunResult {
-            mode: mode.name(),
-            workers,
-            secs,
-            reports,
-            reports_per_s: rf / (wall / 1e9),
-            ns_per_report: wall * workers as f64 / rf,
-            cpu_ns_per_report: cpu as f64 / rf,
-            frames_out_per_report: frames_out as f64 / rf,
-            acks_per_report: acks as f64 / rf,
-            ack_build_ns_per_report: acks as f64 / rf * per_ack,
-            tx_dropped: per_worker.iter().map(|w| w.tx_dropped).sum(),
-            report_drops: per_worker.iter().map(|w| w.report_drops).sum(),
-            qp_errors: per_worker.iter().map(|w| w.qp_errors).sum(),
-            retransmitted: per_worker.iter().map(|w| w.retransmitted).sum(),
-            vm_hwm_kib: vm_hwm_kib(),
-            per_worker,
-        })
-    }
 }
 
 #[cfg(test)]
