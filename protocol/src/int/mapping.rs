@@ -18,7 +18,7 @@
 //! memory (`key_le`, the Append head word).
 
 use super::inner::FlowKey;
-use crate::hash::crc32;
+use crate::roce::crc_table::CRC32_ISO_HDLC;
 use serde::{Deserialize, Serialize};
 use std::net::IpAddr;
 
@@ -47,19 +47,19 @@ pub fn flow_key(f: &FlowKey) -> u32 {
     b[n] = f.protocol;
     b[n + 1..n + 3].copy_from_slice(&f.src_port.to_be_bytes());
     b[n + 3..n + 5].copy_from_slice(&f.dst_port.to_be_bytes());
-    crc32(&b[..n + 5])
+    CRC32_ISO_HDLC.checksum(&b[..n + 5])
 }
 
 /// The Key-Write key of hop `hop` (1-based) of flow `flow`: CRC-32 over `flow_le ‖ 'H' ‖ hop`.
 pub fn flow_hop_key(flow: u32, hop: u8) -> u32 {
     let f = flow.to_le_bytes();
-    crc32(&[f[0], f[1], f[2], f[3], b'H', hop])
+    CRC32_ISO_HDLC.checksum(&[f[0], f[1], f[2], f[3], b'H', hop])
 }
 
 /// The Key-Increment key counting drops at `node` for `reason`: CRC-32 over `'D' ‖ node_le ‖ reason`.
 pub fn drop_counter_key(node: u32, reason: u8) -> u32 {
     let n = node.to_le_bytes();
-    crc32(&[b'D', n[0], n[1], n[2], n[3], reason])
+    CRC32_ISO_HDLC.checksum(&[b'D', n[0], n[1], n[2], n[3], reason])
 }
 
 /// One switch's view of a flow: `node:u32, hop_latency:u32, queue_id:8 ‖ occupancy:24 (one u32)`.

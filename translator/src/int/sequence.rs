@@ -15,6 +15,8 @@
 
 use std::collections::HashMap;
 
+use ahash::RandomState;
+
 /// Sequence numbers behind the newest one whose arrival is remembered per source.
 pub const WINDOW: u32 = 64;
 
@@ -55,7 +57,7 @@ struct Source {
 /// The last sequence number per (node, hardware id).
 #[derive(Debug)]
 pub struct SequenceGaps {
-    last: HashMap<(u32, u8), Source>,
+    last: HashMap<(u32, u8), Source, RandomState>,
     cap: usize,
 }
 
@@ -63,7 +65,7 @@ impl SequenceGaps {
     /// Tracks at most `cap` sources.
     pub fn new(cap: usize) -> Self {
         SequenceGaps {
-            last: HashMap::new(),
+            last: HashMap::with_hasher(RandomState::new()),
             cap,
         }
     }
