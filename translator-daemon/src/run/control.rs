@@ -19,6 +19,12 @@
 //! and reports for it are refused and counted), and the client asks again with backoff, saying why in the
 //! log and in `control_welcomes_refused_total{reason}`, until a usable welcome comes and the workers start
 //! over on it.
+//!
+//! A collector refuses a hello whose QPs another live control connection holds: a second translator with
+//! our address and QPNs, or our own previous connection not yet seen closed. That refusal is retried with
+//! backoff, at start-up too, saying why in the log (WARN, with the holder's address) and in
+//! `control_welcomes_refused_total{reason="qps_in_use"}`: the holder may go (or it was us), and then we
+//! are let in; until then our workers hold nothing for that collector.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -30,7 +36,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use dta_protocol::control::{
     CollectorMessage, Hello, KeepAlive, RequesterQp, TranslatorMessage, Welcome, CONTROL_VERSION,
-    KEEPALIVE_EVERY,
+    KEEPALIVE_EVERY, REFUSED_IN_USE,
 };
 use dta_protocol::layout::Region;
 use dta_translator::{Config, Engine};
@@ -64,11 +70,19 @@ pub enum Refused {
     QpMismatch,
     /// A welcome whose regions the engine cannot use.
     Unusable,
+    /// The collector refused us because another live control connection holds our QPs (a translator
+    /// with our address and QPNs); retried with backoff.
+    InUse,
 }
 
 impl Refused {
     /// Every reason, in counter order.
-    pub const ALL: [Refused; 3] = [Refused::ByCollector, Refused::QpMismatch, Refused::Unusable];
+    pub const ALL: [Refused; 4] = [
+        Refused::ByCollector,
+        Refused::QpMismatch,
+        Refused::Unusable,
+        Refused::InUse,
+    ];
 
     /// The metric label.
     pub const fn label(self) -> &'static str {
@@ -76,13 +90,16 @@ impl Refused {
             Refused::ByCollector => "refused_by_collector",
             Refused::QpMismatch => "qp_mismatch",
             Refused::Unusable => "unusable_welcome",
+            Refused::InUse => "qps_in_use",
         }
     }
 
     /// The reason of a failed handshake, if the collector answered (from `handshake`'s errors).
     fn of(e: &anyhow::Error) -> Option<Refused> {
         let text = format!("{e:#}");
-        if text.contains("refused us") {
+        if text.contains("refused us") && text.contains(REFUSED_IN_USE) {
+            Some(Refused::InUse)
+        } else if text.contains("refused us") {
             Some(Refused::ByCollector)
         } else if text.contains("do not match our") {
             Some(Refused::QpMismatch)
@@ -462,6 +479,12 @@ impl ControlLink {
                 Err(format!("{e:#}"))
             }
             Err(e) => {
+                // A collector that is down, or one whose QPs for us another live translator holds
+                // (refused, counted, and retried: the holder may go).
+                if Refused::of(&e) == Some(Refused::InUse) {
+                    self.counters.refuse(Refused::InUse);
+                    self.counters.failures.fetch_add(1, Ordering::Relaxed);
+                }
                 log::warn!(
                     "collector {} ({}): {e:#}; waiting for it",
                     self.index,
@@ -834,5 +857,110 @@ mod unusable_welcome_tests {
             1
         );
         assert_eq!(counters.usable.load(Ordering::Relaxed), 0);
+    }
+}
+
+/// Issue 26 item 4: a collector that refuses our hello because another live translator holds our QPs.
+#[cfg(test)]
+mod in_use_tests {
+    use super::*;
+    use dta_protocol::control::{Refusal, ResponderQp};
+    use std::io::{BufRead, BufReader};
+    use std::net::TcpListener;
+    use std::sync::mpsc;
+
+    /// A collector's control port answering the first `refusals` hellos with the in-use refusal (and
+    /// closing), then welcoming (and keeping the connection).
+    fn collector(refusals: usize) -> SocketAddr {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        std::thread::spawn(move || {
+            let mut open = Vec::new();
+            for (k, s) in l.incoming().enumerate() {
+                let Ok(mut s) = s else { return };
+                let mut line = String::new();
+                if BufReader::new(s.try_clone().unwrap())
+                    .read_line(&mut line)
+                    .is_err()
+                {
+                    continue;
+                }
+                let answer = if k < refusals {
+                    CollectorMessage::Refusal(Refusal {
+                        version: CONTROL_VERSION,
+                        error: format!(
+                            "translator QP 0x100 of 198.18.0.1 {REFUSED_IN_USE} from 10.9.9.9:4000"
+                        ),
+                    })
+                } else {
+                    CollectorMessage::Welcome(Welcome {
+                        version: CONTROL_VERSION,
+                        mac: [2, 0, 0, 0, 0, 2],
+                        ip: [198, 18, 0, 2],
+                        qps: vec![ResponderQp {
+                            qpn: 0x11,
+                            peer_qpn: 0x100,
+                        }],
+                        max_dest_rd_atomic: 16,
+                        path_mtu: 1024,
+                        regions: vec![],
+                        append_heads: Vec::new(),
+                    })
+                };
+                let mut out = serde_json::to_string(&answer).unwrap();
+                out.push('\n');
+                let _ = s.write_all(out.as_bytes());
+                open.push(s);
+            }
+        });
+        addr
+    }
+
+    /// At start-up an in-use refusal is not fatal (unlike a wrong token): the client says why in its
+    /// counters, retries with backoff and takes the welcome that comes once the holder is gone.
+    #[test]
+    fn an_in_use_refusal_is_counted_and_retried_until_welcomed() {
+        let addr = collector(3);
+        let (_tx, requests) = mpsc::channel();
+        let (to_worker, _from_client) = mpsc::channel();
+        let stop = Arc::new(AtomicBool::new(false));
+        let link = ControlLink {
+            index: 0,
+            addr,
+            token: "t".into(),
+            mac: [2, 0, 0, 0, 0, 1],
+            ip: [198, 18, 0, 1],
+            qpns: vec![0x100],
+            base_psn: 0,
+            workers: vec![to_worker],
+            requests,
+            counters: Arc::new(ControlCounters::default()),
+            stop: stop.clone(),
+            engine: Config::default(),
+        };
+        let counters = link.counters.clone();
+        let (initial_tx, initial) = mpsc::channel();
+        let client = std::thread::spawn(move || link.run(initial_tx));
+        let (i, first) = initial.recv_timeout(Duration::from_secs(20)).unwrap();
+        assert_eq!(i, 0);
+        assert_eq!(first.unwrap().qps[0].qpn, 0x11);
+        let refused = |r: Refused| counters.refused[r as usize].load(Ordering::Relaxed);
+        assert_eq!(refused(Refused::InUse), 3);
+        assert_eq!(refused(Refused::ByCollector), 0);
+        assert_eq!(counters.failures.load(Ordering::Relaxed), 3);
+        assert_eq!(counters.welcomes.load(Ordering::Relaxed), 1);
+        assert_eq!(counters.usable.load(Ordering::Relaxed), 1);
+        stop.store(true, Ordering::Relaxed);
+        client.join().unwrap();
+    }
+
+    #[test]
+    fn the_in_use_refusal_is_told_apart_from_a_wrong_token() {
+        let e = anyhow::anyhow!(
+            "the collector refused us: translator QP 0x100 of 198.18.0.1 {REFUSED_IN_USE} from x"
+        );
+        assert_eq!(Refused::of(&e), Some(Refused::InUse));
+        let e = anyhow::anyhow!("the collector refused us: wrong token");
+        assert_eq!(Refused::of(&e), Some(Refused::ByCollector));
     }
 }
