@@ -295,7 +295,7 @@ fn a_second_translator_with_the_same_identity_is_refused_while_the_first_lives()
     assert_eq!(
         e,
         format!(
-            "translator QP 0x100 of 198.18.0.7 are held by a live control connection from {holder}: a \
+            "translator QP 0x100 of 198.18.0.7 is held by a live control connection from {holder}: a \
              second translator with the same address and QPNs? Give each translator its own address; a \
              restarted translator is let in once its old connection ends (closed, or silent for 800ms)"
         )
@@ -330,7 +330,7 @@ fn a_second_translator_with_the_same_identity_is_refused_while_the_first_lives()
     let mut retry = connect(&s);
     let e = refusal(say_hello(&mut retry, hello(me, 2)));
     assert!(
-        e.contains("are held by a live control connection from"),
+        e.contains("is held by a live control connection from"),
         "{e}"
     );
     assert_eq!(st.refused_in_use.load(Ordering::Relaxed), 2);

@@ -99,7 +99,7 @@ pub struct Refusal {
 /// or this translator's own previous connection not yet seen closed (a restart right after a crash of its
 /// host). A translator retries such a refusal with backoff instead of giving up: the holder's connection
 /// may end, and then the QPs are its own again.
-pub const REFUSED_IN_USE: &str = "are held by a live control connection";
+pub const REFUSED_IN_USE: &str = "is held by a live control connection";
 
 /// What the collector sends back: exactly one line of either kind.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -159,7 +159,8 @@ impl QpTable {
 
     /// Opens one QP per translator QP of `hello` for `lease`, in order. A translator QP that already has
     /// one (re-establishment, or the translator back after a restart) gets a new one in its place, and
-    /// the new lease holds it.
+    /// the new lease holds it. (The control server first refuses a hello whose QPs another live
+    /// connection holds: [`in_use`](Self::in_use).)
     pub fn open(
         &mut self,
         opener: &dyn QpOpener,
@@ -426,6 +427,33 @@ mod tests {
                 (5, ([198, 18, 0, 2], [0; 16]))
             ]
         );
+    }
+
+    /// Issue 26 item 4: QPs held by another live connection are in use (a twin); by the same lease (a
+    /// re-establishment) or by an ended one (a restart, in grace) they are not.
+    #[test]
+    fn qps_of_a_live_connection_are_in_use_for_every_other() {
+        let (fake, stats) = (Fake::default(), QpStats::default());
+        let limits = QpLimits::default();
+        let mut t = QpTable::default();
+        let peer: SocketAddr = "10.0.0.9:4000".parse().unwrap();
+        t.connected(1, peer);
+        let me = hello(1, 0..2);
+        t.open(&fake, &me, 1, &limits, &stats).unwrap();
+        assert_eq!(t.in_use(&me, 1), None);
+        let twin = Some(InUse {
+            qpn: 0,
+            lease: 1,
+            peer: Some(peer),
+        });
+        assert_eq!(t.in_use(&me, 2), twin);
+        // Overlapping in one QP only: still in use, that QP named.
+        let overlap = hello(1, 1..3);
+        assert_eq!(t.in_use(&overlap, 2).map(|u| u.qpn), Some(1));
+        // Another address with the same QPNs is another translator.
+        assert_eq!(t.in_use(&hello(2, 0..2), 2), None);
+        t.end_lease(1, Instant::now(), Duration::from_secs(60));
+        assert_eq!(t.in_use(&me, 2), None);
     }
 
     #[test]
