@@ -282,6 +282,134 @@ fn append_lists_continue_across_a_translator_restart() -> Result<()> {
     Ok(())
 }
 
+/// Issue 26 item 4 for Postcarding and Sketch-Merge, through the collector's queries. The switches of
+/// one path report to different translators: 1,000 five-hop flows with hops 1, 3, 5 through the first
+/// translator and hops 2, 4 through the second. Neither ever holds a whole path; each writes its own
+/// cells at its idle timeout, and the postcard query finds every flow's whole path. A sketch has one
+/// merging translator: 4 epochs through the first are exact; 4 epochs of other counters through the
+/// second are all dropped there as no_region (the sketch is not in its welcome) instead of being written
+/// over the first's columns, and the first's answers stay exact.
+#[test]
+fn postcards_and_sketches_stay_exact_with_two_translators() -> Result<()> {
+    let _g = serial();
+    let opts = Options {
+        io: Io::AfPacket,
+        faults: None,
+        limit: Duration::from_secs(480),
+        workers: 1,
+        collector_io: Io::AfPacket,
+        responder: Responder::Soft,
+        translators: 2,
+        int: false,
+        export: None,
+    };
+    let Some(mut sys) = System::start("q", opts)? else {
+        return Ok(());
+    };
+    const FLOWS: u64 = 1_000;
+    let w = workload::postcard(FLOWS as u32, 1, 51)?;
+    let hops = usize::from(workload::PC_HOPS);
+    // The reports go flow by flow, hop 1 first: report i is hop i % 5 + 1.
+    let (odd, even): (Vec<_>, Vec<_>) = w
+        .reports
+        .iter()
+        .cloned()
+        .enumerate()
+        .partition(|(i, _)| (i % hops) % 2 == 0);
+    let part = |name, reports: Vec<(usize, Vec<u8>)>| workload::Workload {
+        name,
+        reports: reports.into_iter().map(|(_, r)| r).collect(),
+        verify: Box::new(|_| Ok(0)),
+    };
+    let mut outcomes = vec![
+        sys.run(&part("hops 1, 3, 5", odd))?,
+        sys.run_second(&part("hops 2, 4", even))?,
+    ];
+    // Each translator writes its part of every flow at the flow's idle timeout (2 s), or when a newer
+    // flow takes its cache slot: wait for all 1,000 entries of each, then for their writes to retire.
+    let written = |m: &str| {
+        metric(m, "dta_translator_postcard_timeouts_total", "")
+            + metric(m, "dta_translator_postcard_evictions_total", "")
+    };
+    for who in ["first", "second"] {
+        let metrics = match who {
+            "first" => &sys.metrics,
+            _ => &sys.second.as_ref().context("a second translator")?.metrics,
+        };
+        let (mut seen, mut since) = (0, std::time::Instant::now());
+        loop {
+            let m = metrics.scrape()?;
+            let now = written(&m);
+            let busy = metric(&m, "dta_translator_qp_window", "")
+                + metric(&m, "dta_translator_qp_queue", "");
+            if now == FLOWS && busy == 0 {
+                break;
+            }
+            ensure!(
+                now <= FLOWS,
+                "{who} translator wrote {now} postcard entries"
+            );
+            if now > seen {
+                (seen, since) = (now, std::time::Instant::now());
+            }
+            ensure!(
+                since.elapsed() < Duration::from_secs(30),
+                "{who} translator: {now} of {FLOWS} postcard entries written, {busy} writes busy, \
+                 nothing more for 30 s"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+    let found = sys.verify(&w)?;
+    ensure!(found == FLOWS, "{found} of {FLOWS} paths found whole");
+    let sketch = workload::sketch(4, 2_000, 52)?;
+    outcomes.push(sys.run(&sketch)?);
+    // Other counters for the same sketch through the second translator: had it merged and written them,
+    // the first's answers would be wrong.
+    let other = workload::sketch(4, 2_000, 53)?;
+    outcomes.push(sys.send_second(&other)?);
+    print(&outcomes);
+    let exact = sys.verify(&sketch)?;
+    ensure!(
+        exact == outcomes[2].checked,
+        "{exact} sketch answers exact after the second translator's reports, {} before",
+        outcomes[2].checked
+    );
+    let m2 = sys
+        .second
+        .as_ref()
+        .context("a second translator")?
+        .metrics
+        .scrape()?;
+    let no_region = metric(
+        &m2,
+        "dta_translator_report_drops_total",
+        "reason=\"no_region\"",
+    );
+    ensure!(
+        no_region == other.reports.len() as u64,
+        "the second translator dropped {no_region} of its {} sketch reports as no_region:\n{m2}",
+        other.reports.len()
+    );
+    let m1 = sys.metrics.scrape()?;
+    for (who, m) in [("first", &m1), ("second", &m2)] {
+        ensure!(
+            metric(m, "dta_translator_qp_errors_total", "") == 0,
+            "{who} translator: QP errors:\n{m}"
+        );
+    }
+    ensure!(
+        metric(&m1, "dta_translator_report_drops_total", "") == 0,
+        "the first translator dropped reports:\n{m1}"
+    );
+    let c = sys.collector_metrics()?;
+    ensure!(
+        metric(&c, "dta_collector_control_sketches_withheld_total", "") == 1,
+        "the sketch withheld from the second translator's welcome once:\n{c}"
+    );
+    Ok(())
+}
+
 /// Waits until the translator has seen `n` collector restarts (it notices one within a second or two: its
 /// control connection closes, or a QP fails).
 fn wait_restarts(sys: &System, n: u64) -> Result<()> {
