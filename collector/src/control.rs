@@ -6,7 +6,10 @@
 //! The connection is the lease on the QPs its hellos opened ([`qps`]): a welcomed translator keeps it open
 //! with keep-alive lines, and when it closes (or falls silent past the idle deadline) the QPs are closed
 //! after a grace period unless the translator says hello again. Hellos naming too many QPs, or taking the
-//! collector past its total, are refused with the reason and counted.
+//! collector past its total, are refused with the reason and counted. A hello naming translator QPs
+//! that another live connection holds (a second translator configured like the first) is refused too,
+//! naming the holder's peer, logged and counted; a restarted translator (its old connection ended) takes
+//! its QPs back ([`qps`]).
 //!
 //! Before the token is checked a connection is anyone's, so it is bounded ([`ControlLimits`]): a number
 //! of connections in total and per address (more are refused at once, with a refusal line), one deadline
@@ -24,7 +27,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use dta_protocol::control::{
-    CollectorMessage, Refusal, TranslatorMessage, Welcome, CONTROL_VERSION,
+    CollectorMessage, Hello, Refusal, TranslatorMessage, Welcome, CONTROL_VERSION, REFUSED_IN_USE,
 };
 use dta_protocol::layout::{Geometry, Region};
 
@@ -33,7 +36,7 @@ use crate::memory::Arena;
 
 pub mod qps;
 
-pub use qps::{Holder, LeaseId, QpLimits, QpOpener, QpStats, QpTable};
+pub use qps::{Holder, InUse, LeaseId, QpLimits, QpOpener, QpStats, QpTable, SingleWriter};
 
 /// How often the accept loop checks for shutdown.
 const POLL: Duration = Duration::from_millis(50);
@@ -44,6 +47,11 @@ const DRAIN: Duration = Duration::from_millis(400);
 const DRAIN_BYTES: usize = 1 << 20;
 /// Refusals of connections over the limits are logged at most this often, with a count.
 const REFUSAL_LOG_EVERY: Duration = Duration::from_secs(10);
+/// How long a hello whose QPs another connection holds waits for that connection to end before it is
+/// refused: a translator that restarts at once says hello on its new connection while its old one's close
+/// may still be on its way to the connection's thread.
+const IN_USE_WAIT: Duration = Duration::from_millis(500);
+const IN_USE_POLL: Duration = Duration::from_millis(20);
 
 /// What one control connection may cost before it is authenticated. A connection is a thread and a
 /// buffer: the limits bound both, and a deadline on the whole hello (not on each read) keeps a peer that
@@ -458,6 +466,7 @@ fn serve_connection(
         peer,
         welcomed: false,
     };
+    server.table().connected(lease.lease, peer);
     loop {
         let welcomed = lease.welcomed;
         let line = match read_line_by(
@@ -581,14 +590,18 @@ fn answer(
             q.qpn, q.start_psn
         ));
     }
-    let lists: Vec<u32> = ad
+    // Regions one translator writes at a time (their state lives in it): Append lists and sketches.
+    let single: Vec<SingleWriter> = ad
         .regions
         .iter()
-        .filter(|r| matches!(r.geometry, Geometry::Append(_)))
-        .map(|r| r.id)
+        .filter_map(|r| match r.geometry {
+            Geometry::Append(_) => Some(SingleWriter::Append(r.id)),
+            Geometry::Sketch(_) => Some(SingleWriter::Sketch(r.id)),
+            _ => None,
+        })
         .collect();
     let (qps, withheld) = {
-        let mut table = server.table();
+        let mut table = free_table(server, &hello, lease)?;
         let qps = table.open(
             server.opener.as_ref(),
             &hello,
@@ -596,7 +609,7 @@ fn answer(
             &server.limits.qps,
             &server.qp_stats,
         )?;
-        (qps, table.take_append_lists(&hello, &lists))
+        (qps, table.take_regions(&hello, &single))
     };
     let mut regions = ad.regions.clone();
     let mut append_heads = ad
@@ -605,22 +618,7 @@ fn answer(
         .map(|m| m.append_heads())
         .unwrap_or_default();
     if !withheld.is_empty() {
-        server
-            .qp_stats
-            .append_lists_withheld
-            .fetch_add(withheld.len() as u64, Ordering::Relaxed);
-        for (id, (ip, _)) in &withheld {
-            log::warn!(
-                "Append list {id} is written by the translator at {}; left out of the welcome of the \
-                 translator at {} (an Append list has one writer; its reports for the list are dropped \
-                 there as no_region until the holder's QPs are reclaimed)",
-                std::net::Ipv4Addr::from(*ip),
-                std::net::Ipv4Addr::from(hello.ip)
-            );
-        }
-        let out = |id: u32| withheld.iter().any(|&(w, _)| w == id);
-        regions.retain(|r| !(matches!(r.geometry, Geometry::Append(_)) && out(r.id)));
-        append_heads.retain(|h| !out(h.list));
+        withhold(server, &hello, &withheld, &mut regions, &mut append_heads);
     }
     Ok(Some(Welcome {
         version: CONTROL_VERSION,
@@ -633,6 +631,89 @@ fn answer(
         // Read at each hello: the memory outlives the translators that write it.
         append_heads,
     }))
+}
+
+/// The QP table once no other live connection holds `hello`'s translator QPs, waiting up to
+/// [`IN_USE_WAIT`] for the holder's connection to end; otherwise the refusal (logged and counted). The
+/// collector cannot tell a second translator configured like the first from a restart whose old
+/// connection has not ended yet, but only the first keeps its connection alive: it is refused until that
+/// connection ends (a restart after a crash of the translator's host waits out the idle deadline).
+fn free_table<'a>(
+    server: &'a Shared,
+    hello: &Hello,
+    lease: LeaseId,
+) -> std::result::Result<std::sync::MutexGuard<'a, QpTable>, String> {
+    let end = Instant::now() + IN_USE_WAIT;
+    loop {
+        let table = server.table();
+        let Some(held) = table.in_use(hello, lease) else {
+            return Ok(table);
+        };
+        drop(table);
+        if Instant::now() < end {
+            std::thread::sleep(IN_USE_POLL);
+            continue;
+        }
+        server
+            .qp_stats
+            .refused_in_use
+            .fetch_add(1, Ordering::Relaxed);
+        let holder = held
+            .peer
+            .map_or_else(|| "another connection".to_string(), |p| format!("{p}"));
+        return Err(format!(
+            "translator QP {:#x} of {} {REFUSED_IN_USE} from {holder}: a second \
+             translator with the same address and QPNs? Give each translator its own address; a restarted \
+             translator is let in once its old connection ends (closed, or silent for {:?})",
+            held.qpn,
+            std::net::Ipv4Addr::from(hello.ip),
+            server.limits.idle_deadline
+        ));
+    }
+}
+
+/// Leaves the regions other translators hold out of `hello`'s welcome, saying so in the log and the
+/// counters: that translator then drops its reports for them as no_region, counted, instead of writing
+/// over the holder's.
+fn withhold(
+    server: &Shared,
+    hello: &Hello,
+    withheld: &[(SingleWriter, Holder)],
+    regions: &mut Vec<dta_protocol::layout::Region>,
+    append_heads: &mut Vec<dta_protocol::control::AppendHead>,
+) {
+    let me = std::net::Ipv4Addr::from(hello.ip);
+    for &(r, (ip, _)) in withheld {
+        let holder = std::net::Ipv4Addr::from(ip);
+        let (counter, what) = match r {
+            SingleWriter::Append(id) => (
+                &server.qp_stats.append_lists_withheld,
+                format!("Append list {id} is written by the translator at {holder} (an Append list has one writer)"),
+            ),
+            SingleWriter::Sketch(id) => (
+                &server.qp_stats.sketches_withheld,
+                format!("sketch {id} is merged by the translator at {holder} (a sketch has one merging translator)"),
+            ),
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+        log::warn!(
+            "{what}; left out of the welcome of the translator at {me} (its reports for it are dropped \
+             there as no_region until the holder's QPs are reclaimed)"
+        );
+    }
+    let out = |g: &Geometry, id: u32| {
+        withheld.iter().any(|&(r, _)| match (r, g) {
+            (SingleWriter::Append(w), Geometry::Append(_))
+            | (SingleWriter::Sketch(w), Geometry::Sketch(_)) => w == id,
+            _ => false,
+        })
+    };
+    regions.retain(|r| !out(&r.geometry, r.id));
+    append_heads.retain(|h| {
+        !withheld
+            .iter()
+            .any(|&(r, _)| r == SingleWriter::Append(h.list))
+    });
 }
 
 /// Compares tokens in time independent of where they differ.

@@ -189,9 +189,21 @@ impl Collector for Published {
             )?;
             counter(
                 enc,
+                "control_hellos_refused_in_use",
+                "Hellos refused because another live control connection holds their translator QPs (a second translator with the same address and QPNs as a running one).",
+                get(&c.refused_in_use),
+            )?;
+            counter(
+                enc,
                 "control_append_lists_withheld",
                 "Append lists left out of a translator's welcome because another translator writes them (one per list per welcome).",
                 get(&c.append_lists_withheld),
+            )?;
+            counter(
+                enc,
+                "control_sketches_withheld",
+                "Sketches left out of a translator's welcome because another translator merges them (one per sketch per welcome).",
+                get(&c.sketches_withheld),
             )?;
         }
         Ok(())

@@ -341,3 +341,95 @@ fn an_append_list_is_given_to_one_translator_at_a_time() {
         1
     );
 }
+
+/// Issue 26 item 4 for Sketch-Merge: two translators each merging their own reporters into one sketch
+/// would write whole columns over each other's (the last writer's partial merge wins, and a count-min
+/// query then underestimates). A sketch has one merging translator, as an Append list has one writer:
+/// the first hello takes it, a second translator's welcome leaves it out (counted, beside the Append
+/// list it also withholds), the holder keeps it across a new connection, and it is free once the holder
+/// is gone past the grace period.
+#[test]
+fn a_sketch_is_merged_by_one_translator_at_a_time() {
+    use dta_collector::control::{ControlLimits, QpLimits};
+    use dta_collector::memory::Arena;
+    use dta_protocol::layout::{AppendGeometry, SketchGeometry};
+    use std::sync::atomic::Ordering;
+    let kw = Geometry::KeyWrite(KeyWriteGeometry::new(256, 8, 4).unwrap());
+    let list = Geometry::Append(AppendGeometry::new(64, 4, 16).unwrap());
+    let sketch = Geometry::Sketch(SketchGeometry::new(2, 8).unwrap());
+    // Sketch 3 and Append list 3: region ids are per kind.
+    let arena =
+        Arc::new(Arena::new_normal(&[(0, kw), (3, list), (3, sketch), (5, sketch)]).unwrap());
+    let ad = Advertised {
+        token: "s3cret".into(),
+        mac: [2, 0, 0, 0, 0, 2],
+        ip: [127, 0, 0, 1],
+        max_dest_rd_atomic: 16,
+        path_mtu: 1024,
+        regions: arena.regions(),
+        memory: Some(arena.clone()),
+    };
+    let limits = ControlLimits {
+        qps: QpLimits {
+            grace: Duration::from_millis(300),
+            ..QpLimits::default()
+        },
+        ..ControlLimits::default()
+    };
+    let s = ControlServer::start_with(
+        "127.0.0.1:0".parse().unwrap(),
+        ad,
+        Arc::new(Opener::default()),
+        limits,
+    )
+    .unwrap();
+    // Says hello and keeps the connection; the welcome's (kind, id) of every region but Key-Write.
+    let connect = |ip: [u8; 4]| {
+        let mut h = hello("s3cret");
+        h.ip = ip;
+        let mut c = TcpStream::connect(s.local_addr()).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        c.write_all(line(&h).as_bytes()).unwrap();
+        let mut answer = String::new();
+        BufReader::new(c.try_clone().unwrap())
+            .read_line(&mut answer)
+            .unwrap();
+        let w = match serde_json::from_str(&answer).unwrap() {
+            CollectorMessage::Welcome(w) => w,
+            other => panic!("expected a welcome, got {other:?}"),
+        };
+        let held: Vec<(&'static str, u32)> = w
+            .regions
+            .iter()
+            .filter_map(|r| match r.geometry {
+                Geometry::Append(_) => Some(("append", r.id)),
+                Geometry::Sketch(_) => Some(("sketch", r.id)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(w.regions.len(), 1 + held.len(), "Key-Write always");
+        (c, held)
+    };
+    let all = vec![("append", 3), ("sketch", 3), ("sketch", 5)];
+    let (first, held) = connect([10, 0, 0, 1]);
+    assert_eq!(held, all);
+    let (second, held) = connect([10, 0, 0, 2]);
+    assert_eq!(held, vec![]);
+    let stats = s.qp_stats();
+    assert_eq!(stats.sketches_withheld.load(Ordering::Relaxed), 2);
+    assert_eq!(stats.append_lists_withheld.load(Ordering::Relaxed), 1);
+    // The holder restarted (a new connection within the grace period): still its own.
+    drop(first);
+    let (first, held) = connect([10, 0, 0, 1]);
+    assert_eq!(held, all);
+    drop(second);
+    drop(first);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while stats.reclaimed.load(Ordering::Relaxed) < 4 {
+        assert!(std::time::Instant::now() < deadline, "QPs not reclaimed");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let (_third, held) = connect([10, 0, 0, 3]);
+    assert_eq!(held, all);
+    assert_eq!(stats.sketches_withheld.load(Ordering::Relaxed), 2);
+}

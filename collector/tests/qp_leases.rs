@@ -273,3 +273,84 @@ fn measure_qp_flood_with_default_limits() {
     );
     assert_eq!(qps(&responder), QpLimits::default().total);
 }
+
+/// Issue 26 item 4: two translators with the same configuration (same address, GID and QPNs). Before,
+/// each hello replaced the other's QPs (11 QP errors each in 12 s, nothing logged). Now a hello whose QPs
+/// a live connection holds is refused, naming the holder, and counted; the holder's QPs are untouched.
+/// A restart (the holder's connection closed) takes them back at once, and so does the refused one once
+/// the holder's connection falls silent past the idle deadline.
+#[test]
+fn a_second_translator_with_the_same_identity_is_refused_while_the_first_lives() {
+    let limits = ControlLimits {
+        idle_deadline: Duration::from_millis(800),
+        ..ControlLimits::default()
+    };
+    let (s, responder) = server(limits);
+    let me = [198, 18, 0, 7];
+    let mut first = connect(&s);
+    let w1 = welcome(say_hello(&mut first, hello(me, 2)));
+    let holder = first.local_addr().unwrap();
+    let mut second = connect(&s);
+    let e = refusal(say_hello(&mut second, hello(me, 2)));
+    assert_eq!(
+        e,
+        format!(
+            "translator QP 0x100 of 198.18.0.7 is held by a live control connection from {holder}: a \
+             second translator with the same address and QPNs? Give each translator its own address; a \
+             restarted translator is let in once its old connection ends (closed, or silent for 800ms)"
+        )
+    );
+    assert!(e.contains(dta_protocol::control::REFUSED_IN_USE));
+    let st = s.qp_stats();
+    assert_eq!(st.refused_in_use.load(Ordering::Relaxed), 1);
+    assert_eq!(qps(&responder), 2);
+    {
+        let r = responder.lock().unwrap();
+        for q in &w1.qps {
+            assert!(r.qp(q.qpn).is_some(), "the holder's QP {:#x} closed", q.qpn);
+        }
+    }
+    // The holder may still re-establish on its own connection.
+    let w1b = welcome(say_hello(&mut first, hello(me, 2)));
+    assert_eq!(qps(&responder), 2);
+    // A restart: the holder's connection closes and the same translator says hello on a new one. Its
+    // hello may beat the close to the collector; it waits for it instead of being refused.
+    drop(first);
+    let mut restarted = connect(&s);
+    let w2 = welcome(say_hello(&mut restarted, hello(me, 2)));
+    assert_eq!(qps(&responder), 2);
+    {
+        let r = responder.lock().unwrap();
+        assert!(w1b.qps.iter().all(|q| r.qp(q.qpn).is_none()));
+        assert!(w2.qps.iter().all(|q| r.qp(q.qpn).is_some()));
+    }
+    assert_eq!(st.refused_in_use.load(Ordering::Relaxed), 1);
+    // The restarted one falls silent (a crashed host: no close): past the idle deadline its connection
+    // ends and a retry of the refused one gets in.
+    let mut retry = connect(&s);
+    let e = refusal(say_hello(&mut retry, hello(me, 2)));
+    assert!(
+        e.contains("is held by a live control connection from"),
+        "{e}"
+    );
+    assert_eq!(st.refused_in_use.load(Ordering::Relaxed), 2);
+    let end = Instant::now() + Duration::from_secs(20);
+    let w3 = loop {
+        let mut c = connect(&s);
+        match say_hello(&mut c, hello(me, 2)) {
+            CollectorMessage::Welcome(w) => break (w, c),
+            CollectorMessage::Refusal(r) => {
+                assert!(
+                    r.error.contains(dta_protocol::control::REFUSED_IN_USE),
+                    "{}",
+                    r.error
+                );
+                assert!(Instant::now() < end, "never let in: {}", r.error);
+            }
+        }
+    };
+    assert_eq!(w3.0.qps.len(), 2);
+    assert_eq!(qps(&responder), 2);
+    assert_eq!(st.reclaimed.load(Ordering::Relaxed), 0);
+    drop(restarted);
+}

@@ -474,6 +474,24 @@ impl System {
         Ok(())
     }
 
+    /// Restarts the collector with its regions in `file` (`[collector] memory_file`): from then on a
+    /// collector restart, or a crash, keeps every region's contents.
+    pub fn keep_collector_memory_in(&mut self, file: &std::path::Path) -> Result<()> {
+        let cfg = self.dir.join("collector.toml");
+        let text = std::fs::read_to_string(&cfg)?;
+        anyhow::ensure!(
+            text.starts_with("[collector]\n") && !text.contains("memory_file"),
+            "unexpected collector configuration:\n{text}"
+        );
+        let text = text.replacen(
+            "[collector]\n",
+            &format!("[collector]\nmemory_file = \"{}\"\n", file.display()),
+            1,
+        );
+        std::fs::write(&cfg, text)?;
+        self.restart_collector()
+    }
+
     /// Reports the translator has taken in so far.
     pub fn reports_taken(&self) -> Result<u64> {
         self.metrics.value("dta_translator_reports_total", "")
@@ -572,12 +590,49 @@ impl System {
     pub fn stop_translator(&mut self) -> Result<String> {
         self.translator.terminate(Duration::from_secs(20))
     }
+
+    /// Replaces the second translator (of a `translators: 2` run) with a twin of the first: the first's
+    /// configuration, its address and QPNs included, behind the second path, with its metrics on the
+    /// second's management address. A collector refuses the twin while the first lives, so this waits
+    /// for its metrics endpoint, not for it to run. Its log is `twin.log`.
+    pub fn start_twin(&mut self) -> Result<()> {
+        let s = self.second.as_mut().context("no second translator")?;
+        s.translator.terminate(Duration::from_secs(20))?;
+        let first = std::fs::read_to_string(self.dir.join("translator.toml"))?;
+        let bind = |mgmt: &str| format!("bind = \"{mgmt}:{METRICS_PORT}\"");
+        let twin = first.replace(&bind(topo::TRANSLATOR_MGMT), &bind(topo::TRANSLATOR2_MGMT));
+        anyhow::ensure!(
+            twin != first,
+            "the first translator's metrics bind not found"
+        );
+        let cfg = self.dir.join("twin.toml");
+        std::fs::write(&cfg, twin)?;
+        let mut twin = Proc::spawn(
+            "twin",
+            s.path.translator.name(),
+            &bin("dta-translator")?,
+            &["run", "--config", cfg.to_str().context("path")?],
+            &self.dir.join("twin.log"),
+        )?;
+        self.pids
+            .lock()
+            .map_err(|_| anyhow::anyhow!("poisoned"))?
+            .push(twin.pid());
+        twin.wait_line("metrics listening", Duration::from_secs(60))?;
+        s.translator = twin;
+        Ok(())
+    }
 }
 
 impl Drop for System {
     fn drop(&mut self) {
         self.disarm.store(true, Ordering::Relaxed);
-        for name in ["translator.log", "translator2.log", "collector.log"] {
+        for name in [
+            "translator.log",
+            "translator2.log",
+            "twin.log",
+            "collector.log",
+        ] {
             let path = self.dir.join(name);
             if self.quiet {
                 break;
@@ -752,7 +807,12 @@ fn watchdog(
             err,
             "WATCHDOG: test {prefix} exceeded {limit:?}; cleaning up and failing"
         );
-        for name in ["translator.log", "translator2.log", "collector.log"] {
+        for name in [
+            "translator.log",
+            "translator2.log",
+            "twin.log",
+            "collector.log",
+        ] {
             if let Ok(text) = std::fs::read_to_string(dir.join(name)) {
                 let lines: Vec<&str> = text.lines().collect();
                 let _ = writeln!(err, "---- last lines of {name} ----");

@@ -94,6 +94,13 @@ pub struct Refusal {
     pub error: String,
 }
 
+/// The words of a [`Refusal`] saying that the hello's translator QPs (its address, GID and QPNs) are held
+/// by another control connection that is still alive: a second translator configured like a first one,
+/// or this translator's own previous connection not yet seen closed (a restart right after a crash of its
+/// host). A translator retries such a refusal with backoff instead of giving up: the holder's connection
+/// may end, and then the QPs are its own again.
+pub const REFUSED_IN_USE: &str = "is held by a live control connection";
+
 /// What the collector sends back: exactly one line of either kind.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]

@@ -7,8 +7,16 @@
 //! translator QPs moves them to the new lease), after which its QPs are closed and counted. A hello is
 //! refused, with its reason and a count, when it names more QPs than one translator may hold or would take
 //! the collector past its total.
+//!
+//! A translator is known by its address, GID and QPNs, so two translators configured alike look like one.
+//! A hello naming translator QPs that another *live* connection holds is therefore refused (with the
+//! holder's peer address, logged and counted): it is either a second translator claiming a first one's
+//! identity, or a restart whose old connection the collector has not yet seen end (it is let in when that
+//! connection ends: closed, or silent past the idle deadline). QPs whose connection has ended (in grace)
+//! are the translator's to take back: that is a restart, and its hello replaces them.
 
 use std::collections::HashMap;
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -29,8 +37,20 @@ pub type LeaseId = u64;
 /// translator numbers its QPs from the same default base, so the QPN alone does not name a peer.
 type PeerKey = ([u8; 4], [u8; 16], u32);
 
-/// A translator as the Append list holders tell them apart: its address and GID (all its QPs).
+/// A translator as the holders of single-writer regions tell them apart: its address and GID (all its
+/// QPs).
 pub type Holder = ([u8; 4], [u8; 16]);
+
+/// A region that one translator writes at a time, because the state its writes continue lives in that
+/// translator: an Append list's head, a sketch's merged columns (each translator merging its own
+/// reporters would write whole columns over the other's). Region ids are per kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum SingleWriter {
+    /// Append list `id`.
+    Append(u32),
+    /// Sketch-Merge sketch `id`.
+    Sketch(u32),
+}
 
 /// How many QPs the collector opens, and how long a departed translator's QPs wait for it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,6 +90,23 @@ pub struct QpStats {
     /// Append lists left out of a welcome because another translator holds them (one per list per
     /// welcome).
     pub append_lists_withheld: AtomicU64,
+    /// Hellos refused because another live control connection holds their translator QPs (a second
+    /// translator with the same address and QPNs).
+    pub refused_in_use: AtomicU64,
+    /// Sketches left out of a welcome because another translator merges them (one per sketch per
+    /// welcome).
+    pub sketches_withheld: AtomicU64,
+}
+
+/// A hello's translator QP that another live connection holds: why [`QpTable::in_use`] refuses it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InUse {
+    /// The translator QP.
+    pub qpn: u32,
+    /// The lease of the live connection that holds it.
+    pub lease: LeaseId,
+    /// That connection's peer, when the server named it ([`QpTable::connected`]).
+    pub peer: Option<SocketAddr>,
 }
 
 struct Held {
@@ -83,9 +120,11 @@ pub struct QpTable {
     by_peer: HashMap<PeerKey, Held>,
     /// Leases whose connection ended, with the moment their QPs go.
     ending: HashMap<LeaseId, Instant>,
-    /// Append list id to the one translator that writes it: an Append list's head has one writer, so a
-    /// second translator's welcome leaves the list out. Freed when its holder's last QP is reclaimed.
-    append_holders: HashMap<u32, Holder>,
+    /// Each single-writer region (Append list, sketch) to the one translator that writes it: a second
+    /// translator's welcome leaves the region out. Freed when its holder's last QP is reclaimed.
+    holders: HashMap<SingleWriter, Holder>,
+    /// The peer of each live connection, to name the holder when a hello is refused for its QPs.
+    peers: HashMap<LeaseId, SocketAddr>,
 }
 
 impl QpTable {
@@ -99,9 +138,29 @@ impl QpTable {
         self.by_peer.is_empty()
     }
 
+    /// Connection `lease` from `peer` is being served (until [`end_lease`](Self::end_lease)).
+    pub fn connected(&mut self, lease: LeaseId, peer: SocketAddr) {
+        self.peers.insert(lease, peer);
+    }
+
+    /// The first translator QP of `hello` held by a connection other than `lease` that has not ended:
+    /// such a hello must not take it (see the module docs). QPs of an ended connection (in grace) and
+    /// those `lease` holds itself (a re-establishment on the same connection) are free to replace.
+    pub fn in_use(&self, hello: &Hello, lease: LeaseId) -> Option<InUse> {
+        hello.qps.iter().find_map(|q| {
+            let held = self.by_peer.get(&(hello.ip, hello.gid, q.qpn))?;
+            (held.lease != lease && !self.ending.contains_key(&held.lease)).then(|| InUse {
+                qpn: q.qpn,
+                lease: held.lease,
+                peer: self.peers.get(&held.lease).copied(),
+            })
+        })
+    }
+
     /// Opens one QP per translator QP of `hello` for `lease`, in order. A translator QP that already has
     /// one (re-establishment, or the translator back after a restart) gets a new one in its place, and
-    /// the new lease holds it.
+    /// the new lease holds it. (The control server first refuses a hello whose QPs another live
+    /// connection holds: [`in_use`](Self::in_use).)
     pub fn open(
         &mut self,
         opener: &dyn QpOpener,
@@ -170,17 +229,35 @@ impl QpTable {
     /// it holds already stays its own: a restart or a reconnection). Returns the lists held by others,
     /// with their holder, for the welcome to leave out.
     pub fn take_append_lists(&mut self, hello: &Hello, lists: &[u32]) -> Vec<(u32, Holder)> {
+        let regions: Vec<SingleWriter> = lists.iter().map(|&id| SingleWriter::Append(id)).collect();
+        self.take_regions(hello, &regions)
+            .into_iter()
+            .filter_map(|(r, h)| match r {
+                SingleWriter::Append(id) => Some((id, h)),
+                SingleWriter::Sketch(_) => None,
+            })
+            .collect()
+    }
+
+    /// Gives each region of `regions` that no other translator holds to `hello`'s translator (one it
+    /// holds already stays its own: a restart or a reconnection). Returns the regions held by others,
+    /// with their holder, for the welcome to leave out.
+    pub fn take_regions(
+        &mut self,
+        hello: &Hello,
+        regions: &[SingleWriter],
+    ) -> Vec<(SingleWriter, Holder)> {
         let me = (hello.ip, hello.gid);
         let mut withheld = Vec::new();
-        for &id in lists {
+        for &r in regions {
             // A hello without QPs cannot write: it takes nothing (nothing would ever free it).
-            let holder = match self.append_holders.get(&id) {
+            let holder = match self.holders.get(&r) {
                 Some(&h) => h,
                 None if hello.qps.is_empty() => continue,
-                None => *self.append_holders.entry(id).or_insert(me),
+                None => *self.holders.entry(r).or_insert(me),
             };
             if holder != me {
-                withheld.push((id, holder));
+                withheld.push((r, holder));
             }
         }
         withheld
@@ -189,6 +266,7 @@ impl QpTable {
     /// The connection of `lease` ended at `now`: its QPs go at `now + grace` unless their translator
     /// says hello again first.
     pub fn end_lease(&mut self, lease: LeaseId, now: Instant, grace: Duration) {
+        self.peers.remove(&lease);
         if self.by_peer.values().any(|h| h.lease == lease) {
             self.ending.insert(lease, now + grace);
         }
@@ -221,10 +299,10 @@ impl QpTable {
         for l in due {
             self.ending.remove(&l);
         }
-        // A translator with no QP left is gone: its Append lists are free for the next hello.
+        // A translator with no QP left is gone: its Append lists and sketches are free for the next hello.
         let live: std::collections::HashSet<Holder> =
             self.by_peer.keys().map(|k| (k.0, k.1)).collect();
-        self.append_holders.retain(|_, h| live.contains(h));
+        self.holders.retain(|_, h| live.contains(h));
         stats.reclaimed.fetch_add(closed as u64, Ordering::Relaxed);
         stats
             .open
@@ -349,6 +427,33 @@ mod tests {
                 (5, ([198, 18, 0, 2], [0; 16]))
             ]
         );
+    }
+
+    /// Issue 26 item 4: QPs held by another live connection are in use (a twin); by the same lease (a
+    /// re-establishment) or by an ended one (a restart, in grace) they are not.
+    #[test]
+    fn qps_of_a_live_connection_are_in_use_for_every_other() {
+        let (fake, stats) = (Fake::default(), QpStats::default());
+        let limits = QpLimits::default();
+        let mut t = QpTable::default();
+        let peer: SocketAddr = "10.0.0.9:4000".parse().unwrap();
+        t.connected(1, peer);
+        let me = hello(1, 0..2);
+        t.open(&fake, &me, 1, &limits, &stats).unwrap();
+        assert_eq!(t.in_use(&me, 1), None);
+        let twin = Some(InUse {
+            qpn: 0,
+            lease: 1,
+            peer: Some(peer),
+        });
+        assert_eq!(t.in_use(&me, 2), twin);
+        // Overlapping in one QP only: still in use, that QP named.
+        let overlap = hello(1, 1..3);
+        assert_eq!(t.in_use(&overlap, 2).map(|u| u.qpn), Some(1));
+        // Another address with the same QPNs is another translator.
+        assert_eq!(t.in_use(&hello(2, 0..2), 2), None);
+        t.end_lease(1, Instant::now(), Duration::from_secs(60));
+        assert_eq!(t.in_use(&me, 2), None);
     }
 
     #[test]

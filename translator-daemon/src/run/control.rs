@@ -1,8 +1,9 @@
 //! The control client, one thread per collector (DESIGN.md section 6). It says hello with every worker's
 //! QP towards that collector and hands the welcome on: the first one to the daemon's start-up, later ones
 //! to the workers. A worker whose QP failed (retries exhausted because the collector went away, or a
-//! remote error) asks for new QPs through `requests`; the client then reconnects, with backoff while the
-//! collector is down. A welcome whose regions differ from the last one means the collector restarted with
+//! remote error) asks for new QPs through `requests`; the client then says hello again on the connection
+//! that holds them, or, when that connection is gone, on a new one, with backoff while the collector is
+//! down. A welcome whose regions differ from the last one means the collector restarted with
 //! new memory (workers start over on it and count what was lost); the same regions mean only the QPs were
 //! re-created (workers resend their unacknowledged work).
 //!
@@ -19,6 +20,12 @@
 //! and reports for it are refused and counted), and the client asks again with backoff, saying why in the
 //! log and in `control_welcomes_refused_total{reason}`, until a usable welcome comes and the workers start
 //! over on it.
+//!
+//! A collector refuses a hello whose QPs another live control connection holds: a second translator with
+//! our address and QPNs, or our own previous connection not yet seen closed. That refusal is retried with
+//! backoff, at start-up too, saying why in the log (WARN, with the holder's address) and in
+//! `control_welcomes_refused_total{reason="qps_in_use"}`: the holder may go (or it was us), and then we
+//! are let in; until then our workers hold nothing for that collector.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -30,7 +37,7 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use dta_protocol::control::{
     CollectorMessage, Hello, KeepAlive, RequesterQp, TranslatorMessage, Welcome, CONTROL_VERSION,
-    KEEPALIVE_EVERY,
+    KEEPALIVE_EVERY, REFUSED_IN_USE,
 };
 use dta_protocol::layout::Region;
 use dta_translator::{Config, Engine};
@@ -64,11 +71,19 @@ pub enum Refused {
     QpMismatch,
     /// A welcome whose regions the engine cannot use.
     Unusable,
+    /// The collector refused us because another live control connection holds our QPs (a translator
+    /// with our address and QPNs); retried with backoff.
+    InUse,
 }
 
 impl Refused {
     /// Every reason, in counter order.
-    pub const ALL: [Refused; 3] = [Refused::ByCollector, Refused::QpMismatch, Refused::Unusable];
+    pub const ALL: [Refused; 4] = [
+        Refused::ByCollector,
+        Refused::QpMismatch,
+        Refused::Unusable,
+        Refused::InUse,
+    ];
 
     /// The metric label.
     pub const fn label(self) -> &'static str {
@@ -76,13 +91,16 @@ impl Refused {
             Refused::ByCollector => "refused_by_collector",
             Refused::QpMismatch => "qp_mismatch",
             Refused::Unusable => "unusable_welcome",
+            Refused::InUse => "qps_in_use",
         }
     }
 
     /// The reason of a failed handshake, if the collector answered (from `handshake`'s errors).
     fn of(e: &anyhow::Error) -> Option<Refused> {
         let text = format!("{e:#}");
-        if text.contains("refused us") {
+        if text.contains("refused us") && text.contains(REFUSED_IN_USE) {
+            Some(Refused::InUse)
+        } else if text.contains("refused us") {
             Some(Refused::ByCollector)
         } else if text.contains("do not match our") {
             Some(Refused::QpMismatch)
@@ -140,6 +158,8 @@ const POLL: Duration = Duration::from_millis(50);
 const MAX_BACKOFF: Duration = Duration::from_secs(2);
 /// Distance between the start PSNs of consecutive connections.
 const PSN_STEP: u32 = 0x1000;
+/// How long the answer to a hello on the open connection may take before a new connection is tried.
+const REHELLO_DEADLINE: Duration = Duration::from_secs(2);
 
 /// How the answer to a hello is read: the whole line within `deadline` and `max` bytes. A welcome without
 /// a newline used to grow the translator to 2 GiB, and one byte every 4 s kept it from ever starting.
@@ -440,6 +460,35 @@ impl ControlLink {
         None
     }
 
+    /// Says hello again on the live connection `lease` (the collector replaces the QPs that connection
+    /// holds): no other connection's hello can come between the old QPs and the new ones, as it could
+    /// with a new connection, where a translator with our identity waiting to get in (refused while we
+    /// live) would take our QPs in the gap. `None` (the connection closed, the answer refused, late, or
+    /// a welcome the engine cannot use): [`establish`](Self::establish) takes over on a new connection.
+    fn rehello(&self, mut lease: Lease, start_psn: u32) -> Option<(Welcome, Lease)> {
+        let limits = AnswerLimits {
+            // A collector that went away without closing must not hold the reconnection for long.
+            deadline: REHELLO_DEADLINE,
+            ..AnswerLimits::default()
+        };
+        match self.handshake(&mut lease.stream, start_psn, limits) {
+            Ok(w) if self.unusable(&w).is_none() => {
+                self.counters.welcomes.fetch_add(1, Ordering::Relaxed);
+                lease.last_sent = Instant::now();
+                Some((w, lease))
+            }
+            Ok(_) => None,
+            Err(e) => {
+                log::info!(
+                    "collector {} ({}): hello on the open connection: {e:#}; connecting anew",
+                    self.index,
+                    self.addr
+                );
+                None
+            }
+        }
+    }
+
     /// Runs until `stop`. The first welcome goes to `initial`; a refusal there, or a welcome the engine
     /// cannot use, is fatal (a wrong token, version or memory layout at start-up is a configuration to
     /// fix; the daemon says which and exits). Later ones are retried because the collector may be
@@ -462,6 +511,12 @@ impl ControlLink {
                 Err(format!("{e:#}"))
             }
             Err(e) => {
+                // A collector that is down, or one whose QPs for us another live translator holds
+                // (refused, counted, and retried: the holder may go).
+                if Refused::of(&e) == Some(Refused::InUse) {
+                    self.counters.refuse(Refused::InUse);
+                    self.counters.failures.fetch_add(1, Ordering::Relaxed);
+                }
                 log::warn!(
                     "collector {} ({}): {e:#}; waiting for it",
                     self.index,
@@ -496,28 +551,35 @@ impl ControlLink {
         }
         let mut generation = 0u32;
         while !self.stop.load(Ordering::Relaxed) {
+            // A failed QP is re-established on the connection that holds it, while it lives.
+            let mut alive = lease.take();
             match self.requests.recv_timeout(POLL) {
                 Ok(()) => {}
-                Err(RecvTimeoutError::Timeout) => match lease.as_mut().map(Lease::check) {
-                    Some(Ok(())) => continue,
+                Err(RecvTimeoutError::Timeout) => match alive.as_mut().map(Lease::check) {
+                    Some(Ok(())) => {
+                        lease = alive;
+                        continue;
+                    }
                     // Without the connection the collector reclaims our QPs after its grace period:
                     // say hello again now, as for a failed QP.
-                    Some(Err(why)) => log::warn!(
-                        "collector {} ({}): {why}; saying hello again",
-                        self.index,
-                        self.addr
-                    ),
+                    Some(Err(why)) => {
+                        alive = None;
+                        log::warn!(
+                            "collector {} ({}): {why}; saying hello again",
+                            self.index,
+                            self.addr
+                        )
+                    }
                     None => continue,
                 },
                 Err(RecvTimeoutError::Disconnected) => return,
             }
-            // The old connection goes; the new hello's QPs replace the ones it held.
-            drop(lease.take());
             // Several workers may report one failure: one new set of QPs serves them all.
             while self.requests.try_recv().is_ok() {}
             generation = generation.wrapping_add(1);
             let psn = self.psn(generation);
-            let Some((w, new_lease)) = self.establish(psn, &mut detached) else {
+            let again = alive.and_then(|l| self.rehello(l, psn));
+            let Some((w, new_lease)) = again.or_else(|| self.establish(psn, &mut detached)) else {
                 return;
             };
             lease = Some(new_lease);
@@ -834,5 +896,210 @@ mod unusable_welcome_tests {
             1
         );
         assert_eq!(counters.usable.load(Ordering::Relaxed), 0);
+    }
+}
+
+/// Issue 26 item 4: a collector that refuses our hello because another live translator holds our QPs.
+#[cfg(test)]
+mod in_use_tests {
+    use super::*;
+    use dta_protocol::control::{Refusal, ResponderQp};
+    use std::io::{BufRead, BufReader};
+    use std::net::TcpListener;
+    use std::sync::mpsc;
+
+    /// A collector's control port answering the first `refusals` hellos with the in-use refusal (and
+    /// closing), then welcoming (and keeping the connection).
+    fn collector(refusals: usize) -> SocketAddr {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        std::thread::spawn(move || {
+            let mut open = Vec::new();
+            for (k, s) in l.incoming().enumerate() {
+                let Ok(mut s) = s else { return };
+                let mut line = String::new();
+                if BufReader::new(s.try_clone().unwrap())
+                    .read_line(&mut line)
+                    .is_err()
+                {
+                    continue;
+                }
+                let answer = if k < refusals {
+                    CollectorMessage::Refusal(Refusal {
+                        version: CONTROL_VERSION,
+                        error: format!(
+                            "translator QP 0x100 of 198.18.0.1 {REFUSED_IN_USE} from 10.9.9.9:4000"
+                        ),
+                    })
+                } else {
+                    CollectorMessage::Welcome(Welcome {
+                        version: CONTROL_VERSION,
+                        mac: [2, 0, 0, 0, 0, 2],
+                        ip: [198, 18, 0, 2],
+                        qps: vec![ResponderQp {
+                            qpn: 0x11,
+                            peer_qpn: 0x100,
+                        }],
+                        max_dest_rd_atomic: 16,
+                        path_mtu: 1024,
+                        regions: vec![],
+                        append_heads: Vec::new(),
+                    })
+                };
+                let mut out = serde_json::to_string(&answer).unwrap();
+                out.push('\n');
+                let _ = s.write_all(out.as_bytes());
+                open.push(s);
+            }
+        });
+        addr
+    }
+
+    /// At start-up an in-use refusal is not fatal (unlike a wrong token): the client says why in its
+    /// counters, retries with backoff and takes the welcome that comes once the holder is gone.
+    #[test]
+    fn an_in_use_refusal_is_counted_and_retried_until_welcomed() {
+        let addr = collector(3);
+        let (_tx, requests) = mpsc::channel();
+        let (to_worker, _from_client) = mpsc::channel();
+        let stop = Arc::new(AtomicBool::new(false));
+        let link = ControlLink {
+            index: 0,
+            addr,
+            token: "t".into(),
+            mac: [2, 0, 0, 0, 0, 1],
+            ip: [198, 18, 0, 1],
+            qpns: vec![0x100],
+            base_psn: 0,
+            workers: vec![to_worker],
+            requests,
+            counters: Arc::new(ControlCounters::default()),
+            stop: stop.clone(),
+            engine: Config::default(),
+        };
+        let counters = link.counters.clone();
+        let (initial_tx, initial) = mpsc::channel();
+        let client = std::thread::spawn(move || link.run(initial_tx));
+        let (i, first) = initial.recv_timeout(Duration::from_secs(20)).unwrap();
+        assert_eq!(i, 0);
+        assert_eq!(first.unwrap().qps[0].qpn, 0x11);
+        let refused = |r: Refused| counters.refused[r as usize].load(Ordering::Relaxed);
+        assert_eq!(refused(Refused::InUse), 3);
+        assert_eq!(refused(Refused::ByCollector), 0);
+        assert_eq!(counters.failures.load(Ordering::Relaxed), 3);
+        assert_eq!(counters.welcomes.load(Ordering::Relaxed), 1);
+        assert_eq!(counters.usable.load(Ordering::Relaxed), 1);
+        stop.store(true, Ordering::Relaxed);
+        client.join().unwrap();
+    }
+
+    #[test]
+    fn the_in_use_refusal_is_told_apart_from_a_wrong_token() {
+        let e = anyhow::anyhow!(
+            "the collector refused us: translator QP 0x100 of 198.18.0.1 {REFUSED_IN_USE} from x"
+        );
+        assert_eq!(Refused::of(&e), Some(Refused::InUse));
+        let e = anyhow::anyhow!("the collector refused us: wrong token");
+        assert_eq!(Refused::of(&e), Some(Refused::ByCollector));
+    }
+}
+
+/// A failed QP is re-established on the connection that holds it (issue 26 item 4: a translator with our
+/// identity, refused while we live, cannot take our QPs between our old connection and a new one).
+#[cfg(test)]
+mod rehello_tests {
+    use super::*;
+    use dta_protocol::control::ResponderQp;
+    use std::io::{BufRead, BufReader};
+    use std::net::TcpListener;
+    use std::sync::atomic::AtomicUsize;
+    use std::sync::mpsc;
+
+    /// A collector's control port answering every hello, on every connection, with a welcome of the
+    /// same (empty) regions and a new responder QPN; it counts connections and hellos.
+    fn collector(connections: Arc<AtomicUsize>, hellos: Arc<AtomicUsize>) -> SocketAddr {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        std::thread::spawn(move || {
+            for s in l.incoming() {
+                let Ok(mut s) = s else { return };
+                connections.fetch_add(1, Ordering::Relaxed);
+                let hellos = hellos.clone();
+                std::thread::spawn(move || {
+                    let mut lines = BufReader::new(s.try_clone().unwrap()).lines();
+                    while let Some(Ok(line)) = lines.next() {
+                        if !line.contains("\"hello\"") {
+                            continue;
+                        }
+                        let n = hellos.fetch_add(1, Ordering::Relaxed) as u32;
+                        let w = CollectorMessage::Welcome(Welcome {
+                            version: CONTROL_VERSION,
+                            mac: [2, 0, 0, 0, 0, 2],
+                            ip: [198, 18, 0, 2],
+                            qps: vec![ResponderQp {
+                                qpn: 0x200 + n,
+                                peer_qpn: 0x100,
+                            }],
+                            max_dest_rd_atomic: 16,
+                            path_mtu: 1024,
+                            regions: vec![],
+                            append_heads: Vec::new(),
+                        });
+                        let mut out = serde_json::to_string(&w).unwrap();
+                        out.push('\n');
+                        if s.write_all(out.as_bytes()).is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        addr
+    }
+
+    #[test]
+    fn a_failed_qp_is_re_established_on_the_open_connection() {
+        let (connections, hellos) = (Arc::default(), Arc::default());
+        let addr = collector(Arc::clone(&connections), Arc::clone(&hellos));
+        let (to_worker, from_client) = mpsc::channel();
+        let (request, requests) = mpsc::channel();
+        let stop = Arc::new(AtomicBool::new(false));
+        let link = ControlLink {
+            index: 0,
+            addr,
+            token: "t".into(),
+            mac: [2, 0, 0, 0, 0, 1],
+            ip: [198, 18, 0, 1],
+            qpns: vec![0x100],
+            base_psn: 0,
+            workers: vec![to_worker],
+            requests,
+            counters: Arc::new(ControlCounters::default()),
+            stop: stop.clone(),
+            engine: Config::default(),
+        };
+        let counters = link.counters.clone();
+        let (initial_tx, initial) = mpsc::channel();
+        let client = std::thread::spawn(move || link.run(initial_tx));
+        let (_, first) = initial.recv_timeout(Duration::from_secs(10)).unwrap();
+        assert_eq!(first.unwrap().qps[0].qpn, 0x200);
+        for k in 1..=2u32 {
+            request.send(()).unwrap();
+            let msg = from_client.recv_timeout(Duration::from_secs(10)).unwrap();
+            let ToWorker::Reestablish { welcome, .. } = msg else {
+                panic!("a Reestablish");
+            };
+            assert_eq!(welcome.qps[0].qpn, 0x200 + k);
+            // The client drops requests that arrived while it re-established (they were about the old
+            // QPs): let it get past that before the next failure.
+            std::thread::sleep(Duration::from_millis(300));
+        }
+        assert_eq!(connections.load(Ordering::Relaxed), 1, "one connection");
+        assert_eq!(hellos.load(Ordering::Relaxed), 3);
+        assert_eq!(counters.welcomes.load(Ordering::Relaxed), 3);
+        assert_eq!(counters.reestablished.load(Ordering::Relaxed), 2);
+        assert_eq!(counters.failures.load(Ordering::Relaxed), 0);
+        stop.store(true, Ordering::Relaxed);
+        client.join().unwrap();
     }
 }

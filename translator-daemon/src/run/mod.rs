@@ -237,23 +237,32 @@ struct Started<'a> {
 struct Connected {
     welcomes: Vec<Welcome>,
     threads: Vec<JoinHandle<()>>,
-    counters: Vec<Arc<ControlCounters>>,
 }
 
 impl Started<'_> {
     /// Starts one control client per collector and waits for every welcome (the engines need them all),
     /// giving up when the operator stops the daemon, a collector refuses, or `io_ended` says the I/O side
     /// failed.
-    fn connect(&mut self, io_ended: impl Fn() -> bool) -> Result<Connected> {
+    /// `counters` has one entry per collector, made before so that the metrics endpoint shows them while
+    /// a collector refuses us (its QPs held by another translator, say).
+    fn connect(
+        &mut self,
+        counters: &[Arc<ControlCounters>],
+        io_ended: impl Fn() -> bool,
+    ) -> Result<Connected> {
         let s = self.s;
         let nw = s.daemon.workers.count;
         let (init_tx, init_rx) = mpsc::channel::<(usize, Result<Welcome, String>)>();
-        let mut counters = Vec::new();
         let mut threads = Vec::new();
         let requests = std::mem::take(&mut self.qp_error_rx);
-        for (i, (c, requests)) in s.daemon.collectors.iter().zip(requests).enumerate() {
-            let cc = Arc::new(ControlCounters::default());
-            counters.push(cc.clone());
+        for (i, ((c, requests), cc)) in s
+            .daemon
+            .collectors
+            .iter()
+            .zip(requests)
+            .zip(counters.iter().cloned())
+            .enumerate()
+        {
             let link = ControlLink {
                 index: i,
                 addr: c.control,
@@ -294,7 +303,6 @@ impl Started<'_> {
         Ok(Connected {
             welcomes: welcomes.into_iter().flatten().collect(),
             threads,
-            counters,
         })
     }
 }
@@ -316,15 +324,10 @@ fn engine_for(s: &Settings, k: usize, welcomes: &[Welcome], clock: &Clock) -> Re
     Ok(e)
 }
 
-/// Starts the metrics endpoint if configured, says the daemon runs, and waits for a stop signal or for
-/// `ended` to say the data path ended.
-fn serve(
-    s: &Settings,
-    sources: &Sources,
-    stop_signal: &AtomicBool,
-    ended: impl Fn() -> bool,
-) -> Result<Option<MetricsServer>> {
-    let metrics = match &s.daemon.metrics {
+/// Starts the metrics endpoint if configured: before the collectors' welcomes, so that a translator a
+/// collector keeps refusing shows why (`control_welcomes_refused_total`) while it waits.
+fn start_metrics(s: &Settings, sources: &Sources) -> Result<Option<MetricsServer>> {
+    Ok(match &s.daemon.metrics {
         Some(m) => {
             let server = MetricsServer::start(m.bind, sources.clone())?;
             // Scripts and tests read the bound address (the port may be 0).
@@ -332,13 +335,16 @@ fn serve(
             Some(server)
         }
         None => None,
-    };
+    })
+}
+
+/// Says the daemon runs, and waits for a stop signal or for `ended` to say the data path ended.
+fn serve(stop_signal: &AtomicBool, ended: impl Fn() -> bool) {
     println!("translator running");
     while !stop_signal.load(Ordering::Relaxed) && !ended() {
         std::thread::sleep(Duration::from_millis(50));
     }
     log::info!("stopping: flushing batches and waiting for acknowledgements");
-    Ok(metrics)
 }
 
 /// Control channels to the control clients: one QP-error channel per collector.
@@ -425,7 +431,17 @@ where
         stop_workers.store(true, Ordering::Relaxed);
         why
     };
-    let connected = match started.connect(|| any_ended(&workers)) {
+    let control: Vec<Arc<ControlCounters>> = (0..nc).map(|_| Arc::default()).collect();
+    let sources = Sources {
+        workers: snapshots,
+        ports: port_stats,
+        control: control.clone(),
+    };
+    let metrics = match start_metrics(s, &sources) {
+        Ok(m) => m,
+        Err(e) => return Err(stop_all(&started, e)),
+    };
+    let connected = match started.connect(&control, || any_ended(&workers)) {
         Ok(c) => c,
         Err(e) => return Err(stop_all(&started, e)),
     };
@@ -436,13 +452,8 @@ where
         let _ = tx.send(ToWorker::Start(Box::new(engine)));
     }
     drop(started.qp_error_tx.drain(..));
-    let sources = Sources {
-        workers: snapshots,
-        ports: port_stats,
-        control: connected.counters,
-    };
     let _ = summary_of.set(sources.clone());
-    let metrics = serve(s, &sources, &stop_signal, || any_ended(&workers))?;
+    serve(&stop_signal, || any_ended(&workers));
     stop_workers.store(true, Ordering::Relaxed);
     for w in workers {
         let _ = w.join();

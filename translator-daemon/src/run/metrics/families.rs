@@ -275,7 +275,7 @@ fn control(
     counters(
         enc,
         "control_welcomes_refused",
-        "Collector answers not taken, by reason (refused_by_collector: token or version; qp_mismatch; unusable_welcome: regions the translator cannot write, asked again with backoff).",
+        "Collector answers not taken, by reason (refused_by_collector: token or version; qp_mismatch; unusable_welcome: regions the translator cannot write, asked again with backoff; qps_in_use: another live translator with this one's address and QPNs holds them, asked again with backoff).",
         control.iter().enumerate().flat_map(|(i, c)| {
             Refused::ALL
                 .iter()

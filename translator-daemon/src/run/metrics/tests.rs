@@ -29,6 +29,7 @@ const SERIES: &[&str] = &[
     "dta_translator_control_failures_total{collector=\"0\"}",
     "dta_translator_control_reestablished_total{collector=\"0\"}",
     "dta_translator_control_welcomes_refused_total{collector=\"0\",reason=\"qp_mismatch\"}",
+    "dta_translator_control_welcomes_refused_total{collector=\"0\",reason=\"qps_in_use\"}",
     "dta_translator_control_welcomes_refused_total{collector=\"0\",reason=\"refused_by_collector\"}",
     "dta_translator_control_welcomes_refused_total{collector=\"0\",reason=\"unusable_welcome\"}",
     "dta_translator_control_welcomes_total{collector=\"0\"}",
