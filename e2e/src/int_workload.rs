@@ -19,6 +19,9 @@ use dta_protocol::layout::{KeyIncrementGeometry, KeyWriteGeometry, PostcardGeome
 
 use crate::http::get_json;
 use crate::int_spec::{self as spec, Flow, Local, MdHop};
+// The INT event lists live with the regions they are part of (workload.rs builds the collector's regions
+// for both kinds of run), so that this module depends on workload.rs and never the other way round.
+pub use crate::workload::{int_lists, INT_DROP_LISTS, INT_LIST_ENTRIES, INT_QUEUE_LISTS};
 use crate::workload::{
     mix, Verify, Workload, KI_N, KI_SLOTS, KW_N, KW_SLOTS, PC_CHUNKS, PC_HOPS, PC_N, PC_UNIVERSE,
 };
@@ -27,12 +30,6 @@ use crate::workload::{
 pub const INT_PORT: u16 = 32766;
 /// INT-MD over UDP in reported packets.
 pub const INT_MD_PORT: u16 = 5000;
-/// Append lists of drop events: one per translator worker (two at most here; one worker uses the first).
-pub const INT_DROP_LISTS: [u32; 2] = [10, 12];
-/// Append lists of queue events, likewise.
-pub const INT_QUEUE_LISTS: [u32; 2] = [11, 13];
-/// Entries of each INT list.
-pub const INT_LIST_ENTRIES: u64 = 1 << 14;
 /// Copies of hop records and drop counters (`int.redundancy`).
 pub const INT_N: u8 = 2;
 
@@ -51,19 +48,6 @@ redundancy = 2
 
 /// The collector's `[int]` section of an INT run (the node universe is the Postcarding one).
 pub const COLLECTOR_INT: &str = "\n[int]\ndrop_list = [10, 12]\nqueue_list = [11, 13]\n";
-
-/// The collector regions an INT run adds (16-byte events).
-pub fn int_lists() -> String {
-    INT_DROP_LISTS
-        .iter()
-        .chain(&INT_QUEUE_LISTS)
-        .map(|id| {
-            format!(
-                "\n[[region]]\nkind = \"append\"\nid = {id}\nentries = {INT_LIST_ENTRIES}\nentry_size = 16\nbatch_size = 16\n"
-            )
-        })
-        .collect()
-}
 
 fn spec_flow(f: u32) -> Flow {
     let b = f.to_be_bytes();

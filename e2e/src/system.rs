@@ -70,6 +70,24 @@ pub struct Options {
     pub export: Option<Export>,
 }
 
+impl Default for Options {
+    /// The common run: AF_PACKET on both daemons, two translator workers, one translator, the software
+    /// responder without faults, no INT and no exporter, 480 s for the whole test.
+    fn default() -> Self {
+        Options {
+            io: Io::AfPacket,
+            faults: None,
+            limit: Duration::from_secs(480),
+            workers: 2,
+            collector_io: Io::AfPacket,
+            responder: Responder::Soft,
+            translators: 1,
+            int: false,
+            export: None,
+        }
+    }
+}
+
 /// The collector's `[export]` in a run.
 #[derive(Debug, Clone, Copy)]
 pub struct Export {

@@ -52,15 +52,31 @@ pub const SKETCH_COLUMNS: u32 = 1024;
 /// Reporters merged per column (translator `sketch.reporters`).
 pub const SKETCH_REPORTERS: u16 = 4;
 
+/// Append lists of drop events: one per translator worker (two at most here; one worker uses the first).
+pub const INT_DROP_LISTS: [u32; 2] = [10, 12];
+/// Append lists of queue events, likewise.
+pub const INT_QUEUE_LISTS: [u32; 2] = [11, 13];
+/// Entries of each INT list.
+pub const INT_LIST_ENTRIES: u64 = 1 << 14;
+
+/// The collector regions an INT run adds (16-byte events).
+pub fn int_lists() -> String {
+    INT_DROP_LISTS
+        .iter()
+        .chain(&INT_QUEUE_LISTS)
+        .map(|id| {
+            format!(
+                "\n[[region]]\nkind = \"append\"\nid = {id}\nentries = {INT_LIST_ENTRIES}\nentry_size = 16\nbatch_size = 16\n"
+            )
+        })
+        .collect()
+}
+
 /// The collector's regions for these workloads, as its TOML; with `int`, 16-byte Key-Write entries (INT's
 /// 12-byte hop records) and the INT event lists.
 pub fn collector_regions(int: bool) -> String {
     let kw_entry = if int { 16 } else { 8 };
-    let lists = if int {
-        crate::int_workload::int_lists()
-    } else {
-        String::new()
-    };
+    let lists = if int { int_lists() } else { String::new() };
     format!(
         r#"
 [postcarding]

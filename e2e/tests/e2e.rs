@@ -75,15 +75,7 @@ fn every_primitive(sys: &mut System, salt: u64) -> Result<Vec<Outcome>> {
 fn every_primitive_is_exact_through_af_packet() -> Result<()> {
     let _g = serial();
     let opts = Options {
-        io: Io::AfPacket,
-        faults: None,
-        limit: Duration::from_secs(480),
-        workers: 2,
-        collector_io: Io::AfPacket,
-        responder: Responder::Soft,
-        translators: 1,
-        int: false,
-        export: None,
+        ..Options::default()
     };
     let Some(mut sys) = System::start("a", opts)? else {
         return Ok(());
@@ -105,14 +97,8 @@ fn every_primitive_is_exact_through_dpdk_with_two_workers() -> Result<()> {
     let _g = serial();
     let opts = Options {
         io: Io::Dpdk,
-        faults: None,
-        limit: Duration::from_secs(480),
-        workers: 2,
         collector_io: Io::Dpdk,
-        responder: Responder::Soft,
-        translators: 1,
-        int: false,
-        export: None,
+        ..Options::default()
     };
     let Some(mut sys) = System::start("d", opts)? else {
         return Ok(());
@@ -142,12 +128,7 @@ fn every_primitive_is_exact_with_one_percent_drop_and_reorder() -> Result<()> {
         io: Io::Dpdk,
         faults: Some((0.01, 0.01)),
         limit: Duration::from_secs(600),
-        workers: 2,
-        collector_io: Io::AfPacket,
-        responder: Responder::Soft,
-        translators: 1,
-        int: false,
-        export: None,
+        ..Options::default()
     };
     let Some(mut sys) = System::start("f", opts)? else {
         return Ok(());
@@ -175,14 +156,7 @@ fn translator_survives_a_collector_restart_and_counts_the_loss() -> Result<()> {
     let _g = serial();
     let opts = Options {
         io: Io::Dpdk,
-        faults: None,
-        limit: Duration::from_secs(480),
-        workers: 2,
-        collector_io: Io::AfPacket,
-        responder: Responder::Soft,
-        translators: 1,
-        int: false,
-        export: None,
+        ..Options::default()
     };
     let Some(mut sys) = System::start("k", opts)? else {
         return Ok(());
@@ -251,15 +225,8 @@ fn translator_survives_a_collector_restart_and_counts_the_loss() -> Result<()> {
 fn append_lists_continue_across_a_translator_restart() -> Result<()> {
     let _g = serial();
     let opts = Options {
-        io: Io::AfPacket,
-        faults: None,
-        limit: Duration::from_secs(480),
         workers: 1,
-        collector_io: Io::AfPacket,
-        responder: Responder::Soft,
-        translators: 1,
-        int: false,
-        export: None,
+        ..Options::default()
     };
     let Some(mut sys) = System::start("a", opts)? else {
         return Ok(());
@@ -293,15 +260,9 @@ fn append_lists_continue_across_a_translator_restart() -> Result<()> {
 fn postcards_and_sketches_stay_exact_with_two_translators() -> Result<()> {
     let _g = serial();
     let opts = Options {
-        io: Io::AfPacket,
-        faults: None,
-        limit: Duration::from_secs(480),
         workers: 1,
-        collector_io: Io::AfPacket,
-        responder: Responder::Soft,
         translators: 2,
-        int: false,
-        export: None,
+        ..Options::default()
     };
     let Some(mut sys) = System::start("q", opts)? else {
         return Ok(());
@@ -420,15 +381,8 @@ fn postcards_and_sketches_stay_exact_with_two_translators() -> Result<()> {
 fn a_sketch_across_a_translator_restart_is_exact_after_an_exactly_counted_loss() -> Result<()> {
     let _g = serial();
     let opts = Options {
-        io: Io::AfPacket,
-        faults: None,
-        limit: Duration::from_secs(480),
         workers: 1,
-        collector_io: Io::AfPacket,
-        responder: Responder::Soft,
-        translators: 1,
-        int: false,
-        export: None,
+        ..Options::default()
     };
     let Some(mut sys) = System::start("z", opts)? else {
         return Ok(());
@@ -501,15 +455,8 @@ fn wait_restarts(sys: &System, n: u64) -> Result<()> {
 fn a_collector_with_a_memory_file_restarts_under_a_running_translator() -> Result<()> {
     let _g = serial();
     let opts = Options {
-        io: Io::AfPacket,
-        faults: None,
-        limit: Duration::from_secs(480),
         workers: 1,
-        collector_io: Io::AfPacket,
-        responder: Responder::Soft,
-        translators: 1,
-        int: false,
-        export: None,
+        ..Options::default()
     };
     let Some(mut sys) = System::start("m", opts)? else {
         return Ok(());
@@ -561,15 +508,9 @@ fn a_collector_with_a_memory_file_restarts_under_a_running_translator() -> Resul
 fn two_translators_share_one_collector() -> Result<()> {
     let _g = serial();
     let opts = Options {
-        io: Io::AfPacket,
-        faults: None,
-        limit: Duration::from_secs(480),
         workers: 1,
-        collector_io: Io::AfPacket,
-        responder: Responder::Soft,
         translators: 2,
-        int: false,
-        export: None,
+        ..Options::default()
     };
     let Some(mut sys) = System::start("p", opts)? else {
         return Ok(());
@@ -615,15 +556,9 @@ fn two_translators_share_one_collector() -> Result<()> {
 fn a_twin_of_a_running_translator_is_refused_and_evicts_nothing() -> Result<()> {
     let _g = serial();
     let opts = Options {
-        io: Io::AfPacket,
-        faults: None,
-        limit: Duration::from_secs(480),
         workers: 1,
-        collector_io: Io::AfPacket,
-        responder: Responder::Soft,
         translators: 2,
-        int: false,
-        export: None,
+        ..Options::default()
     };
     let Some(mut sys) = System::start("i", opts)? else {
         return Ok(());
@@ -714,15 +649,9 @@ fn a_twin_of_a_running_translator_is_refused_and_evicts_nothing() -> Result<()> 
 fn an_append_list_has_one_translator() -> Result<()> {
     let _g = serial();
     let opts = Options {
-        io: Io::AfPacket,
-        faults: None,
-        limit: Duration::from_secs(480),
         workers: 1,
-        collector_io: Io::AfPacket,
-        responder: Responder::Soft,
         translators: 2,
-        int: false,
-        export: None,
+        ..Options::default()
     };
     let Some(mut sys) = System::start("l", opts)? else {
         return Ok(());
@@ -773,15 +702,9 @@ fn an_append_list_has_one_translator() -> Result<()> {
 fn int_reports_are_exact_through_af_packet() -> Result<()> {
     let _g = serial();
     let opts = Options {
-        io: Io::AfPacket,
-        faults: None,
         limit: Duration::from_secs(300),
-        workers: 2,
-        collector_io: Io::AfPacket,
-        responder: Responder::Soft,
-        translators: 1,
         int: true,
-        export: None,
+        ..Options::default()
     };
     let Some(mut sys) = System::start("i", opts)? else {
         return Ok(());
@@ -837,15 +760,9 @@ fn int_reports_are_exact_through_af_packet() -> Result<()> {
 fn int_leaf_spine_fabric_is_exact_through_af_packet() -> Result<()> {
     let _g = serial();
     let opts = Options {
-        io: Io::AfPacket,
-        faults: None,
         limit: Duration::from_secs(300),
-        workers: 2,
-        collector_io: Io::AfPacket,
-        responder: Responder::Soft,
-        translators: 1,
         int: true,
-        export: None,
+        ..Options::default()
     };
     let fabric = dta_e2e::int_fabric::translator_sections();
     let Some(mut sys) = System::start_with("f", opts, &fabric)? else {
@@ -954,15 +871,8 @@ fn link_down_for_two_seconds(prefix: &str, io: Io) -> Result<()> {
 fn sigterm_under_an_append_stream_loses_nothing_silently() -> Result<()> {
     let _g = serial();
     let opts = Options {
-        io: Io::AfPacket,
-        faults: None,
-        limit: Duration::from_secs(480),
         workers: 1,
-        collector_io: Io::AfPacket,
-        responder: Responder::Soft,
-        translators: 1,
-        int: false,
-        export: None,
+        ..Options::default()
     };
     let Some(mut sys) = System::start("s", opts)? else {
         return Ok(());
@@ -1029,15 +939,9 @@ fn sigterm_under_an_append_stream_loses_nothing_silently() -> Result<()> {
 fn highest_lossless_rate_is_measured() -> Result<()> {
     let _g = serial();
     let opts = Options {
-        io: Io::AfPacket,
-        faults: None,
         limit: Duration::from_secs(300),
         workers: 1,
-        collector_io: Io::AfPacket,
-        responder: Responder::Soft,
-        translators: 1,
-        int: false,
-        export: None,
+        ..Options::default()
     };
     let Some(mut sys) = System::start("r", opts)? else {
         return Ok(());

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use anyhow::{bail, ensure, Context, Result};
 use dta_e2e::http::metric;
-use dta_e2e::system::{Io, Options, Responder, System};
+use dta_e2e::system::{Options, System};
 
 /// What the test frames come from: no host in the topology has this MAC, so the capture filter on it
 /// sees only them.
@@ -150,15 +150,9 @@ fn pcap_frames(bytes: &[u8]) -> Result<Vec<Vec<u8>>> {
 #[test]
 fn tagged_and_jumbo_frames_cross_the_bump_in_the_wire_intact() -> Result<()> {
     let opts = Options {
-        io: Io::AfPacket,
-        faults: None,
         limit: Duration::from_secs(240),
         workers: 1,
-        collector_io: Io::AfPacket,
-        responder: Responder::Soft,
-        translators: 1,
-        int: false,
-        export: None,
+        ..Options::default()
     };
     let Some(sys) = System::start("w", opts)? else {
         return Ok(());

@@ -13,9 +13,7 @@ use anyhow::{ensure, Context, Result};
 use clap::Parser;
 use dta_e2e::http::metric;
 use dta_e2e::rxe;
-use dta_e2e::system::{
-    Io, Options, Outcome, Responder, System, CONTROL_PORT, RXE_RETRY_LIMIT, TOKEN,
-};
+use dta_e2e::system::{Options, Outcome, Responder, System, CONTROL_PORT, RXE_RETRY_LIMIT, TOKEN};
 use dta_e2e::topo;
 use dta_e2e::workload::{self, Workload};
 
@@ -70,15 +68,11 @@ fn suite(
 ) -> Result<Vec<Row>> {
     println!("== {title}");
     let opts = Options {
-        io: Io::AfPacket,
         faults: faults.map(|p| (p / 100.0, p / 100.0)),
         limit: Duration::from_secs(1500),
         workers: 1,
-        collector_io: Io::AfPacket,
         responder: Responder::Rxe,
-        translators: 1,
-        int: false,
-        export: None,
+        ..Options::default()
     };
     let mut sys = System::start("rxe", opts)?.context("the rxe topology")?;
     // What the collector chose: the source GID and the pages its registered regions live on.
