@@ -31,6 +31,10 @@ pub const ETHERTYPE_ARP: u16 = EtherType::ARP.0;
 pub mod offset {
     use core::ops::Range;
 
+    /// Destination MAC, in the Ethernet II header.
+    pub const ETH_DST: Range<usize> = 0..6;
+    /// Source MAC, in the Ethernet II header.
+    pub const ETH_SRC: Range<usize> = 6..12;
     /// EtherType, in the Ethernet II header.
     pub const ETH_TYPE: Range<usize> = 12..14;
     /// IPv4 version (high nibble) and IHL in 32-bit words (low nibble).
@@ -39,13 +43,31 @@ pub mod offset {
     pub const IPV4_TOS: usize = 1;
     /// IPv4 total length.
     pub const IPV4_TOTAL_LEN: Range<usize> = 2..4;
+    /// IPv4 identification.
+    pub const IPV4_ID: Range<usize> = 4..6;
+    /// IPv4 flags (reserved, DF, MF) and fragment offset.
+    pub const IPV4_FLAGS_FRAGMENT: Range<usize> = 6..8;
     /// IPv4 TTL.
     pub const IPV4_TTL: usize = 8;
+    /// IPv4 protocol.
+    pub const IPV4_PROTOCOL: usize = 9;
     /// IPv4 header checksum.
     pub const IPV4_CHECKSUM: Range<usize> = 10..12;
+    /// IPv4 source address.
+    pub const IPV4_SRC: Range<usize> = 12..16;
+    /// IPv4 destination address.
+    pub const IPV4_DST: Range<usize> = 16..20;
+    /// UDP source port.
+    pub const UDP_SRC_PORT: Range<usize> = 0..2;
+    /// UDP destination port.
+    pub const UDP_DST_PORT: Range<usize> = 2..4;
+    /// UDP length (header and payload).
+    pub const UDP_LEN: Range<usize> = 4..6;
     /// UDP checksum.
     pub const UDP_CHECKSUM: Range<usize> = 6..8;
 }
+
+pub mod at;
 
 /// The EtherType of an Ethernet II frame, or `None` if the frame is too short to have one. A cheap test
 /// for code that must tell ARP from IP before (or instead of) parsing.
@@ -634,6 +656,88 @@ mod tests {
             .to_header();
         d.checksum = 0xBEEF;
         assert_eq!(&d.to_bytes()[offset::UDP_CHECKSUM], &[0xBE, 0xEF]);
+    }
+
+    /// Every offset of [`offset`], read from a frame etherparse wrote with a distinct value in each field,
+    /// and [`at`]'s frame offsets equal to the header's start plus the field's.
+    #[test]
+    fn every_offset_reads_what_etherparse_wrote() {
+        let mut ip = Ipv4Header::new(
+            0x0123,
+            0x45,
+            IpNumber::UDP,
+            [10, 11, 12, 13],
+            [20, 21, 22, 23],
+        )
+        .unwrap();
+        ip.identification = 0xA1B2;
+        ip.dont_fragment = true;
+        ip.more_fragments = true;
+        ip.fragment_offset = etherparse::IpFragOffset::try_new(0x0567).unwrap();
+        ip.dscp = IpDscp::try_new(0x2e).unwrap();
+        ip.ecn = IpEcn::try_new(0b01).unwrap();
+        ip.header_checksum = ip.calc_header_checksum();
+        let eth = Ethernet2Header {
+            destination: [1, 2, 3, 4, 5, 6],
+            source: [7, 8, 9, 10, 11, 12],
+            ether_type: EtherType::IPV4,
+        };
+        let udp = UdpHeader {
+            source_port: 0x1357,
+            destination_port: 0x2468,
+            length: 0x0AB0,
+            checksum: 0xBEEF,
+        };
+        let mut frame = Vec::new();
+        frame.extend_from_slice(&eth.to_bytes());
+        frame.extend_from_slice(&ip.to_bytes());
+        frame.extend_from_slice(&udp.to_bytes());
+        assert_eq!(frame.len(), HEADERS_LEN);
+        let (e, rest) = frame.split_at(ETH_HEADER_LEN);
+        let (i, u) = rest.split_at(IPV4_HEADER_LEN);
+        assert_eq!(e[offset::ETH_DST], [1, 2, 3, 4, 5, 6]);
+        assert_eq!(e[offset::ETH_SRC], [7, 8, 9, 10, 11, 12]);
+        assert_eq!(e[offset::ETH_TYPE], [0x08, 0x00]);
+        assert_eq!(i[offset::IPV4_VERSION_IHL], 0x45);
+        assert_eq!(i[offset::IPV4_TOS], 0x2e << 2 | 0b01);
+        assert_eq!(i[offset::IPV4_TOTAL_LEN], (0x0123u16 + 20).to_be_bytes());
+        assert_eq!(i[offset::IPV4_ID], [0xA1, 0xB2]);
+        // DF 0x4000, MF 0x2000, offset 0x0567.
+        assert_eq!(i[offset::IPV4_FLAGS_FRAGMENT], [0x65, 0x67]);
+        assert_eq!(i[offset::IPV4_TTL], 0x45);
+        assert_eq!(i[offset::IPV4_PROTOCOL], 17);
+        assert_eq!(i[offset::IPV4_CHECKSUM], ip.header_checksum.to_be_bytes());
+        assert_eq!(i[offset::IPV4_SRC], [10, 11, 12, 13]);
+        assert_eq!(i[offset::IPV4_DST], [20, 21, 22, 23]);
+        assert_eq!(u[offset::UDP_SRC_PORT], [0x13, 0x57]);
+        assert_eq!(u[offset::UDP_DST_PORT], [0x24, 0x68]);
+        assert_eq!(u[offset::UDP_LEN], [0x0A, 0xB0]);
+        assert_eq!(u[offset::UDP_CHECKSUM], [0xBE, 0xEF]);
+        // The same bytes through the frame offsets.
+        assert_eq!(frame[at::ETH_DST], e[offset::ETH_DST]);
+        assert_eq!(frame[at::ETH_SRC], e[offset::ETH_SRC]);
+        assert_eq!(frame[at::ETH_TYPE], e[offset::ETH_TYPE]);
+        assert_eq!(frame[at::IPV4_VERSION_IHL], 0x45);
+        assert_eq!(frame[at::IPV4_TOS], i[offset::IPV4_TOS]);
+        assert_eq!(frame[at::IPV4_TOTAL_LEN], i[offset::IPV4_TOTAL_LEN]);
+        assert_eq!(frame[at::IPV4_ID], [0xA1, 0xB2]);
+        assert_eq!(frame[at::IPV4_FLAGS_FRAGMENT], [0x65, 0x67]);
+        assert_eq!(frame[at::IPV4_TTL], 0x45);
+        assert_eq!(frame[at::IPV4_PROTOCOL], 17);
+        assert_eq!(frame[at::IPV4_CHECKSUM], i[offset::IPV4_CHECKSUM]);
+        assert_eq!(frame[at::IPV4_SRC], [10, 11, 12, 13]);
+        assert_eq!(frame[at::IPV4_DST], [20, 21, 22, 23]);
+        assert_eq!(frame[at::UDP_SRC_PORT], [0x13, 0x57]);
+        assert_eq!(frame[at::UDP_DST_PORT], [0x24, 0x68]);
+        assert_eq!(frame[at::UDP_LEN], [0x0A, 0xB0]);
+        assert_eq!(frame[at::UDP_CHECKSUM], [0xBE, 0xEF]);
+        assert_eq!(
+            (at::IPV4, at::UDP, at::PAYLOAD),
+            (14, 34, 42),
+            "Ethernet 14, IPv4 20, UDP 8 bytes"
+        );
+        assert_eq!(&frame[at::IPV4..at::UDP], i);
+        assert_eq!(&frame[at::UDP..at::PAYLOAD], u);
     }
 
     #[test]
