@@ -87,7 +87,8 @@ impl HeaderForm {
         }
     }
 
-    const fn flags_offset(self) -> usize {
+    /// Offset of the flags byte (immediate, retransmit, reserved): the form's last byte.
+    pub const fn flags_offset(self) -> usize {
         match self {
             HeaderForm::Compact => field::COMPACT_FLAGS,
             HeaderForm::Seq => field::SEQ_FLAGS,
