@@ -71,4 +71,4 @@ pub const fn write_only_len(payload_len: usize) -> usize {
 
 #[cfg(test)]
 #[path = "at_tests.rs"]
-mod tests;
+pub(crate) mod tests;
