@@ -328,15 +328,17 @@ fn redundancy_ok(n: u8) -> bool {
 /// bits are clear (what [`quick`] checks first).
 #[inline(always)]
 fn quick_base<'a>(p: &'a [u8], fmt: &ReportFormat) -> Option<(u8, Option<u8>, &'a [u8])> {
-    let flags = *p.get(fmt.form.flags_offset())?;
+    // The flags byte is the base header's last in both forms.
+    let (head, rest) = p.split_at_checked(fmt.form.header_len())?;
+    let &flags = head.last()?;
     if flags & base::field::RESERVED != 0 {
         return None;
     }
     let seqnum = match fmt.form {
         HeaderForm::Compact => None,
-        HeaderForm::Seq => Some(p[base::field::SEQNUM]),
+        HeaderForm::Seq => Some(head[base::field::SEQNUM]),
     };
-    Some((flags, seqnum, &p[fmt.form.header_len()..]))
+    Some((flags, seqnum, rest))
 }
 
 /// The base header of a report that [`quick`] took.
