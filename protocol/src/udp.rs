@@ -31,6 +31,10 @@ pub const ETHERTYPE_ARP: u16 = EtherType::ARP.0;
 pub mod offset {
     use core::ops::Range;
 
+    /// Destination MAC, in the Ethernet II header.
+    pub const ETH_DST: Range<usize> = 0..6;
+    /// Source MAC, in the Ethernet II header.
+    pub const ETH_SRC: Range<usize> = 6..12;
     /// EtherType, in the Ethernet II header.
     pub const ETH_TYPE: Range<usize> = 12..14;
     /// IPv4 version (high nibble) and IHL in 32-bit words (low nibble).
@@ -39,13 +43,31 @@ pub mod offset {
     pub const IPV4_TOS: usize = 1;
     /// IPv4 total length.
     pub const IPV4_TOTAL_LEN: Range<usize> = 2..4;
+    /// IPv4 identification.
+    pub const IPV4_ID: Range<usize> = 4..6;
+    /// IPv4 flags (reserved, DF, MF) and fragment offset.
+    pub const IPV4_FLAGS_FRAGMENT: Range<usize> = 6..8;
     /// IPv4 TTL.
     pub const IPV4_TTL: usize = 8;
+    /// IPv4 protocol.
+    pub const IPV4_PROTOCOL: usize = 9;
     /// IPv4 header checksum.
     pub const IPV4_CHECKSUM: Range<usize> = 10..12;
+    /// IPv4 source address.
+    pub const IPV4_SRC: Range<usize> = 12..16;
+    /// IPv4 destination address.
+    pub const IPV4_DST: Range<usize> = 16..20;
+    /// UDP source port.
+    pub const UDP_SRC_PORT: Range<usize> = 0..2;
+    /// UDP destination port.
+    pub const UDP_DST_PORT: Range<usize> = 2..4;
+    /// UDP length (header and payload).
+    pub const UDP_LEN: Range<usize> = 4..6;
     /// UDP checksum.
     pub const UDP_CHECKSUM: Range<usize> = 6..8;
 }
+
+pub mod at;
 
 /// The EtherType of an Ethernet II frame, or `None` if the frame is too short to have one. A cheap test
 /// for code that must tell ARP from IP before (or instead of) parsing.
@@ -54,6 +76,25 @@ pub fn ether_type(frame: &[u8]) -> Option<u16> {
     frame
         .get(offset::ETH_TYPE)
         .map(|b| u16::from_be_bytes([b[0], b[1]]))
+}
+
+/// IPv4 flags and fragment offset less DF: MF and the offset, either of which makes a fragment.
+const FRAGMENT_BITS: u16 = 0x3FFF;
+/// IPv4 version 4 with IHL 5: a header without options.
+const IPV4_NO_OPTIONS: u8 = 0x45;
+
+/// The `N` bytes of `b` at `r`, a constant range of `N` bytes (the length check then folds away).
+#[inline(always)]
+fn bytes<const N: usize>(b: &[u8], r: core::ops::Range<usize>) -> [u8; N] {
+    let mut a = [0u8; N];
+    a.copy_from_slice(&b[r]);
+    a
+}
+
+/// The big-endian `u16` of `b` at `r`, a constant range of 2 bytes.
+#[inline(always)]
+fn be16(b: &[u8], r: core::ops::Range<usize>) -> u16 {
+    u16::from_be_bytes(bytes(b, r))
 }
 
 /// The ECN code point ECT(0), `10`, which RoCEv2 senders use so that switches can mark congestion.
@@ -263,18 +304,19 @@ impl<'a> UdpFrame<'a> {
         let Some(ip) = frame.get(ip_at..ip_at + IPV4_HEADER_LEN) else {
             return Err(NOT_UDP);
         };
-        if frame[offset::ETH_TYPE] != ETHERTYPE_IPV4.to_be_bytes() || ip[0] >> 4 != 4 {
+        let version_ihl = ip[offset::IPV4_VERSION_IHL];
+        if frame[offset::ETH_TYPE] != ETHERTYPE_IPV4.to_be_bytes() || version_ihl >> 4 != 4 {
             return Err(NOT_UDP);
         }
-        let ihl = usize::from(ip[0] & 0x0F) * 4;
-        let total = usize::from(u16::from_be_bytes([ip[2], ip[3]]));
+        let ihl = usize::from(version_ihl & 0x0F) * 4;
+        let total = usize::from(be16(ip, offset::IPV4_TOTAL_LEN));
         // IHL at least 5 words and the header within the total length, and the total within the frame.
         if ihl < IPV4_HEADER_LEN || total < ihl || frame.len() - ip_at < total {
             return Err(NOT_UDP);
         }
         // More fragments (flag bit 0x2000) or a fragment offset: a fragment. Protocol 17: UDP.
-        let flags_offset = u16::from_be_bytes([ip[6], ip[7]]);
-        if flags_offset & 0x3FFF != 0 || ip[9] != IpNumber::UDP.0 {
+        let flags_offset = be16(ip, offset::IPV4_FLAGS_FRAGMENT);
+        if flags_offset & FRAGMENT_BITS != 0 || ip[offset::IPV4_PROTOCOL] != IpNumber::UDP.0 {
             return Err(NOT_UDP);
         }
         let udp_at = ip_at + ihl;
@@ -285,28 +327,24 @@ impl<'a> UdpFrame<'a> {
         else {
             return Err(NOT_UDP);
         };
-        let udp_len = usize::from(u16::from_be_bytes([udp[4], udp[5]]));
+        let udp_len = usize::from(be16(udp, offset::UDP_LEN));
         let udp_end = match udp_len {
             0 => ip_end,
             n if n < UDP_HEADER_LEN || udp_at + n > ip_end => return Err(NOT_UDP),
             n => udp_at + n,
         };
         let payload_offset = udp_at + UDP_HEADER_LEN;
-        let mac = |at: usize| -> [u8; 6] {
-            let m = &frame[at..at + 6];
-            [m[0], m[1], m[2], m[3], m[4], m[5]]
-        };
         Ok(UdpFrame {
             endpoints: UdpEndpoints {
-                src_mac: mac(6),
-                dst_mac: mac(0),
-                src_ip: [ip[12], ip[13], ip[14], ip[15]],
-                dst_ip: [ip[16], ip[17], ip[18], ip[19]],
-                src_port: u16::from_be_bytes([udp[0], udp[1]]),
-                dst_port: u16::from_be_bytes([udp[2], udp[3]]),
+                src_mac: bytes(frame, offset::ETH_SRC),
+                dst_mac: bytes(frame, offset::ETH_DST),
+                src_ip: bytes(ip, offset::IPV4_SRC),
+                dst_ip: bytes(ip, offset::IPV4_DST),
+                src_port: be16(udp, offset::UDP_SRC_PORT),
+                dst_port: be16(udp, offset::UDP_DST_PORT),
                 dscp: ip[offset::IPV4_TOS] >> 2,
                 ecn: ip[offset::IPV4_TOS] & 0b11,
-                ip_id: u16::from_be_bytes([ip[4], ip[5]]),
+                ip_id: be16(ip, offset::IPV4_ID),
                 ttl: ip[offset::IPV4_TTL],
             },
             ip_offset: ip_at,
@@ -365,7 +403,7 @@ impl<'a> UdpView<'a> {
         // EtherType IPv4, then version 4 with IHL 5 (TOS, the next byte, is free). Compared as a 16-bit and
         // an 8-bit field, each against an immediate: a masked 32-bit compare kept its mask and value in
         // two registers across the engine's whole receive loop, which then spilled others.
-        if u16::from_be_bytes([h[12], h[13]]) != 0x0800 || h[14] != 0x45 {
+        if be16(h, at::ETH_TYPE) != ETHERTYPE_IPV4 || h[at::IPV4_VERSION_IHL] != IPV4_NO_OPTIONS {
             return Err(Uncommon);
         }
         Ok(Self::common(frame, h))
@@ -376,14 +414,16 @@ impl<'a> UdpView<'a> {
     fn common(frame: &'a [u8], h: &[u8; HEADERS_LEN]) -> Option<Self> {
         // Flags and fragment offset (no fragment: only DF may be set), TTL (free), protocol UDP; as
         // above, fields against immediates rather than one masked word.
-        if u16::from_be_bytes([h[20], h[21]]) & 0x3FFF != 0 || h[23] != 0x11 {
+        if be16(h, at::IPV4_FLAGS_FRAGMENT) & FRAGMENT_BITS != 0
+            || h[at::IPV4_PROTOCOL] != IpNumber::UDP.0
+        {
             return None;
         }
-        let ip_end = ETH_HEADER_LEN + usize::from(u16::from_be_bytes([h[16], h[17]]));
-        let udp_end = match usize::from(u16::from_be_bytes([h[38], h[39]])) {
+        let ip_end = at::IPV4 + usize::from(be16(h, at::IPV4_TOTAL_LEN));
+        let udp_end = match usize::from(be16(h, at::UDP_LEN)) {
             // etherparse reads a UDP length of 0 as "to the end of the IPv4 payload".
             0 => ip_end,
-            n => HEADERS_LEN - UDP_HEADER_LEN + n,
+            n => at::UDP + n,
         };
         // The UDP length within the IPv4 total length, the total within the frame; the UDP header within
         // the UDP length (a length of at least 8, or 0 with a total that holds both headers) is the
@@ -393,10 +433,10 @@ impl<'a> UdpView<'a> {
             return None;
         }
         Some(UdpView {
-            src_ip: [h[26], h[27], h[28], h[29]],
-            dst_ip: [h[30], h[31], h[32], h[33]],
-            src_port: u16::from_be_bytes([h[34], h[35]]),
-            dst_port: u16::from_be_bytes([h[36], h[37]]),
+            src_ip: bytes(h, at::IPV4_SRC),
+            dst_ip: bytes(h, at::IPV4_DST),
+            src_port: be16(h, at::UDP_SRC_PORT),
+            dst_port: be16(h, at::UDP_DST_PORT),
             payload_offset: HEADERS_LEN,
             payload: frame.get(HEADERS_LEN..udp_end)?,
         })
@@ -425,20 +465,17 @@ impl<'a> UdpView<'a> {
     pub fn frame(&self, frame: &'a [u8]) -> Option<UdpFrame<'a>> {
         let h = frame.get(..ETH_HEADER_LEN + IPV4_HEADER_LEN)?;
         let ip = &h[ETH_HEADER_LEN..];
-        let mac = |at: usize| -> [u8; 6] {
-            [h[at], h[at + 1], h[at + 2], h[at + 3], h[at + 4], h[at + 5]]
-        };
         Some(UdpFrame {
             endpoints: UdpEndpoints {
-                src_mac: mac(6),
-                dst_mac: mac(0),
+                src_mac: bytes(h, offset::ETH_SRC),
+                dst_mac: bytes(h, offset::ETH_DST),
                 src_ip: self.src_ip,
                 dst_ip: self.dst_ip,
                 src_port: self.src_port,
                 dst_port: self.dst_port,
                 dscp: ip[offset::IPV4_TOS] >> 2,
                 ecn: ip[offset::IPV4_TOS] & 0b11,
-                ip_id: u16::from_be_bytes([ip[4], ip[5]]),
+                ip_id: be16(ip, offset::IPV4_ID),
                 ttl: ip[offset::IPV4_TTL],
             },
             ip_offset: ETH_HEADER_LEN,
@@ -634,6 +671,88 @@ mod tests {
             .to_header();
         d.checksum = 0xBEEF;
         assert_eq!(&d.to_bytes()[offset::UDP_CHECKSUM], &[0xBE, 0xEF]);
+    }
+
+    /// Every offset of [`offset`], read from a frame etherparse wrote with a distinct value in each field,
+    /// and [`at`]'s frame offsets equal to the header's start plus the field's.
+    #[test]
+    fn every_offset_reads_what_etherparse_wrote() {
+        let mut ip = Ipv4Header::new(
+            0x0123,
+            0x45,
+            IpNumber::UDP,
+            [10, 11, 12, 13],
+            [20, 21, 22, 23],
+        )
+        .unwrap();
+        ip.identification = 0xA1B2;
+        ip.dont_fragment = true;
+        ip.more_fragments = true;
+        ip.fragment_offset = etherparse::IpFragOffset::try_new(0x0567).unwrap();
+        ip.dscp = IpDscp::try_new(0x2e).unwrap();
+        ip.ecn = IpEcn::try_new(0b01).unwrap();
+        ip.header_checksum = ip.calc_header_checksum();
+        let eth = Ethernet2Header {
+            destination: [1, 2, 3, 4, 5, 6],
+            source: [7, 8, 9, 10, 11, 12],
+            ether_type: EtherType::IPV4,
+        };
+        let udp = UdpHeader {
+            source_port: 0x1357,
+            destination_port: 0x2468,
+            length: 0x0AB0,
+            checksum: 0xBEEF,
+        };
+        let mut frame = Vec::new();
+        frame.extend_from_slice(&eth.to_bytes());
+        frame.extend_from_slice(&ip.to_bytes());
+        frame.extend_from_slice(&udp.to_bytes());
+        assert_eq!(frame.len(), HEADERS_LEN);
+        let (e, rest) = frame.split_at(ETH_HEADER_LEN);
+        let (i, u) = rest.split_at(IPV4_HEADER_LEN);
+        assert_eq!(e[offset::ETH_DST], [1, 2, 3, 4, 5, 6]);
+        assert_eq!(e[offset::ETH_SRC], [7, 8, 9, 10, 11, 12]);
+        assert_eq!(e[offset::ETH_TYPE], [0x08, 0x00]);
+        assert_eq!(i[offset::IPV4_VERSION_IHL], 0x45);
+        assert_eq!(i[offset::IPV4_TOS], 0x2e << 2 | 0b01);
+        assert_eq!(i[offset::IPV4_TOTAL_LEN], (0x0123u16 + 20).to_be_bytes());
+        assert_eq!(i[offset::IPV4_ID], [0xA1, 0xB2]);
+        // DF 0x4000, MF 0x2000, offset 0x0567.
+        assert_eq!(i[offset::IPV4_FLAGS_FRAGMENT], [0x65, 0x67]);
+        assert_eq!(i[offset::IPV4_TTL], 0x45);
+        assert_eq!(i[offset::IPV4_PROTOCOL], 17);
+        assert_eq!(i[offset::IPV4_CHECKSUM], ip.header_checksum.to_be_bytes());
+        assert_eq!(i[offset::IPV4_SRC], [10, 11, 12, 13]);
+        assert_eq!(i[offset::IPV4_DST], [20, 21, 22, 23]);
+        assert_eq!(u[offset::UDP_SRC_PORT], [0x13, 0x57]);
+        assert_eq!(u[offset::UDP_DST_PORT], [0x24, 0x68]);
+        assert_eq!(u[offset::UDP_LEN], [0x0A, 0xB0]);
+        assert_eq!(u[offset::UDP_CHECKSUM], [0xBE, 0xEF]);
+        // The same bytes through the frame offsets.
+        assert_eq!(frame[at::ETH_DST], e[offset::ETH_DST]);
+        assert_eq!(frame[at::ETH_SRC], e[offset::ETH_SRC]);
+        assert_eq!(frame[at::ETH_TYPE], e[offset::ETH_TYPE]);
+        assert_eq!(frame[at::IPV4_VERSION_IHL], 0x45);
+        assert_eq!(frame[at::IPV4_TOS], i[offset::IPV4_TOS]);
+        assert_eq!(frame[at::IPV4_TOTAL_LEN], i[offset::IPV4_TOTAL_LEN]);
+        assert_eq!(frame[at::IPV4_ID], [0xA1, 0xB2]);
+        assert_eq!(frame[at::IPV4_FLAGS_FRAGMENT], [0x65, 0x67]);
+        assert_eq!(frame[at::IPV4_TTL], 0x45);
+        assert_eq!(frame[at::IPV4_PROTOCOL], 17);
+        assert_eq!(frame[at::IPV4_CHECKSUM], i[offset::IPV4_CHECKSUM]);
+        assert_eq!(frame[at::IPV4_SRC], [10, 11, 12, 13]);
+        assert_eq!(frame[at::IPV4_DST], [20, 21, 22, 23]);
+        assert_eq!(frame[at::UDP_SRC_PORT], [0x13, 0x57]);
+        assert_eq!(frame[at::UDP_DST_PORT], [0x24, 0x68]);
+        assert_eq!(frame[at::UDP_LEN], [0x0A, 0xB0]);
+        assert_eq!(frame[at::UDP_CHECKSUM], [0xBE, 0xEF]);
+        assert_eq!(
+            (at::IPV4, at::UDP, at::PAYLOAD),
+            (14, 34, 42),
+            "Ethernet 14, IPv4 20, UDP 8 bytes"
+        );
+        assert_eq!(&frame[at::IPV4..at::UDP], i);
+        assert_eq!(&frame[at::UDP..at::PAYLOAD], u);
     }
 
     #[test]

@@ -8,52 +8,43 @@
 //! PSN out of sequence, a bad iCRC, ...) it returns `None` *before changing anything*, and the general
 //! path in `core.rs` handles the frame from scratch, drops and NAKs with their counters included.
 
+use std::ops::Range;
+
 use dta_protocol::roce::bth::opcode as op;
 use dta_protocol::roce::{
-    atomic_eth, bth, reth, AtomicEthRepr, DEFAULT_PKEY, ICRC_LEN, PKEY_PARTITION_MASK,
+    at, atomic_eth, bth, reth, AtomicEthRepr, DEFAULT_PKEY, ICRC_LEN, PKEY_PARTITION_MASK,
     ROCEV2_UDP_PORT,
 };
-use dta_protocol::udp::{UdpEndpoints, ETHERTYPE_IPV4, ETH_HEADER_LEN, IPV4_HEADER_LEN};
+use dta_protocol::udp::at as env;
+use dta_protocol::udp::{UdpEndpoints, ETHERTYPE_IPV4, IPV4_HEADER_LEN};
 
 use super::checks::{apply_atomic, ipv4_header_ok, write_length_ok};
 use super::qp::{CachedAtomic, Qp};
 use super::reply::{Outcome, Reply};
 use super::state::{Responder, ROCEV2_SOURCE_PORTS};
-use super::template::{icrc_ok, reply_key, AckTemplate, BTH_AT, EXT_AT};
+use super::template::{icrc_ok, reply_key, AckTemplate, EXT_AT};
 
-/// The IPv4 header.
-const IP: usize = ETH_HEADER_LEN;
-/// The UDP header.
-const UDP: usize = IP + IPV4_HEADER_LEN;
 /// IPv4 version 4, IHL 5: no options (the general path drops options as malformed).
 const VERSION_IHL: u8 = 0x45;
 /// IPv4 flags and fragment offset without DF: MF and the offset, which make a fragment.
 const FRAGMENT_BITS: u16 = 0x3FFF;
 const IP_PROTO_UDP: u8 = 17;
+/// An atomic's target: one aligned `u64`.
+const ATOMIC_WORD: usize = core::mem::size_of::<u64>();
 /// The shortest RoCE packet in IPv4: IPv4, UDP, BTH, iCRC.
-const MIN_TOTAL_LEN: usize = IPV4_HEADER_LEN + 8 + bth::HEADER_LEN + ICRC_LEN;
+const MIN_TOTAL_LEN: usize = at::EXT - env::IPV4 + ICRC_LEN;
 
-#[inline]
-fn be16(h: &[u8; EXT_AT], at: usize) -> u16 {
-    u16::from_be_bytes([h[at], h[at + 1]])
-}
-
-#[inline]
-fn be24(h: &[u8; EXT_AT], at: usize) -> u32 {
-    u32::from_be_bytes([0, h[at], h[at + 1], h[at + 2]])
-}
-
-#[inline]
-fn ip4(h: &[u8; EXT_AT], at: usize) -> [u8; 4] {
-    [h[at], h[at + 1], h[at + 2], h[at + 3]]
-}
-
-/// Reads a big-endian integer of `N` bytes from a slice that the caller sized.
-#[inline]
-fn be_bytes<const N: usize>(b: &[u8], at: usize) -> [u8; N] {
+/// The `N` bytes of `h` at `r` (a constant range of `N` bytes: the copy's length check folds away).
+#[inline(always)]
+fn bytes<const N: usize>(h: &[u8], r: Range<usize>) -> [u8; N] {
     let mut a = [0u8; N];
-    a.copy_from_slice(&b[at..at + N]);
+    a.copy_from_slice(&h[r]);
     a
+}
+
+#[inline(always)]
+fn be16(h: &[u8; EXT_AT], r: Range<usize>) -> u16 {
+    u16::from_be_bytes(bytes(h, r))
 }
 
 /// What a request will do to memory, decided before anything changes.
@@ -79,47 +70,49 @@ pub(super) fn handle(
     // Every fixed header at once: Ethernet, IPv4 without options, UDP, BTH.
     let h: &[u8; EXT_AT] = frame.get(..EXT_AT)?.try_into().ok()?;
     // What `UdpFrame::parse` accepts with its payload right after a 20-byte IPv4 header.
-    if be16(h, 12) != ETHERTYPE_IPV4
-        || h[IP] != VERSION_IHL
-        || be16(h, IP + 6) & FRAGMENT_BITS != 0
-        || h[IP + 9] != IP_PROTO_UDP
+    if be16(h, env::ETH_TYPE) != ETHERTYPE_IPV4
+        || h[env::IPV4_VERSION_IHL] != VERSION_IHL
+        || be16(h, env::IPV4_FLAGS_FRAGMENT) & FRAGMENT_BITS != 0
+        || h[env::IPV4_PROTOCOL] != IP_PROTO_UDP
     {
         return None;
     }
-    let total = usize::from(be16(h, IP + 2));
-    let end = IP + total;
+    let total = usize::from(be16(h, env::IPV4_TOTAL_LEN));
+    let end = env::IPV4 + total;
     // The general path's RoCE packet ends where UDP's length says, the iCRC where IPv4's does: only take
     // frames where the two agree.
     if end > frame.len()
         || total < MIN_TOTAL_LEN
-        || usize::from(be16(h, UDP + 4)) != total - IPV4_HEADER_LEN
-        || be16(h, UDP + 2) != ROCEV2_UDP_PORT
+        || usize::from(be16(h, env::UDP_LEN)) != total - IPV4_HEADER_LEN
+        || be16(h, env::UDP_DST_PORT) != ROCEV2_UDP_PORT
     {
         return None;
     }
     // What Linux checks before rxe: our MAC (broadcast is rare: the general path), the IPv4 header
     // checksum, and no UDP checksum (a non-zero one, rare from a RoCE sender, is the general path's to
     // verify).
-    if r.config.local_mac.is_some_and(|mac| h[..6] != mac)
-        || !h[IP..UDP].try_into().is_ok_and(ipv4_header_ok)
-        || be16(h, UDP + 6) != 0
+    if r.config.local_mac.is_some_and(|mac| h[env::ETH_DST] != mac)
+        || !h[env::IPV4..env::UDP].try_into().is_ok_and(ipv4_header_ok)
+        || be16(h, env::UDP_CHECKSUM) != 0
     {
         return None;
     }
-    let (src_ip, dst_ip) = (ip4(h, IP + 12), ip4(h, IP + 16));
+    let (src_ip, dst_ip): ([u8; 4], [u8; 4]) = (bytes(h, env::IPV4_SRC), bytes(h, env::IPV4_DST));
     if r.config.local_ip.is_some_and(|ip| ip != dst_ip) {
         return None;
     }
-    let opcode = h[BTH_AT];
+    // The BTH through its view, over a slice of constant length: its accessors' checks fold away.
+    let bth = bth::Packet::new_unchecked(&h[at::BTH..at::EXT]);
+    let opcode = bth.opcode();
     if !matches!(opcode, op::WRITE_ONLY | op::FETCH_ADD | op::COMPARE_SWAP)
-        || be16(h, BTH_AT + 2) & PKEY_PARTITION_MASK != DEFAULT_PKEY & PKEY_PARTITION_MASK
+        || bth.pkey() & PKEY_PARTITION_MASK != DEFAULT_PKEY & PKEY_PARTITION_MASK
     {
         return None;
     }
-    let pad = (h[BTH_AT + 1] >> 4) & 0x3;
-    let dest_qp = be24(h, BTH_AT + 5);
-    let ack_req = h[BTH_AT + 8] & 0x80 != 0;
-    let psn = be24(h, BTH_AT + 9);
+    let pad = bth.pad_count();
+    let dest_qp = bth.dest_qp();
+    let ack_req = bth.ack_req();
+    let psn = bth.psn();
 
     let Responder {
         config,
@@ -130,50 +123,49 @@ pub(super) fn handle(
     } = r;
     let qp = qps.get_mut(dest_qp)?;
     if qp.status.peer_ip != src_ip
-        || !ROCEV2_SOURCE_PORTS.contains(&be16(h, UDP))
+        || !ROCEV2_SOURCE_PORTS.contains(&be16(h, env::UDP_SRC_PORT))
         || qp.status.error
         || psn != qp.status.expected_psn
     {
         return None;
     }
     let icrc_at = end - ICRC_LEN;
-    let rest = frame.get(EXT_AT..icrc_at)?;
+    let rest = frame.get(at::EXT..icrc_at)?;
     let mem_len = mem.len();
     let max_atomic = config.max_dest_rd_atomic as usize;
     let work = if opcode == op::WRITE_ONLY {
-        let e = rest.get(..reth::HEADER_LEN)?;
-        let va = u64::from_be_bytes(be_bytes(e, 0));
-        let rkey = u32::from_be_bytes(be_bytes(e, 8));
-        let len = u32::from_be_bytes(be_bytes(e, 12)) as usize;
-        let data = &rest[reth::HEADER_LEN..];
+        let (e, data) = rest.split_first_chunk::<{ reth::HEADER_LEN }>()?;
+        let e = reth::Packet::new_unchecked(e);
+        let (va, rkey, len) = (e.va(), e.rkey(), e.dma_len() as usize);
         let payload = data.get(..data.len().checked_sub(usize::from(pad))?)?;
         // A zero-length WRITE skips the R_Key check: rare, left to the general path.
         if len == 0 {
             return None;
         }
-        let at = bounds.resolve(mem_len, rkey, va, len)?;
+        let addr = bounds.resolve(mem_len, rkey, va, len)?;
         if !write_length_ok(len, payload.len(), pad, config.path_mtu as usize) {
             return None;
         }
-        // `resolve` vouched for `len` bytes at `at`, and the payload is at most `len` long.
-        let target = mem.get_mut(at..at + payload.len())?;
+        // `resolve` vouched for `len` bytes at `addr`, and the payload is at most `len` long.
+        let target = mem.get_mut(addr..addr + payload.len())?;
         Work::Write { target, payload }
     } else {
         if max_atomic == 0 {
             return None;
         }
-        let e = rest.get(..atomic_eth::HEADER_LEN)?;
+        let e =
+            atomic_eth::Packet::new_unchecked(rest.first_chunk::<{ atomic_eth::HEADER_LEN }>()?);
         let eth = AtomicEthRepr {
-            va: u64::from_be_bytes(be_bytes(e, 0)),
-            rkey: u32::from_be_bytes(be_bytes(e, 8)),
-            swap_add: u64::from_be_bytes(be_bytes(e, 12)),
-            compare: u64::from_be_bytes(be_bytes(e, 20)),
+            va: e.va(),
+            rkey: e.rkey(),
+            swap_add: e.swap_add(),
+            compare: e.compare(),
         };
-        let at = bounds.resolve(mem_len, eth.rkey, eth.va, 8)?;
-        if eth.va % 8 != 0 {
+        let addr = bounds.resolve(mem_len, eth.rkey, eth.va, ATOMIC_WORD)?;
+        if eth.va % ATOMIC_WORD as u64 != 0 {
             return None;
         }
-        let target = mem.get_mut(at..at + 8)?;
+        let target = mem.get_mut(addr..addr + ATOMIC_WORD)?;
         Work::Atomic {
             target,
             compare_swap: opcode == op::COMPARE_SWAP,
@@ -262,20 +254,24 @@ fn respond(
 
 /// The request's envelope, as `UdpFrame::parse` reads it (only for building a template).
 fn request_endpoints(h: &[u8; EXT_AT]) -> UdpEndpoints {
-    let tos = h[IP + 1];
+    let tos = h[env::IPV4_TOS];
     UdpEndpoints {
-        dst_mac: [h[0], h[1], h[2], h[3], h[4], h[5]],
-        src_mac: [h[6], h[7], h[8], h[9], h[10], h[11]],
-        src_ip: ip4(h, IP + 12),
-        dst_ip: ip4(h, IP + 16),
-        src_port: be16(h, UDP),
-        dst_port: be16(h, UDP + 2),
-        dscp: tos >> 2,
-        ecn: tos & 0x3,
-        ip_id: be16(h, IP + 4),
-        ttl: h[IP + 8],
+        dst_mac: bytes(h, env::ETH_DST),
+        src_mac: bytes(h, env::ETH_SRC),
+        src_ip: bytes(h, env::IPV4_SRC),
+        dst_ip: bytes(h, env::IPV4_DST),
+        src_port: be16(h, env::UDP_SRC_PORT),
+        dst_port: be16(h, env::UDP_DST_PORT),
+        dscp: tos >> DSCP_SHIFT,
+        ecn: tos & ECN_MASK,
+        ip_id: be16(h, env::IPV4_ID),
+        ttl: h[env::IPV4_TTL],
     }
 }
+
+/// The TOS byte: DSCP in the high six bits, ECN in the low two.
+const DSCP_SHIFT: u32 = 2;
+const ECN_MASK: u8 = 0x3;
 
 #[cfg(test)]
 #[path = "fast_tests.rs"]

@@ -4,21 +4,22 @@
 //! Both are pure functions of bytes: a cache entry is used only when the bytes it was built from are
 //! equal to the new frame's, so a stale entry costs a rebuild, never a wrong answer.
 
-use dta_protocol::roce::{bth, IcrcPrefix, ICRC_LEN};
-use dta_protocol::udp::{ETH_HEADER_LEN, HEADERS_LEN};
+use std::ops::Range;
+
+use dta_protocol::roce::ack_template::{self, ACK_TEMPLATE_MAX};
+use dta_protocol::roce::{at, IcrcPrefix, ICRC_LEN};
+use dta_protocol::udp::at as env;
 
 use super::reply::{Outcome, Reply};
 use super::stats::DropReason;
 
-/// Where the BTH of an untagged IPv4 (no options) frame starts.
-pub(crate) const BTH_AT: usize = HEADERS_LEN;
-/// Where what follows the BTH starts.
-pub(crate) const EXT_AT: usize = BTH_AT + bth::HEADER_LEN;
+/// Where what follows the BTH starts: the fixed headers of an untagged IPv4 (no options) frame end there.
+pub(crate) const EXT_AT: usize = at::EXT;
 
 /// The request bytes the iCRC's cached part covers: the IPv4 header up to the BTH's AckReq/PSN word. All
 /// of them are fixed for one QP's stream of one shape (addresses, ports, IPv4 ID, length, opcode, pad
 /// count), and only the last bytes of the frame remain to be hashed.
-const RX_PREFIX: std::ops::Range<usize> = ETH_HEADER_LEN..BTH_AT + bth::ACK_PSN_OFFSET;
+const RX_PREFIX: Range<usize> = env::IPV4..at::BTH_ACK_REQ;
 const RX_PREFIX_LEN: usize = RX_PREFIX.end - RX_PREFIX.start;
 
 /// The CRC state over the invariant headers of the last request seen on a QP.
@@ -88,100 +89,75 @@ fn same_prefix(a: &[u8; RX_PREFIX_LEN], b: &[u8; RX_PREFIX_LEN]) -> bool {
     diff == 0
 }
 
-/// The request bytes a response's envelope follows from (see `Reply::new`): both MACs, the TOS byte
-/// (DSCP; the ECN bits are not copied but keying on them costs nothing), both IPv4 addresses and the UDP
-/// source port. The peer QPN is fixed per QP, and templates live in their QP.
-pub(crate) const KEY_LEN: usize = 12 + 1 + 8 + 2;
+/// The request bytes a response's envelope follows from (see `Reply::new`): both MACs (adjacent), the
+/// TOS byte (DSCP; the ECN bits are not copied but keying on them costs nothing), both IPv4 addresses
+/// (adjacent) and the UDP source port. The peer QPN is fixed per QP, and templates live in their QP.
+const KEY_MACS: Range<usize> = env::ETH_DST.start..env::ETH_SRC.end;
+const KEY_IPS: Range<usize> = env::IPV4_SRC.start..env::IPV4_DST.end;
+const KEY_PORT: Range<usize> = env::UDP_SRC_PORT;
+/// Where each part lies in the key.
+const K_MACS: Range<usize> = 0..KEY_MACS.end - KEY_MACS.start;
+const K_TOS: usize = K_MACS.end;
+const K_IPS: Range<usize> = K_TOS + 1..K_TOS + 1 + (KEY_IPS.end - KEY_IPS.start);
+const K_PORT: Range<usize> = K_IPS.end..K_IPS.end + (KEY_PORT.end - KEY_PORT.start);
+pub(crate) const KEY_LEN: usize = K_PORT.end;
 pub(crate) type ReplyKey = [u8; KEY_LEN];
 
-/// The [`ReplyKey`] of a request frame at least [`HEADERS_LEN`] bytes long.
+/// The [`ReplyKey`] of a request frame at least [`EXT_AT`] bytes long.
 pub(crate) fn reply_key(frame: &[u8]) -> Option<ReplyKey> {
     let mut k = [0u8; KEY_LEN];
-    k[..12].copy_from_slice(frame.get(..12)?);
-    k[12] = *frame.get(ETH_HEADER_LEN + 1)?;
-    k[13..21].copy_from_slice(frame.get(ETH_HEADER_LEN + 12..ETH_HEADER_LEN + 20)?);
-    k[21..23].copy_from_slice(frame.get(ETH_HEADER_LEN + 20..ETH_HEADER_LEN + 22)?);
+    k[K_MACS].copy_from_slice(frame.get(KEY_MACS)?);
+    k[K_TOS] = *frame.get(env::IPV4_TOS)?;
+    k[K_IPS].copy_from_slice(frame.get(KEY_IPS)?);
+    k[K_PORT].copy_from_slice(frame.get(KEY_PORT)?);
     Some(k)
 }
 
-/// ACKNOWLEDGE: headers, BTH, AETH, iCRC.
-const ACK_LEN: usize = EXT_AT + 4 + ICRC_LEN;
-/// ATOMIC ACKNOWLEDGE: ACKNOWLEDGE's parts and the 8-byte original value.
-const ATOMIC_ACK_LEN: usize = ACK_LEN + 8;
-/// The PSN inside the BTH.
-const PSN_AT: usize = BTH_AT + 9;
-/// The MSN inside the AETH (after its syndrome byte).
-const MSN_AT: usize = EXT_AT + 1;
-/// The original remote data of an ATOMIC ACKNOWLEDGE.
-const ORIG_AT: usize = EXT_AT + 4;
-
 /// A positive ACKNOWLEDGE or ATOMIC ACKNOWLEDGE for one requester, built once by the general path's
-/// [`Reply`] and then patched: PSN, MSN, the original value and the iCRC are all that differ between two
-/// of them (the IPv4 header, its checksum included, does not change).
+/// [`Reply`] and then patched by `dta_protocol`'s [`ack_template::AckTemplate`]: PSN, MSN, the original
+/// value and the iCRC are all that differ between two of them (the IPv4 header, its checksum included,
+/// does not change). The key says which requests it answers.
 #[derive(Debug, Clone)]
 pub(crate) struct AckTemplate {
     key: ReplyKey,
-    atomic: bool,
-    frame: [u8; ATOMIC_ACK_LEN],
-    icrc: IcrcPrefix,
+    frame: ack_template::AckTemplate,
 }
 
 impl AckTemplate {
     /// The template of `reply`'s ACK (or ATOMIC ACK), or `None` if the general path cannot build one.
     pub fn new(key: ReplyKey, reply: &Reply, atomic: bool) -> Option<Self> {
-        let mut frame = [0u8; ATOMIC_ACK_LEN];
+        let mut frame = [0u8; ACK_TEMPLATE_MAX];
         let n = match atomic {
             true => reply.atomic_ack(&mut frame, 0, 0, 0),
             false => reply.ack(&mut frame, 0, 0),
         };
-        let want = if atomic { ATOMIC_ACK_LEN } else { ACK_LEN };
-        if n != Outcome::Respond(want) {
+        let Outcome::Respond(n) = n else {
             return None;
-        }
-        let icrc = IcrcPrefix::new(&frame[..want]).ok()?;
-        Some(AckTemplate {
-            key,
-            atomic,
-            frame,
-            icrc,
-        })
+        };
+        let frame = ack_template::AckTemplate::new(frame.get(..n)?).ok()?;
+        (frame.is_atomic() == atomic).then_some(AckTemplate { key, frame })
     }
 
     /// Whether this template answers the request whose first bytes are `h` (the key's bytes compared
     /// where they lie in the frame, without assembling a key first) with an ATOMIC ACK or not.
     #[inline]
     pub fn fits(&self, h: &[u8; EXT_AT], atomic: bool) -> bool {
-        let (k, ip) = (&self.key, ETH_HEADER_LEN);
-        self.atomic == atomic
-            && h[..12] == k[..12]
-            && h[ip + 1] == k[12]
-            && h[ip + 12..ip + 20] == k[13..21]
-            && h[ip + 20..ip + 22] == k[21..23]
+        let k = &self.key;
+        self.frame.is_atomic() == atomic
+            && h[KEY_MACS] == k[K_MACS]
+            && h[env::IPV4_TOS] == k[K_TOS]
+            && h[KEY_IPS] == k[K_IPS]
+            && h[KEY_PORT] == k[K_PORT]
     }
 
     /// Writes the response for `psn`, `msn` (and `orig` for an ATOMIC ACKNOWLEDGE) into `out`.
     #[inline]
     pub fn write(&self, out: &mut [u8], psn: u32, msn: u32, orig: u64) -> Outcome {
-        // Two copies of constant length rather than one of a variable one: the compiler inlines those.
-        let out = if self.atomic {
-            let Some(out) = out.get_mut(..ATOMIC_ACK_LEN) else {
-                return Outcome::Dropped(DropReason::Malformed);
-            };
-            out.copy_from_slice(&self.frame);
-            out[ORIG_AT..ORIG_AT + 8].copy_from_slice(&orig.to_be_bytes());
-            out
-        } else {
-            let Some(out) = out.get_mut(..ACK_LEN) else {
-                // What `FrameRepr::emit` does with a too-small buffer (a caller's bug).
-                return Outcome::Dropped(DropReason::Malformed);
-            };
-            out.copy_from_slice(&self.frame[..ACK_LEN]);
-            out
-        };
-        out[PSN_AT..PSN_AT + 3].copy_from_slice(&psn.to_be_bytes()[1..]);
-        out[MSN_AT..MSN_AT + 3].copy_from_slice(&msn.to_be_bytes()[1..]);
-        self.icrc.fill(out);
-        Outcome::Respond(out.len())
+        match self.frame.write(out, psn, msn, orig) {
+            Some(n) => Outcome::Respond(n),
+            // What `FrameRepr::emit` does with a too-small buffer (a caller's bug).
+            None => Outcome::Dropped(DropReason::Malformed),
+        }
     }
 }
 
@@ -189,7 +165,7 @@ impl AckTemplate {
 mod tests {
     use super::*;
     use dta_protocol::roce::{icrc, FrameRepr};
-    use dta_protocol::udp::UdpEndpoints;
+    use dta_protocol::udp::{UdpEndpoints, ETH_HEADER_LEN};
     use rand_chacha::ChaCha8Rng;
     use rand_core::{RngCore, SeedableRng};
 

@@ -12,9 +12,13 @@ use crate::field::{f, FieldSpec};
 use crate::field::{get_u32, set_u32, Field, Rest};
 use crate::Result;
 
-pub(crate) mod field {
+/// Byte offsets of the fields, relative to the start of this header: the one statement of where each
+/// lies, which the view reads and the fast paths shift to frame or report offsets.
+pub mod field {
     use super::{Field, Rest};
+    /// List ID.
     pub const LIST_ID: Field = 0..4;
+    /// The entry, the rest of the report.
     pub const DATA: Rest = 4..;
 }
 

@@ -15,15 +15,22 @@ use crate::error::{check_len, check_room};
 use crate::field::{f, FieldSpec};
 use crate::{Error, Result};
 
-mod field {
+/// Byte offsets and bit masks of the base header's fields: the one statement of where each lies, which the
+/// view reads and the report's fast path uses.
+pub mod field {
+    /// The DTA opcode.
     pub const OPCODE: usize = 0;
     /// Seq form only.
     pub const SEQNUM: usize = 1;
     /// The flags byte follows the opcode in the compact form and the seqnum in the seq form.
     pub const COMPACT_FLAGS: usize = 1;
+    /// The flags byte of the seq form.
     pub const SEQ_FLAGS: usize = 2;
+    /// Immediate, in the flags byte.
     pub const IMMEDIATE: u8 = 0x80;
+    /// Retransmit, in the flags byte.
     pub const RETRANSMIT: u8 = 0x40;
+    /// The six reserved bits of the flags byte, which must be zero.
     pub const RESERVED: u8 = 0x3F;
 }
 
@@ -80,7 +87,8 @@ impl HeaderForm {
         }
     }
 
-    const fn flags_offset(self) -> usize {
+    /// Offset of the flags byte (immediate, retransmit, reserved): the form's last byte.
+    pub const fn flags_offset(self) -> usize {
         match self {
             HeaderForm::Compact => field::COMPACT_FLAGS,
             HeaderForm::Seq => field::SEQ_FLAGS,

@@ -10,10 +10,15 @@ use crate::field::{f, FieldSpec};
 use crate::field::{get_u32, get_u64, set_u32, set_u64, Field};
 use crate::Result;
 
-pub(crate) mod field {
+/// Byte offsets of the fields, relative to the start of this header: the one statement of where each
+/// lies, which the view reads and the fast paths shift to frame or report offsets.
+pub mod field {
     use super::Field;
+    /// Redundancy N.
     pub const REDUNDANCY: usize = 0;
+    /// Key.
     pub const KEY: Field = 1..5;
+    /// The value to add.
     pub const COUNTER: Field = 5..13;
 }
 

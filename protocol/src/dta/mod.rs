@@ -41,6 +41,23 @@ pub const DTA_NACK_UDP_PORT: u16 = 40044;
 /// Largest Key-Write / Key-Increment redundancy accepted (the reference stops at 4).
 pub const N_MAX: u8 = 8;
 
+/// The DTA opcodes' wire values, for code that matches on the raw byte (the report's fast path); [`Opcode`]
+/// is the typed form and maps to and from exactly these.
+pub mod opcode {
+    /// Key-Write.
+    pub const KEY_WRITE: u8 = 0x01;
+    /// Append.
+    pub const APPEND: u8 = 0x02;
+    /// Key-Increment.
+    pub const KEY_INCREMENT: u8 = 0x03;
+    /// Postcarding.
+    pub const POSTCARD: u8 = 0x04;
+    /// Sketch-Merge.
+    pub const SKETCH_MERGE: u8 = 0x05;
+    /// Postcarding with the path length carried in the report.
+    pub const POSTCARD_PATH_LEN: u8 = 0x06;
+}
+
 /// The DTA opcodes: 0x01–0x04 as in the reference, 0x05–0x06 are this project's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Opcode {
@@ -62,24 +79,24 @@ impl Opcode {
     /// The opcode's wire value.
     pub const fn code(self) -> u8 {
         match self {
-            Opcode::KeyWrite => 0x01,
-            Opcode::Append => 0x02,
-            Opcode::KeyIncrement => 0x03,
-            Opcode::Postcard => 0x04,
-            Opcode::SketchMerge => 0x05,
-            Opcode::PostcardPathLen => 0x06,
+            Opcode::KeyWrite => opcode::KEY_WRITE,
+            Opcode::Append => opcode::APPEND,
+            Opcode::KeyIncrement => opcode::KEY_INCREMENT,
+            Opcode::Postcard => opcode::POSTCARD,
+            Opcode::SketchMerge => opcode::SKETCH_MERGE,
+            Opcode::PostcardPathLen => opcode::POSTCARD_PATH_LEN,
         }
     }
 
     /// The opcode for a wire value.
     pub const fn from_code(code: u8) -> Result<Self> {
         Ok(match code {
-            0x01 => Opcode::KeyWrite,
-            0x02 => Opcode::Append,
-            0x03 => Opcode::KeyIncrement,
-            0x04 => Opcode::Postcard,
-            0x05 => Opcode::SketchMerge,
-            0x06 => Opcode::PostcardPathLen,
+            opcode::KEY_WRITE => Opcode::KeyWrite,
+            opcode::APPEND => Opcode::Append,
+            opcode::KEY_INCREMENT => Opcode::KeyIncrement,
+            opcode::POSTCARD => Opcode::Postcard,
+            opcode::SKETCH_MERGE => Opcode::SketchMerge,
+            opcode::POSTCARD_PATH_LEN => Opcode::PostcardPathLen,
             other => return Err(Error::UnknownOpcode(other)),
         })
     }

@@ -15,14 +15,19 @@ use crate::field::{f, FieldSpec};
 use crate::field::{get_u32, set_u32, Field};
 use crate::{Error, Result};
 
-pub(crate) mod field {
+/// Byte offsets of the fields, relative to the start of this header: the one statement of where each
+/// lies, which the view reads and the fast paths shift to report offsets.
+pub mod field {
     use super::Field;
+    /// Flow key.
     pub const KEY: Field = 0..4;
+    /// Hop, 1-based.
     pub const HOP: usize = 4;
-    /// Opcode 0x06 only.
+    /// Path length: opcode 0x06 only.
     pub const PATH_LEN: usize = 5;
     /// The data follows the hop in 0x04 and the path length in 0x06.
     pub const DATA: Field = 5..9;
+    /// The data of opcode 0x06.
     pub const DATA_WITH_PATH_LEN: Field = 6..10;
 }
 

@@ -11,8 +11,9 @@ use super::keyincrement::{self, KeyIncrementRepr};
 use super::keywrite::{self, KeyWriteRepr, DATA_LENS};
 use super::postcard::{self, PostcardPathLenRepr, PostcardRepr, Variant};
 use super::sketch::{self, SketchOp, SketchRepr};
-use super::Opcode;
+use super::{opcode as op, Opcode};
 use crate::error::check_room;
+use crate::field::{get_u16, get_u32, get_u64};
 use crate::{Error, Result};
 
 const HEADER: &str = "DTA report";
@@ -236,21 +237,24 @@ impl<'a> ReportRepr<'a> {
             HeaderForm::Seq => {
                 let (h, data) =
                     udp_payload.split_first_chunk::<{ base::SEQ_LEN + keywrite::HEADER_LEN }>()?;
-                (&h[base::SEQ_LEN - 1..], data, Some(h[1]))
+                (
+                    &h[base::field::SEQ_FLAGS..],
+                    data,
+                    Some(h[base::field::SEQNUM]),
+                )
             }
             HeaderForm::Compact => {
                 let (h, data) = udp_payload
                     .split_first_chunk::<{ base::COMPACT_LEN + keywrite::HEADER_LEN }>()?;
-                (&h[base::COMPACT_LEN - 1..], data, None)
+                (&h[base::field::COMPACT_FLAGS..], data, None)
             }
         };
-        // `h`: the flags byte (the base header's last), the redundancy, the key.
-        let &[flags, redundancy, k0, k1, k2, k3] = h else {
-            return None;
-        };
-        // The reserved bits (the low six of the flags byte) must be zero.
-        if udp_payload[0] != Opcode::KeyWrite.code()
-            || flags & 0x3F != 0
+        // `h`: the flags byte (the base header's last), then the Key-Write header.
+        let (&flags, kw) = h.split_first()?;
+        let kw: &[u8; keywrite::HEADER_LEN] = kw.try_into().ok()?;
+        let redundancy = kw[keywrite::field::REDUNDANCY];
+        if udp_payload[base::field::OPCODE] != op::KEY_WRITE
+            || flags & base::field::RESERVED != 0
             || data.len() != data_len
             || !redundancy_ok(redundancy)
         {
@@ -260,7 +264,7 @@ impl<'a> ReportRepr<'a> {
             quick_base_repr(Opcode::KeyWrite, seqnum, flags),
             KeyWriteRepr {
                 redundancy,
-                key: u32::from_be_bytes([k0, k1, k2, k3]),
+                key: get_u32(&kw[keywrite::field::KEY]),
                 data,
             },
         ))
@@ -314,13 +318,6 @@ impl<'a> ReportRepr<'a> {
     }
 }
 
-/// A big-endian u32 at `at` of `b`, or `None` past its end.
-#[inline]
-fn be32(b: &[u8], at: usize) -> Option<u32> {
-    b.get(at..at + 4)
-        .map(|w| u32::from_be_bytes([w[0], w[1], w[2], w[3]]))
-}
-
 /// Whether a redundancy is in `1..=N_MAX` (what `check_redundancy` accepts).
 #[inline]
 fn redundancy_ok(n: u8) -> bool {
@@ -331,17 +328,17 @@ fn redundancy_ok(n: u8) -> bool {
 /// bits are clear (what [`quick`] checks first).
 #[inline(always)]
 fn quick_base<'a>(p: &'a [u8], fmt: &ReportFormat) -> Option<(u8, Option<u8>, &'a [u8])> {
-    let hl = fmt.form.header_len();
-    let flags = *p.get(hl - 1)?;
-    // The reserved bits (the low six of the flags byte, the base header's last byte) must be zero.
-    if flags & 0x3F != 0 {
+    // The flags byte is the base header's last in both forms.
+    let (head, rest) = p.split_at_checked(fmt.form.header_len())?;
+    let &flags = head.last()?;
+    if flags & base::field::RESERVED != 0 {
         return None;
     }
     let seqnum = match fmt.form {
         HeaderForm::Compact => None,
-        HeaderForm::Seq => Some(p[1]),
+        HeaderForm::Seq => Some(head[base::field::SEQNUM]),
     };
-    Some((flags, seqnum, &p[hl..]))
+    Some((flags, seqnum, rest))
 }
 
 /// The base header of a report that [`quick`] took.
@@ -350,22 +347,23 @@ fn quick_base_repr(opcode: Opcode, seqnum: Option<u8>, flags: u8) -> BaseRepr {
     BaseRepr {
         opcode,
         seqnum,
-        immediate: flags & 0x80 != 0,
-        retransmit: flags & 0x40 != 0,
+        immediate: flags & base::field::IMMEDIATE != 0,
+        retransmit: flags & base::field::RETRANSMIT != 0,
     }
 }
 
 /// A Key-Write body (`rest`, after the base header) at fixed offsets, if every check passes.
 #[inline(always)]
 fn quick_key_write<'a>(rest: &'a [u8], fmt: &ReportFormat) -> Option<KeyWriteRepr<'a>> {
-    let redundancy = *rest.first()?;
-    if rest.len() != keywrite::HEADER_LEN + fmt.keywrite_data_len || !redundancy_ok(redundancy) {
+    let (h, data) = rest.split_first_chunk::<{ keywrite::HEADER_LEN }>()?;
+    let redundancy = h[keywrite::field::REDUNDANCY];
+    if data.len() != fmt.keywrite_data_len || !redundancy_ok(redundancy) {
         return None;
     }
     Some(KeyWriteRepr {
         redundancy,
-        key: be32(rest, 1)?,
-        data: &rest[keywrite::HEADER_LEN..],
+        key: get_u32(&h[keywrite::field::KEY]),
+        data,
     })
 }
 
@@ -374,75 +372,71 @@ fn quick_key_write<'a>(rest: &'a [u8], fmt: &ReportFormat) -> Option<KeyWriteRep
 #[inline]
 fn quick<'a>(p: &'a [u8], fmt: &ReportFormat) -> Option<ReportRepr<'a>> {
     let (flags, seqnum, rest) = quick_base(p, fmt)?;
-    let body = match p[0] {
-        0x01 => Body::KeyWrite(quick_key_write(rest, fmt)?),
-        0x02 => {
-            if rest.len() != append::HEADER_LEN + fmt.append_entry_len {
+    let body = match p[base::field::OPCODE] {
+        op::KEY_WRITE => Body::KeyWrite(quick_key_write(rest, fmt)?),
+        op::APPEND => {
+            let (h, data) = rest.split_first_chunk::<{ append::HEADER_LEN }>()?;
+            if data.len() != fmt.append_entry_len {
                 return None;
             }
             Body::Append(AppendRepr {
-                list_id: be32(rest, 0)?,
-                data: &rest[append::HEADER_LEN..],
+                list_id: get_u32(&h[append::field::LIST_ID]),
+                data,
             })
         }
-        0x03 => {
+        op::KEY_INCREMENT => {
+            use keyincrement::field as f;
             let b: &[u8; keyincrement::HEADER_LEN] = rest.try_into().ok()?;
-            if !redundancy_ok(b[0]) {
+            if !redundancy_ok(b[f::REDUNDANCY]) {
                 return None;
             }
-            let mut counter = [0u8; 8];
-            counter.copy_from_slice(&b[5..13]);
             Body::KeyIncrement(KeyIncrementRepr {
-                redundancy: b[0],
-                key: u32::from_be_bytes([b[1], b[2], b[3], b[4]]),
-                counter: u64::from_be_bytes(counter),
+                redundancy: b[f::REDUNDANCY],
+                key: get_u32(&b[f::KEY]),
+                counter: get_u64(&b[f::COUNTER]),
             })
         }
-        0x04 => {
+        op::POSTCARD => {
+            use postcard::field as f;
             let b: &[u8; postcard::HEADER_LEN] = rest.try_into().ok()?;
-            let hop = b[4];
+            let hop = b[f::HOP];
             if hop == 0 || hop > postcard::MAX_HOPS {
                 return None;
             }
             Body::Postcard(PostcardRepr {
-                key: u32::from_be_bytes([b[0], b[1], b[2], b[3]]),
+                key: get_u32(&b[f::KEY]),
                 hop,
-                data: u32::from_be_bytes([b[5], b[6], b[7], b[8]]),
+                data: get_u32(&b[f::DATA]),
             })
         }
-        0x05 => {
-            let h: &[u8; sketch::HEADER_LEN] = rest.first_chunk()?;
-            let (op, rows, reserved) = (h[1], usize::from(h[6]), h[7]);
-            if rows == 0
-                || rest.len() != sketch::HEADER_LEN + sketch::COUNTER_LEN * rows
-                || op > 1
-                || reserved != 0
-            {
+        op::SKETCH_MERGE => {
+            use sketch::field as f;
+            let (h, counters) = rest.split_first_chunk::<{ sketch::HEADER_LEN }>()?;
+            let (rows, reserved) = (usize::from(h[f::ROWS]), h[f::RESERVED]);
+            let op = SketchOp::from_code(h[f::OP]).ok()?;
+            if rows == 0 || counters.len() != sketch::COUNTER_LEN * rows || reserved != 0 {
                 return None;
             }
             Body::SketchMerge(SketchRepr {
-                sketch_id: h[0],
-                op: if op == 0 {
-                    SketchOp::Sum
-                } else {
-                    SketchOp::Max
-                },
-                reporter_id: u16::from_be_bytes([h[2], h[3]]),
-                column: u16::from_be_bytes([h[4], h[5]]),
-                counters: &rest[sketch::HEADER_LEN..],
+                sketch_id: h[f::SKETCH_ID],
+                op,
+                reporter_id: get_u16(&h[f::REPORTER_ID]),
+                column: get_u16(&h[f::COLUMN]),
+                counters,
             })
         }
-        0x06 => {
+        op::POSTCARD_PATH_LEN => {
+            use postcard::field as f;
             let b: &[u8; postcard::HEADER_LEN_PATH_LEN] = rest.try_into().ok()?;
-            let (hop, path_len) = (b[4], b[5]);
+            let (hop, path_len) = (b[f::HOP], b[f::PATH_LEN]);
             if path_len == 0 || path_len > postcard::MAX_HOPS || hop == 0 || hop > path_len {
                 return None;
             }
             Body::PostcardPathLen(PostcardPathLenRepr {
-                key: u32::from_be_bytes([b[0], b[1], b[2], b[3]]),
+                key: get_u32(&b[f::KEY]),
                 hop,
                 path_len,
-                data: u32::from_be_bytes([b[6], b[7], b[8], b[9]]),
+                data: get_u32(&b[f::DATA_WITH_PATH_LEN]),
             })
         }
         _ => return None,

@@ -14,14 +14,23 @@ use crate::field::{f, FieldSpec};
 use crate::field::{get_u16, get_u32, set_u16, Field, Rest};
 use crate::{Error, Result};
 
-pub(crate) mod field {
+/// Byte offsets of the fields, relative to the start of this header: the one statement of where each
+/// lies, which the view reads and the fast paths shift to report offsets.
+pub mod field {
     use super::{Field, Rest};
+    /// Sketch ID.
     pub const SKETCH_ID: usize = 0;
+    /// Merge operation (0 sum, 1 max).
     pub const OP: usize = 1;
+    /// Reporter ID.
     pub const REPORTER_ID: Field = 2..4;
+    /// Column.
     pub const COLUMN: Field = 4..6;
+    /// Number of rows (counters).
     pub const ROWS: usize = 6;
+    /// Reserved, zero.
     pub const RESERVED: usize = 7;
+    /// The counters, the rest of the report.
     pub const COUNTERS: Rest = 8..;
 }
 

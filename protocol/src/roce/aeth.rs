@@ -10,9 +10,13 @@ use crate::field::{get_u24, set_u24, Field};
 use crate::roce::PSN_MASK;
 use crate::{Error, Result};
 
-mod field {
+/// Byte offsets of the fields, relative to the start of this header: the one statement of where each
+/// lies, which the view reads and the fast paths shift to frame or report offsets.
+pub mod field {
     use super::Field;
+    /// Syndrome: ACK, RNR NAK or NAK and its five-bit value.
     pub const SYNDROME: usize = 0;
+    /// Message sequence number.
     pub const MSN: Field = 1..4;
 }
 

@@ -5,8 +5,11 @@ use crate::field::{f, FieldSpec};
 use crate::field::{get_u64, set_u64, Field};
 use crate::Result;
 
-mod field {
+/// Byte offsets of the fields, relative to the start of this header: the one statement of where each
+/// lies, which the view reads and the fast paths shift to frame or report offsets.
+pub mod field {
     use super::Field;
+    /// The original remote data.
     pub const ORIG: Field = 0..8;
 }
 

@@ -6,11 +6,17 @@ use crate::field::{f, FieldSpec};
 use crate::field::{get_u32, get_u64, set_u32, set_u64, Field};
 use crate::Result;
 
-mod field {
+/// Byte offsets of the fields, relative to the start of this header: the one statement of where each
+/// lies, which the view reads and the fast paths shift to frame or report offsets.
+pub mod field {
     use super::Field;
+    /// Virtual address (8-byte aligned).
     pub const VA: Field = 0..8;
+    /// Remote key.
     pub const RKEY: Field = 8..12;
+    /// Swap or add data.
     pub const SWAP_ADD: Field = 12..20;
+    /// Compare data.
     pub const COMPARE: Field = 20..28;
 }
 

@@ -12,16 +12,43 @@ use crate::field::{get_u16, get_u24, set_u16, set_u24, Field, Rest};
 use crate::roce::{PSN_MASK, QPN_MASK};
 use crate::{Error, Result};
 
-mod field {
+/// Byte offsets and bit masks of the BTH's fields, relative to the start of the BTH: the one statement of
+/// where each field lies, which the view's accessors read and [`crate::roce::at`] shifts to frame offsets.
+pub mod field {
     use super::{Field, Rest};
+    /// Opcode.
     pub const OPCODE: usize = 0;
+    /// SE, MigReq, PadCnt and TVer.
     pub const FLAGS: usize = 1;
+    /// Partition key.
     pub const PKEY: Field = 2..4;
+    /// FECN, BECN and six reserved bits.
     pub const BECN_FECN: usize = 4;
+    /// Destination QP.
     pub const DEST_QP: Field = 5..8;
+    /// AckReq and seven reserved bits: the first byte of the AckReq/PSN word.
     pub const ACK_REQ: usize = 8;
+    /// Packet sequence number.
     pub const PSN: Field = 9..12;
+    /// What follows the BTH.
     pub const PAYLOAD: Rest = 12..;
+
+    /// Solicited event, in the [`FLAGS`] byte.
+    pub const SOLICITED_BIT: u8 = 0x80;
+    /// Migration request, in the [`FLAGS`] byte.
+    pub const MIG_REQ_BIT: u8 = 0x40;
+    /// Where the pad count lies in the [`FLAGS`] byte: `(flags >> PAD_COUNT_SHIFT) & PAD_COUNT_MASK`.
+    pub const PAD_COUNT_SHIFT: u32 = 4;
+    /// The pad count's width, once shifted down.
+    pub const PAD_COUNT_MASK: u8 = 0x3;
+    /// Transport header version, in the [`FLAGS`] byte.
+    pub const TVER_MASK: u8 = 0x0F;
+    /// FECN, in the [`BECN_FECN`] byte.
+    pub const FECN_BIT: u8 = 0x80;
+    /// BECN, in the [`BECN_FECN`] byte.
+    pub const BECN_BIT: u8 = 0x40;
+    /// AckReq, in the [`ACK_REQ`] byte.
+    pub const ACK_REQ_BIT: u8 = 0x80;
 }
 
 /// Length of the BTH.
@@ -177,19 +204,19 @@ impl<T: AsRef<[u8]>> Packet<T> {
     }
     /// Solicited event.
     pub fn solicited(&self) -> bool {
-        self.buffer.as_ref()[field::FLAGS] & 0x80 != 0
+        self.buffer.as_ref()[field::FLAGS] & field::SOLICITED_BIT != 0
     }
     /// Migration request.
     pub fn mig_req(&self) -> bool {
-        self.buffer.as_ref()[field::FLAGS] & 0x40 != 0
+        self.buffer.as_ref()[field::FLAGS] & field::MIG_REQ_BIT != 0
     }
     /// Pad bytes added to the payload to reach a multiple of 4.
     pub fn pad_count(&self) -> u8 {
-        (self.buffer.as_ref()[field::FLAGS] >> 4) & 0x3
+        (self.buffer.as_ref()[field::FLAGS] >> field::PAD_COUNT_SHIFT) & field::PAD_COUNT_MASK
     }
     /// Transport header version.
     pub fn transport_version(&self) -> u8 {
-        self.buffer.as_ref()[field::FLAGS] & 0x0F
+        self.buffer.as_ref()[field::FLAGS] & field::TVER_MASK
     }
     /// Partition key.
     pub fn pkey(&self) -> u16 {
@@ -197,11 +224,11 @@ impl<T: AsRef<[u8]>> Packet<T> {
     }
     /// Forward explicit congestion notification.
     pub fn fecn(&self) -> bool {
-        self.buffer.as_ref()[field::BECN_FECN] & 0x80 != 0
+        self.buffer.as_ref()[field::BECN_FECN] & field::FECN_BIT != 0
     }
     /// Backward explicit congestion notification.
     pub fn becn(&self) -> bool {
-        self.buffer.as_ref()[field::BECN_FECN] & 0x40 != 0
+        self.buffer.as_ref()[field::BECN_FECN] & field::BECN_BIT != 0
     }
     /// Destination queue pair number (24 bits).
     pub fn dest_qp(&self) -> u32 {
@@ -209,7 +236,7 @@ impl<T: AsRef<[u8]>> Packet<T> {
     }
     /// Acknowledge request.
     pub fn ack_req(&self) -> bool {
-        self.buffer.as_ref()[field::ACK_REQ] & 0x80 != 0
+        self.buffer.as_ref()[field::ACK_REQ] & field::ACK_REQ_BIT != 0
     }
     /// Packet sequence number (24 bits).
     pub fn psn(&self) -> u32 {
@@ -236,10 +263,10 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
     }
     /// Sets SE, MigReq, PadCnt and TVer together.
     pub fn set_flags(&mut self, solicited: bool, mig_req: bool, pad_count: u8, tver: u8) {
-        self.buffer.as_mut()[field::FLAGS] = (u8::from(solicited) << 7)
-            | (u8::from(mig_req) << 6)
-            | ((pad_count & 0x3) << 4)
-            | (tver & 0x0F);
+        self.buffer.as_mut()[field::FLAGS] = (if solicited { field::SOLICITED_BIT } else { 0 })
+            | (if mig_req { field::MIG_REQ_BIT } else { 0 })
+            | ((pad_count & field::PAD_COUNT_MASK) << field::PAD_COUNT_SHIFT)
+            | (tver & field::TVER_MASK);
     }
     /// Sets the partition key.
     pub fn set_pkey(&mut self, v: u16) {
@@ -247,7 +274,8 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
     }
     /// Sets FECN and BECN (reserved bits cleared).
     pub fn set_ecn_bits(&mut self, fecn: bool, becn: bool) {
-        self.buffer.as_mut()[field::BECN_FECN] = (u8::from(fecn) << 7) | (u8::from(becn) << 6);
+        self.buffer.as_mut()[field::BECN_FECN] =
+            (if fecn { field::FECN_BIT } else { 0 }) | (if becn { field::BECN_BIT } else { 0 });
     }
     /// Sets the destination QP (low 24 bits of `v`).
     pub fn set_dest_qp(&mut self, v: u32) {
@@ -255,7 +283,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
     }
     /// Sets AckReq (reserved bits cleared).
     pub fn set_ack_req(&mut self, v: bool) {
-        self.buffer.as_mut()[field::ACK_REQ] = u8::from(v) << 7;
+        self.buffer.as_mut()[field::ACK_REQ] = if v { field::ACK_REQ_BIT } else { 0 };
     }
     /// Sets the PSN (low 24 bits of `v`).
     pub fn set_psn(&mut self, v: u32) {

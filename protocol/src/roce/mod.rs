@@ -2,9 +2,13 @@
 //!
 //! One file per header: [`bth`], [`reth`], [`atomic_eth`], [`aeth`], [`atomic_ack_eth`]; the invariant CRC in
 //! [`icrc`]; PSN arithmetic in [`psn`]; and [`frame`], which builds and parses whole
-//! Ethernet/IPv4/UDP/BTH/.../iCRC frames (responses also at fixed offsets, in `response`).
+//! Ethernet/IPv4/UDP/BTH/.../iCRC frames (responses also at fixed offsets, in `response`); [`at`], the
+//! frame offsets of every header's fields, which the fast paths index with; [`ack_template`], ACK frames
+//! patched from a template.
 
+pub mod ack_template;
 pub mod aeth;
+pub mod at;
 pub mod atomic_ack_eth;
 pub mod atomic_eth;
 pub mod bth;
@@ -17,6 +21,7 @@ pub mod response_icrc;
 pub mod reth;
 pub mod short_crc;
 
+pub use ack_template::AckTemplate;
 pub use aeth::{AckKind, AethRepr, NakCode};
 pub use atomic_ack_eth::AtomicAckEthRepr;
 pub use atomic_eth::AtomicEthRepr;

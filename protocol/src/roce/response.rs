@@ -7,9 +7,10 @@
 //! fields straight from their offsets; anything else (requests, CNPs, any malformed field) goes the
 //! general way for its exact error. A property test checks both give the same result, errors included.
 
+use crate::field::{get_u16, get_u64};
 use crate::roce::{
     aeth, atomic_ack_eth, bth, icrc, AckKind, AethRepr, AtomicAckEthRepr, BthOpcode, BthRepr,
-    Extension, FrameRepr, ResponseIcrc, ICRC_LEN, ROCEV2_UDP_PORT,
+    Extension, FrameRepr, ResponseIcrc, ICRC_LEN, PSN_MASK, QPN_MASK, ROCEV2_UDP_PORT,
 };
 use crate::udp::{UdpFrame, HEADERS_LEN};
 use crate::{Error, Result};
@@ -18,8 +19,31 @@ use crate::{Error, Result};
 const ACK_LEN: usize = bth::HEADER_LEN + aeth::HEADER_LEN + ICRC_LEN;
 /// ... and of an ATOMIC ACKNOWLEDGE: BTH, AETH, AtomicAckETH, iCRC.
 const ATOMIC_ACK_LEN: usize = ACK_LEN + atomic_ack_eth::HEADER_LEN;
-// `classify` reads the AtomicAckETH where an ACKNOWLEDGE's iCRC would be: right after the AETH.
-const _: () = assert!(bth::HEADER_LEN + aeth::HEADER_LEN == ACK_LEN - ICRC_LEN);
+
+// Where `classify` and `response` read, from the headers' field tables (offsets in the UDP payload).
+/// The big-endian word ending with the BTH's destination QP (its top byte is the FECN/BECN byte).
+const QP_WORD: usize = bth::field::DEST_QP.end - 4;
+/// The AckReq/PSN word (AckReq in the top bit).
+const PSN_WORD: usize = bth::field::ACK_REQ;
+/// The AETH, as one word: the syndrome in the top byte, the MSN below.
+const AETH_WORD: usize = bth::HEADER_LEN + aeth::field::SYNDROME;
+/// The AtomicAckETH's original remote data.
+const ORIG: core::ops::Range<usize> = crate::udp::at::shift(
+    atomic_ack_eth::field::ORIG,
+    bth::HEADER_LEN + aeth::HEADER_LEN,
+);
+/// Transport version and pad count, both 0 in a response (it carries no payload to pad).
+const TVER_PAD_MASK: u8 =
+    bth::field::TVER_MASK | bth::field::PAD_COUNT_MASK << bth::field::PAD_COUNT_SHIFT;
+/// AckReq in the AckReq/PSN word.
+const ACK_REQ_WORD_BIT: u32 = (bth::field::ACK_REQ_BIT as u32) << 24;
+const _: () = {
+    assert!(bth::field::DEST_QP.end - bth::field::DEST_QP.start == 3);
+    assert!(PSN_WORD == QP_WORD + 4 && bth::field::PSN.end == PSN_WORD + 4);
+    assert!(aeth::field::MSN.start == aeth::field::SYNDROME + 1 && aeth::HEADER_LEN == 4);
+    // `classify` reads the AtomicAckETH where an ACKNOWLEDGE's iCRC would be: right after the AETH.
+    assert!(ORIG.start == ACK_LEN - ICRC_LEN && ORIG.end + ICRC_LEN == ATOMIC_ACK_LEN);
+};
 
 impl<'a> FrameRepr<'a> {
     /// [`parse`](Self::parse) with the UDP layer at fixed offsets ([`UdpFrame::parse_direct`]) and
@@ -132,10 +156,10 @@ impl FrameRepr<'_> {
             return Some(Err(e));
         }
         // The destination QP and AckReq/PSN words in one load.
-        let (dest_qp, ack_psn) = be32_pair(r.head, 4);
+        let (dest_qp, ack_psn) = be32_pair(r.head, QP_WORD);
         Some(Ok(AckFields {
-            dest_qp: dest_qp & 0xFF_FFFF,
-            psn: ack_psn & 0xFF_FFFF,
+            dest_qp: dest_qp & QPN_MASK,
+            psn: ack_psn & PSN_MASK,
             aeth: r.aeth,
             orig: match r.opcode {
                 BthOpcode::Acknowledge => None,
@@ -171,17 +195,7 @@ fn classify(roce: &[u8]) -> Option<Fixed<'_>> {
         (bth::opcode::ATOMIC_ACKNOWLEDGE, ATOMIC_ACK_LEN) => {
             let all = roce.first_chunk::<ATOMIC_ACK_LEN>()?;
             // The AtomicAckETH starts where an ACKNOWLEDGE's iCRC would.
-            let at = ACK_LEN - ICRC_LEN;
-            let orig = u64::from_be_bytes([
-                all[at],
-                all[at + 1],
-                all[at + 2],
-                all[at + 3],
-                all[at + 4],
-                all[at + 5],
-                all[at + 6],
-                all[at + 7],
-            ]);
+            let orig = get_u64(&all[ORIG]);
             (
                 BthOpcode::AtomicAcknowledge,
                 all.first_chunk::<ACK_LEN>()?,
@@ -191,10 +205,10 @@ fn classify(roce: &[u8]) -> Option<Fixed<'_>> {
         _ => return None,
     };
     // Transport version 0 and pad count 0 (a response carries no payload to pad).
-    if head[1] & 0x3F != 0 {
+    if head[bth::field::FLAGS] & TVER_PAD_MASK != 0 {
         return None;
     }
-    let aeth_word = be32(head, bth::HEADER_LEN);
+    let aeth_word = be32(head, AETH_WORD);
     let syndrome = (aeth_word >> 24) as u8;
     let kind = if syndrome >> 5 == 0 {
         // An ACK, every response but a NAK: `from_syndrome`'s first case without its match.
@@ -204,7 +218,7 @@ fn classify(roce: &[u8]) -> Option<Fixed<'_>> {
     };
     let aeth = AethRepr {
         kind,
-        msn: aeth_word & 0xFF_FFFF,
+        msn: aeth_word & PSN_MASK,
     };
     Some(Fixed {
         opcode,
@@ -228,21 +242,21 @@ fn response<'a>(udp: &UdpFrame<'a>, r: Fixed<'_>) -> FrameRepr<'a> {
             },
         ),
     };
-    let (flags, becn_fecn) = (head[1], head[4]);
-    let ack_psn = be32(head, bth::ACK_PSN_OFFSET);
+    let (flags, becn_fecn) = (head[bth::field::FLAGS], head[bth::field::BECN_FECN]);
+    let ack_psn = be32(head, PSN_WORD);
     FrameRepr {
         endpoints: udp.endpoints,
         bth: BthRepr {
             opcode: r.opcode,
-            solicited: flags & 0x80 != 0,
-            mig_req: flags & 0x40 != 0,
+            solicited: flags & bth::field::SOLICITED_BIT != 0,
+            mig_req: flags & bth::field::MIG_REQ_BIT != 0,
             pad_count: 0,
-            pkey: u16::from_be_bytes([head[2], head[3]]),
-            fecn: becn_fecn & 0x80 != 0,
-            becn: becn_fecn & 0x40 != 0,
-            dest_qp: be32(head, 4) & 0xFF_FFFF,
-            ack_req: ack_psn & 0x8000_0000 != 0,
-            psn: ack_psn & 0xFF_FFFF,
+            pkey: get_u16(&head[bth::field::PKEY]),
+            fecn: becn_fecn & bth::field::FECN_BIT != 0,
+            becn: becn_fecn & bth::field::BECN_BIT != 0,
+            dest_qp: be32(head, QP_WORD) & QPN_MASK,
+            ack_req: ack_psn & ACK_REQ_WORD_BIT != 0,
+            psn: ack_psn & PSN_MASK,
         },
         ext,
         payload: &[],

@@ -5,11 +5,17 @@ use crate::field::{f, FieldSpec};
 use crate::field::{get_u32, get_u64, set_u32, set_u64, Field, Rest};
 use crate::Result;
 
-mod field {
+/// Byte offsets of the fields, relative to the start of this header: the one statement of where each
+/// lies, which the view reads and the fast paths shift to frame or report offsets.
+pub mod field {
     use super::{Field, Rest};
+    /// Virtual address.
     pub const VA: Field = 0..8;
+    /// Remote key.
     pub const RKEY: Field = 8..12;
+    /// DMA length.
     pub const DMA_LEN: Field = 12..16;
+    /// What follows the RETH (the WRITE payload).
     pub const PAYLOAD: Rest = 16..;
 }
 

@@ -28,7 +28,9 @@
 //!   `x^95 mod P`, its top 32 bits fold into the low 64 with `x^63 mod P`, and a Barrett step with
 //!   `µ = x^64 div P` takes the 64 bits to 32.
 
+use crate::roce::at;
 use crate::roce::crc_table::CRC32_ISO_HDLC;
+use crate::roce::ICRC_LEN;
 
 /// zlib's polynomial, normal form without the `x^32` term.
 const POLY: u32 = 0x04c1_1db7;
@@ -287,7 +289,35 @@ impl TailCrc {
 
 /// The length of a [`Write8`] frame: Ethernet, IPv4 without options, UDP, BTH, RETH, 8 payload bytes,
 /// iCRC.
-pub const WRITE8_LEN: usize = 82;
+pub const WRITE8_LEN: usize = at::write_only_len(W8_PAYLOAD_LEN);
+
+/// Where a [`Write8`] frame's parts lie, from [`at`]. The iCRC's window is the two 16-byte blocks ending
+/// at the iCRC; `clmul::write8` builds each block in a register from its fields, so the asserts below
+/// pin the fields to the blocks: block 1 is the 4 bytes before the PSN word (the BTH's FECN/BECN byte and
+/// destination QP, covered by the prefix state and masked out of the fold), the AckReq/PSN word and the
+/// RETH's VA; block 2 the R_Key, the DMA length and the payload.
+const W8_PAYLOAD_LEN: usize = 8;
+const W8_BLOCK: usize = 16;
+/// The iCRC.
+const W8_ICRC: usize = WRITE8_LEN - ICRC_LEN;
+/// The window's first block.
+const W8_WINDOW: usize = W8_ICRC - 2 * W8_BLOCK;
+/// The window's second block.
+const W8_BLOCK2: usize = W8_WINDOW + W8_BLOCK;
+/// Bytes at the window's start that the prefix state covers.
+const W8_SKIP: usize = at::BTH_ACK_REQ - W8_WINDOW;
+/// The template's head: whole blocks up to past the window's start (their last bytes are overwritten
+/// by block 1), held in three registers.
+const W8_HEAD: usize = W8_WINDOW.div_ceil(W8_BLOCK) * W8_BLOCK;
+const _: () = {
+    assert!(W8_HEAD == 3 * W8_BLOCK);
+    assert!(W8_WINDOW == at::BTH_BECN_FECN && at::BTH_DEST_QP.end == at::BTH_ACK_REQ);
+    assert!(W8_SKIP == 4 && at::BTH_PSN.end == at::RETH_VA.start);
+    assert!(at::RETH_VA.end == W8_BLOCK2 && at::RETH_RKEY.start == W8_BLOCK2);
+    assert!(at::RETH_DMA_LEN.start == at::RETH_RKEY.end);
+    assert!(at::WRITE_PAYLOAD == at::RETH_DMA_LEN.end);
+    assert!(at::WRITE_PAYLOAD + W8_PAYLOAD_LEN == W8_ICRC);
+};
 
 /// The per-frame fields of a [`Write8`] frame.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -299,7 +329,7 @@ pub struct Write8Fields {
     /// The RETH's R_Key.
     pub rkey: u32,
     /// The payload (a Key-Write entry: the key's checksum and 4 data bytes).
-    pub payload: [u8; 8],
+    pub payload: [u8; W8_PAYLOAD_LEN],
 }
 
 /// RDMA WRITE ONLY frames with an 8-byte payload (Key-Write's entry for 4-byte values, the common frame)
@@ -310,8 +340,9 @@ pub struct Write8Fields {
 /// it, and the caller builds such frames another way).
 #[derive(Clone, Debug)]
 pub struct Write8 {
-    /// The template's first 48 bytes (to just past the BTH's P_Key; bytes 46..48 are rewritten).
-    head: [u8; 48],
+    /// The template's first `W8_HEAD` bytes (to just past the BTH's P_Key; those from `W8_WINDOW` on
+    /// are rewritten).
+    head: [u8; W8_HEAD],
     /// The template's 4 bytes before the PSN word (the BTH's reserved byte and destination QP), as a
     /// little-endian word.
     before_psn: u32,
@@ -335,9 +366,9 @@ impl Write8 {
             ))
         };
         Some(Write8 {
-            head: template.get(..48)?.try_into().ok()?,
-            before_psn: word(46)?,
-            dma_len: word(66)?,
+            head: template.get(..W8_HEAD)?.try_into().ok()?,
+            before_psn: word(W8_WINDOW)?,
+            dma_len: word(at::RETH_DMA_LEN.start)?,
             zeros,
         })
     }
@@ -479,19 +510,19 @@ mod clmul {
         fields: &[super::Write8Fields],
         k: &super::Write8,
     ) -> usize {
-        use super::WRITE8_LEN;
-        // The head, as three blocks held in registers through the loop (bytes 46..48 are overwritten by
-        // the first window block).
+        use super::{W8_BLOCK2, W8_ICRC, W8_SKIP, W8_WINDOW, WRITE8_LEN};
+        // The head, as three blocks held in registers through the loop (its bytes from `W8_WINDOW` on
+        // are overwritten by the first window block).
         let head = k.head.as_ptr() as *const __m128i;
-        // SAFETY: `head` is 48 bytes.
+        // SAFETY: `head` is `W8_HEAD`, 48, bytes (asserted beside it).
         let (h0, h1, h2) = (
             _mm_loadu_si128(head),
             _mm_loadu_si128(head.add(1)),
             _mm_loadu_si128(head.add(2)),
         );
-        // The window's first 4 bytes are in the prefix state: masked out of the fold.
+        // The window's first `W8_SKIP` (4) bytes are in the prefix state: masked out of the fold.
         // SAFETY: as in `linear` (skip 4).
-        let keep = _mm_loadu_si128(KEEP_MASKS.as_ptr().add(12) as *const __m128i);
+        let keep = _mm_loadu_si128(KEEP_MASKS.as_ptr().add(16 - W8_SKIP) as *const __m128i);
         let mut n = 0;
         for (room, f) in rooms.iter_mut().zip(fields) {
             let Some(frame) = room.get_mut(..WRITE8_LEN) else {
@@ -505,14 +536,15 @@ mod clmul {
             let w2 = u64::from(f.rkey.to_be()) | u64::from(k.dma_len) << 32;
             let b2 = _mm_set_epi64x(i64::from_le_bytes(f.payload), w2 as i64);
             let p = frame.as_mut_ptr() as *mut __m128i;
-            // SAFETY: `frame` is WRITE8_LEN (82) bytes: blocks at 0, 16, 32, 46 and 62 end by 78.
+            // SAFETY: `frame` is WRITE8_LEN (82) bytes: blocks at 0, 16, 32, W8_WINDOW (46) and
+            // W8_BLOCK2 (62) end by W8_ICRC (78).
             _mm_storeu_si128(p, h0);
             _mm_storeu_si128(p.add(1), h1);
             _mm_storeu_si128(p.add(2), h2);
-            _mm_storeu_si128(frame.as_mut_ptr().add(46) as *mut __m128i, b1);
-            _mm_storeu_si128(frame.as_mut_ptr().add(62) as *mut __m128i, b2);
+            _mm_storeu_si128(frame.as_mut_ptr().add(W8_WINDOW) as *mut __m128i, b1);
+            _mm_storeu_si128(frame.as_mut_ptr().add(W8_BLOCK2) as *mut __m128i, b2);
             let crc = !(k.zeros ^ reduce(fold(_mm_and_si128(b1, keep), b2)));
-            if let Some(slot) = frame.get_mut(78..82) {
+            if let Some(slot) = frame.get_mut(W8_ICRC..WRITE8_LEN) {
                 slot.copy_from_slice(&crc.to_le_bytes());
             }
             n += 1;
