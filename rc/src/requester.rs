@@ -14,18 +14,17 @@
 
 use std::time::Duration;
 
-use dta_protocol::dta::Opcode;
 use dta_protocol::roce::{
     aeth::rnr_timer_ns, AckKind, BthOpcode, Extension, FrameRepr, NakCode, PSN_MASK, QPN_MASK,
 };
 
 use crate::config::{RateConfig, RequesterConfig};
-use crate::counters::{opcode_index, Counters};
 use crate::dcqcn::Dcqcn;
 use crate::frames::{FrameBuilder, FrameOut, Op, Payload};
 use crate::psn;
 use crate::rate::RateLimiter;
 use crate::rtt::RttEstimator;
+use crate::stats::{Tag, Tally};
 use crate::time::{nanos, Earliest, Instant};
 
 use self::burst::{BurstBuild, FetchAdds, Stage8, Writes, Writes8};
@@ -33,16 +32,17 @@ use self::ring::Ring;
 
 mod burst;
 
-/// An operation and the primitive it serves (for per-primitive counters).
+/// An operation and the caller's tag for it (handed back when it is first sent, see [`Tally::first_sent`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WorkRequest {
     /// What to do.
     pub op: Op,
-    /// Which primitive asked.
-    pub primitive: Opcode,
-    /// Reports this work request completes. Every report the engine takes is carried by exactly one work
-    /// request (the last of its own, or the one that writes what its primitive batched or cached) or held
-    /// by its primitive until one carries it: acknowledged, its reports are written; dropped (a collector
+    /// The caller's tag.
+    pub tag: Tag,
+    /// Reports this work request completes (the caller's unit; the requester only sums them). Every
+    /// report the translator's engine takes is carried by exactly one work
+    /// request (the last of its own, or the one that writes what the caller batched or cached) or held
+    /// by the caller until one carries it: acknowledged, its reports are written; dropped (a collector
     /// restart, a stop), they are counted as lost, in reports ([`Requester::held_reports`]).
     pub reports: u32,
 }
@@ -283,17 +283,17 @@ impl Requester {
         self.ring.push_back(wr);
     }
 
-    /// Queues a WRITE of `payload` at `va` for `primitive`: what [`push`](Self::push) of that work request
+    /// Queues a WRITE of `payload` at `va`, tagged `tag`: what [`push`](Self::push) of that work request
     /// queues, with the work request written field by field into its ring slot. `push` builds the whole
     /// work request first and copies it in after the ring's growth check (a call the work request must
     /// outlive, so it sat on the stack): callgrind counted ~20 instructions a Key-Write copy for that.
     #[inline(always)]
-    pub fn push_write(&mut self, primitive: Opcode, va: u64, rkey: u32, payload: Payload) {
+    pub fn push_write(&mut self, tag: Tag, va: u64, rkey: u32, payload: Payload) {
         // Its `psn`, `sent_at` and flags are set when it enters the window.
         let Some(wr) = self.ring.push_back_in_place() else {
             return;
         };
-        wr.primitive = primitive;
+        wr.tag = tag;
         // A caller whose write completes reports says so next ([`add_reports`](Self::add_reports)).
         wr.reports = 0;
         ring::overwrite(&mut wr.op, Op::Write { va, rkey, payload });
@@ -348,12 +348,12 @@ impl Requester {
         self.closed
     }
 
-    /// Queues `n` work requests for `primitive`, the `k`th's operation `op(k)` (`k` in `0..n`): what `n`
+    /// Queues `n` work requests tagged `tag`, the `k`th's operation `op(k)` (`k` in `0..n`): what `n`
     /// [`push`](Self::push)es of them queue, with the ring's growth checked and its length moved once
     /// for all `n` and each operation built in its slot (Key-Write's and Key-Increment's N copies a
     /// report).
     #[inline(always)]
-    pub fn push_n_with(&mut self, primitive: Opcode, n: u8, mut op: impl FnMut(u8) -> Op) {
+    pub fn push_n_with(&mut self, tag: Tag, n: u8, mut op: impl FnMut(u8) -> Op) {
         // Their `psn`, `sent_at` and flags are set when they enter the window.
         let (slots, first, mask) = self.ring.push_back_n_in_place(usize::from(n));
         for k in 0..n {
@@ -362,7 +362,7 @@ impl Requester {
                 continue;
             };
             let wr = &mut slot.wr;
-            wr.primitive = primitive;
+            wr.tag = tag;
             // The report's last copy carries it (written once all its copies are).
             wr.reports = u32::from(k + 1 == n);
             ring::overwrite(&mut wr.op, op(k));
@@ -370,7 +370,7 @@ impl Requester {
     }
 
     /// Writes the next frame to send into `out`, if any may go now.
-    pub fn poll_transmit(&mut self, now: Instant, c: &mut Counters, out: &mut Vec<u8>) -> bool {
+    pub fn poll_transmit(&mut self, now: Instant, c: &mut impl Tally, out: &mut Vec<u8>) -> bool {
         self.transmit(now, c, out).is_some()
     }
 
@@ -380,7 +380,7 @@ impl Requester {
     pub fn poll_transmit_into(
         &mut self,
         now: Instant,
-        c: &mut Counters,
+        c: &mut impl Tally,
         buf: &mut [u8],
     ) -> Option<usize> {
         self.transmit(now, c, buf)
@@ -389,7 +389,7 @@ impl Requester {
     fn transmit<O: FrameOut + ?Sized>(
         &mut self,
         now: Instant,
-        c: &mut Counters,
+        c: &mut impl Tally,
         out: &mut O,
     ) -> Option<usize> {
         if self.error.is_some() {
@@ -408,12 +408,12 @@ impl Requester {
         if self.sent < self.win {
             return self.retransmit(now, c, out);
         }
-        // The front work request's slot found once (its facts read once: opcode, primitive, length), and
+        // The front work request's slot found once (its facts read once: opcode, tag, length), and
         // the next one's from it: each ring lookup and op match costs a few instructions on every frame.
         let at = self.win;
         let slot = self.ring.slot_of(at)?;
         let front = &self.ring.at(slot)?.wr;
-        let (atomic, primitive) = (front.op.is_atomic(), front.primitive);
+        let (atomic, tag) = (front.op.is_atomic(), front.tag);
         // The frame's length only for the rate: whether it fits `out` is learnt from the build (below),
         // which saves computing it for every frame.
         let limited_len = self.limited.then(|| front.op.frame_len());
@@ -465,7 +465,7 @@ impl Requester {
             self.atomics += 1;
         }
         self.heap_in_win += usize::from(heap);
-        c.ops_out[opcode_index(primitive)] += 1;
+        c.first_sent(tag);
         self.win += 1;
         self.sent += 1;
         self.next_psn = psn::add(psn, 1);
@@ -482,7 +482,7 @@ impl Requester {
     pub fn transmit_burst(
         &mut self,
         now: Instant,
-        c: &mut Counters,
+        c: &mut impl Tally,
         bufs: &mut [&mut [u8]],
         lens: &mut [usize],
     ) -> usize {
@@ -527,7 +527,7 @@ impl Requester {
     fn burst_new(
         &mut self,
         now: Instant,
-        c: &mut Counters,
+        c: &mut impl Tally,
         bufs: &mut [&mut [u8]],
         lens: &mut [usize],
     ) -> usize {
@@ -596,7 +596,7 @@ impl Requester {
             let Some(n) = built else {
                 break;
             };
-            let primitive = f.wr.primitive;
+            let tag = f.wr.tag;
             if let Some(f) = self.ring.at_mut(slot) {
                 f.psn = psn;
                 f.answered = false;
@@ -606,7 +606,7 @@ impl Requester {
             self.since_ack_req = if ack_req { 0 } else { since };
             self.atomics += u32::from(atomic);
             self.heap_in_win += usize::from(heap);
-            c.ops_out[opcode_index(primitive)] += 1;
+            c.first_sent(tag);
             self.win += 1;
             self.sent += 1;
             psn = psn::add(psn, 1);
@@ -623,10 +623,9 @@ impl Requester {
     /// The end of a burst of `k` new frames (`bytes` in all), the next PSN `psn`: `account` for each
     /// frame (no rate applies, and `now` is the same for all of them) and the retransmission timer.
     #[inline(always)]
-    fn burst_sent(&mut self, now: Instant, c: &mut Counters, psn: u32, k: usize, bytes: u64) {
+    fn burst_sent(&mut self, now: Instant, c: &mut impl Tally, psn: u32, k: usize, bytes: u64) {
         self.next_psn = psn;
-        c.roce_frames_out += k as u64;
-        c.roce_bytes_out += bytes;
+        c.frames_out(k as u64, bytes);
         if self.rto_armed.is_none() {
             self.rto_armed = Some(now);
         }
@@ -645,7 +644,7 @@ impl Requester {
     fn burst_templated<B: BurstBuild>(
         &mut self,
         now: Instant,
-        c: &mut Counters,
+        c: &mut impl Tally,
         (bufs, lens): (&mut [&mut [u8]], &mut [usize]),
         frame_len: usize,
         b: &mut B,
@@ -708,7 +707,7 @@ impl Requester {
             f.answered = false;
             f.sent_at = now;
             f.resent = false;
-            c.ops_out[opcode_index(f.wr.primitive)] += 1;
+            c.first_sent(f.wr.tag);
             if ack_req {
                 next_ack = k + ack_every;
             }
@@ -740,7 +739,7 @@ impl Requester {
     fn retransmit<O: FrameOut + ?Sized>(
         &mut self,
         now: Instant,
-        c: &mut Counters,
+        c: &mut impl Tally,
         out: &mut O,
     ) -> Option<usize> {
         let len = self.ring.get(self.sent)?.wr.op.frame_len();
@@ -753,7 +752,7 @@ impl Requester {
         f.resent = true;
         self.sent += 1;
         self.since_ack_req = 0;
-        c.retransmitted_frames += 1;
+        c.retransmitted();
         self.account(now, n, c);
         Some(n)
     }
@@ -770,14 +769,14 @@ impl Requester {
     }
 
     #[inline]
-    fn rate_ok(&mut self, now: Instant, len: usize, c: &mut Counters) -> bool {
+    fn rate_ok(&mut self, now: Instant, len: usize, c: &mut impl Tally) -> bool {
         if !self.limited {
             return true;
         }
         let at = self.rate.ready_at(now, len);
         if at > now {
             if self.rate_wait.is_none() {
-                c.rate_limited += 1;
+                c.rate_limited();
             }
             self.rate_wait = Some(at);
             return false;
@@ -787,12 +786,11 @@ impl Requester {
     }
 
     #[inline(always)]
-    fn account(&mut self, now: Instant, len: usize, c: &mut Counters) {
+    fn account(&mut self, now: Instant, len: usize, c: &mut impl Tally) {
         if self.limited {
             self.rate.take(len);
         }
-        c.roce_frames_out += 1;
-        c.roce_bytes_out += len as u64;
+        c.frames_out(1, len as u64);
         if self.rto_armed.is_none() {
             self.rto_armed = Some(now);
         }
@@ -884,7 +882,7 @@ impl Requester {
             return self.retire_one();
         }
         let until = until.min(self.win);
-        // Find how far retirement goes. Without atomics in the window (every primitive but Key-Increment)
+        // Find how far retirement goes. Without atomics in the window (writes only: the common case)
         // nothing can stop it, so there is nothing to look at.
         let (n, atomics, stuck) = if self.atomics == 0 {
             (until, 0, false)
@@ -980,7 +978,7 @@ impl Requester {
         now: Instant,
         local_qpn: u32,
         f: &FrameRepr,
-        c: &mut Counters,
+        c: &mut impl Tally,
     ) -> Response {
         match (f.bth.opcode, f.ext) {
             _ if f.bth.dest_qp != local_qpn & QPN_MASK => Response::NotOurs,
@@ -1021,10 +1019,10 @@ impl Requester {
         psn: u32,
         kind: AckKind,
         atomic: Option<u64>,
-        c: &mut Counters,
+        c: &mut impl Tally,
     ) {
         if self.error.is_some() {
-            c.stale_responses += 1;
+            c.stale_response();
             return;
         }
         if let AckKind::Ack { .. } = kind {
@@ -1035,12 +1033,12 @@ impl Requester {
 
     /// A NAK or RNR NAK (`kind` is not an ACK): out of line, off the per-response path.
     #[inline(never)]
-    fn on_nak(&mut self, now: Instant, psn: u32, kind: AckKind, c: &mut Counters) {
+    fn on_nak(&mut self, now: Instant, psn: u32, kind: AckKind, c: &mut impl Tally) {
         match kind {
             // `on_response` handled it.
             AckKind::Ack { .. } => {}
             AckKind::Nak(NakCode::PsnSequenceError) => {
-                c.nak_psn_sequence += 1;
+                c.nak_psn_sequence();
                 self.probe = None;
                 // The responder expects `psn`: everything before it arrived.
                 let i = if psn == self.next_psn {
@@ -1049,7 +1047,7 @@ impl Requester {
                     match self.index_of(psn) {
                         Some(i) => i,
                         None => {
-                            c.stale_responses += 1;
+                            c.stale_response();
                             return;
                         }
                     }
@@ -1070,10 +1068,10 @@ impl Requester {
                 }
             }
             AckKind::RnrNak { timer } => {
-                c.nak_rnr += 1;
+                c.nak_rnr();
                 self.probe = None;
                 let Some(i) = self.index_of(psn) else {
-                    c.stale_responses += 1;
+                    c.stale_response();
                     return;
                 };
                 self.retire_before(i);
@@ -1090,11 +1088,9 @@ impl Requester {
             }
             AckKind::Nak(code) => {
                 match code {
-                    NakCode::InvalidRequest | NakCode::InvalidRdRequest => {
-                        c.nak_invalid_request += 1
-                    }
-                    NakCode::RemoteAccessError => c.nak_remote_access += 1,
-                    _ => c.nak_remote_operational += 1,
+                    NakCode::InvalidRequest | NakCode::InvalidRdRequest => c.nak_invalid_request(),
+                    NakCode::RemoteAccessError => c.nak_remote_access(),
+                    _ => c.nak_remote_operational(),
                 }
                 self.fail(QpError::Nak(code), c);
             }
@@ -1110,7 +1106,7 @@ impl Requester {
     /// before, most of them finding the front twice, the checks of cases that cannot be, and the timeout
     /// computed on every response).
     #[inline(always)]
-    fn on_ack(&mut self, now: Instant, psn: u32, atomic: bool, c: &mut Counters) {
+    fn on_ack(&mut self, now: Instant, psn: u32, atomic: bool, c: &mut impl Tally) {
         if self.win > 0 && self.probe.is_none() && self.heap_in_win == 0 {
             // `win > 0`: the front is in the ring.
             if let Some(f) = self.ring.front_mut() {
@@ -1119,10 +1115,10 @@ impl Requester {
                     if atomic {
                         if !f.answered {
                             f.answered = true;
-                            c.atomic_acks += 1;
+                            c.atomic_ack();
                         }
                     } else {
-                        c.acks += 1;
+                        c.ack();
                     }
                     if !f.resent {
                         self.rtt.sample_ns(now.0.saturating_sub(f.sent_at.0));
@@ -1153,7 +1149,7 @@ impl Requester {
     /// Out of line, and not in [`on_ack`](Self::on_ack): there it made the per-response path of
     /// atomics (Key-Increment's ATOMIC ACKNOWLEDGE of the front) an instruction longer.
     #[inline(never)]
-    fn on_ack_past_front(&mut self, now: Instant, psn: u32, atomic: bool, c: &mut Counters) {
+    fn on_ack_past_front(&mut self, now: Instant, psn: u32, atomic: bool, c: &mut impl Tally) {
         if atomic
             || self.win == 0
             || self.probe.is_some()
@@ -1175,7 +1171,7 @@ impl Requester {
         let Some(f) = self.ring.get(i) else {
             return;
         };
-        c.acks += 1;
+        c.ack();
         if !f.resent {
             self.rtt.sample_ns(now.0.saturating_sub(f.sent_at.0));
         }
@@ -1194,9 +1190,9 @@ impl Requester {
 
     /// [`on_ack`](Self::on_ack), any case.
     #[inline(never)]
-    fn on_ack_any(&mut self, now: Instant, psn: u32, atomic: bool, c: &mut Counters) {
+    fn on_ack_any(&mut self, now: Instant, psn: u32, atomic: bool, c: &mut impl Tally) {
         let Some(i) = self.index_of(psn) else {
-            c.stale_responses += 1;
+            c.stale_response();
             return;
         };
         // `index_of` found `i` in the window, which is in the ring.
@@ -1206,15 +1202,15 @@ impl Requester {
         let f_atomic = f.wr.op.is_atomic();
         if atomic {
             if !f_atomic {
-                c.stale_responses += 1;
+                c.stale_response();
                 return;
             }
             if !f.answered {
                 f.answered = true;
-                c.atomic_acks += 1;
+                c.atomic_ack();
             }
         } else {
-            c.acks += 1;
+            c.ack();
         }
         let stuck_at_front = f_atomic && !f.answered;
         if !f.resent {
@@ -1252,8 +1248,8 @@ impl Requester {
         self.sent = 0;
     }
 
-    fn fail(&mut self, e: QpError, c: &mut Counters) {
-        c.qp_errors += 1;
+    fn fail(&mut self, e: QpError, c: &mut impl Tally) {
+        c.qp_error();
         self.probe = None;
         self.error = Some(e);
         self.rto_armed = None;
@@ -1272,7 +1268,7 @@ impl Requester {
     /// [`poll_timeout`](Self::poll_timeout) folded into `t`: for a caller that takes the earliest of
     /// many deadlines (the engine's), without an `Option` made and taken apart per requester.
     #[inline]
-    pub(crate) fn add_timeouts(&self, t: &mut Earliest) {
+    pub fn add_timeouts(&self, t: &mut Earliest) {
         if self.error.is_some() {
             return;
         }
@@ -1285,7 +1281,7 @@ impl Requester {
     }
 
     /// Fires the retransmit timer if due. Returns the error if the QP just failed.
-    pub fn on_timeout(&mut self, now: Instant, c: &mut Counters) -> Option<QpError> {
+    pub fn on_timeout(&mut self, now: Instant, c: &mut impl Tally) -> Option<QpError> {
         if self.error.is_some() {
             return None;
         }
@@ -1301,7 +1297,7 @@ impl Requester {
             Some(t) if t <= now && self.win > 0 => {}
             _ => return None,
         }
-        c.retransmit_timeouts += 1;
+        c.retransmit_timeout();
         if log::log_enabled!(log::Level::Debug) {
             let oldest = (self.win > 0)
                 .then(|| self.ring.get(0).map(|f| (now - f.sent_at).as_micros()))
@@ -1380,10 +1376,9 @@ impl Requester {
 mod ring {
     use std::mem;
 
-    use dta_protocol::dta::Opcode;
-
     use super::{InFlight, WorkRequest};
     use crate::frames::{Op, Payload};
+    use crate::stats::Tag;
     use crate::time::Instant;
 
     /// Slots the first push makes room for.
@@ -1396,7 +1391,7 @@ mod ring {
     /// to the payload pool at once, as its drop did. A `VecDeque` dropped each retired work request
     /// through its drain (~29 instructions a Key-Write frame under callgrind) and wrapped every index
     /// with a compare; here the capacity is a power of two and an index is a mask. (Counting heap payloads
-    /// at push cost more: the larger push was no longer inlined into the primitives.)
+    /// at push cost more: the larger push was no longer inlined into its callers.)
     pub(super) struct Ring {
         /// Capacity a power of two (or 0 before the first push).
         slots: Box<[InFlight]>,
@@ -1414,7 +1409,7 @@ mod ring {
                     rkey: 0,
                     add: 0,
                 },
-                primitive: Opcode::KeyIncrement,
+                tag: Tag(0),
                 reports: 0,
             },
             sent_at: Instant(0),
@@ -1716,7 +1711,62 @@ mod tests {
     use super::ring::{is_inline, Ring};
     use super::*;
     use crate::frames::Payload;
+    use crate::stats::RcStats;
     use crate::test_rng::Rng;
+
+    /// The requester's counts and its first sends by tag, as the translator's engine keeps them (per
+    /// primitive): what the differential tests compare.
+    #[derive(Debug, Clone, Default, PartialEq, Eq)]
+    struct Counts {
+        all: RcStats,
+        first_sent: [u64; 4],
+    }
+
+    impl Tally for Counts {
+        fn first_sent(&mut self, tag: Tag) {
+            self.all.first_sent(tag);
+            self.first_sent[usize::from(tag.0)] += 1;
+        }
+        fn frames_out(&mut self, frames: u64, bytes: u64) {
+            self.all.frames_out(frames, bytes);
+        }
+        fn retransmitted(&mut self) {
+            self.all.retransmitted();
+        }
+        fn rate_limited(&mut self) {
+            self.all.rate_limited();
+        }
+        fn stale_response(&mut self) {
+            self.all.stale_response();
+        }
+        fn ack(&mut self) {
+            self.all.ack();
+        }
+        fn atomic_ack(&mut self) {
+            self.all.atomic_ack();
+        }
+        fn nak_psn_sequence(&mut self) {
+            self.all.nak_psn_sequence();
+        }
+        fn nak_rnr(&mut self) {
+            self.all.nak_rnr();
+        }
+        fn nak_invalid_request(&mut self) {
+            self.all.nak_invalid_request();
+        }
+        fn nak_remote_access(&mut self) {
+            self.all.nak_remote_access();
+        }
+        fn nak_remote_operational(&mut self) {
+            self.all.nak_remote_operational();
+        }
+        fn retransmit_timeout(&mut self) {
+            self.all.retransmit_timeout();
+        }
+        fn qp_error(&mut self) {
+            self.all.qp_error();
+        }
+    }
 
     fn builder(dest_qp: u32) -> FrameBuilder {
         let ep = UdpEndpoints::new(
@@ -1757,14 +1807,10 @@ mod tests {
                 payload,
             }
         };
-        let primitive = if op.is_atomic() {
-            Opcode::KeyIncrement
-        } else {
-            Opcode::Append
-        };
+        let primitive = if op.is_atomic() { Tag(2) } else { Tag(3) };
         WorkRequest {
             op,
-            primitive,
+            tag: primitive,
             reports: 0,
         }
     }
@@ -1786,7 +1832,7 @@ mod tests {
                 rkey: *rkey,
                 payload: p,
             },
-            primitive: wr.primitive,
+            tag: wr.tag,
             reports: wr.reports,
         }
     }
@@ -1804,7 +1850,7 @@ mod tests {
                 rkey: 0,
                 payload: Payload::from_slice(&[3; 32]),
             },
-            primitive: Opcode::KeyWrite,
+            tag: Tag(1),
             reports: 0,
         });
         let Op::Write { payload, .. } = &wr.op else {
@@ -1895,7 +1941,7 @@ mod tests {
                 rkey: 0,
                 payload: p,
             },
-            primitive: Opcode::Append,
+            tag: Tag(3),
             reports: 0,
         });
         ring.pop_front(1);
@@ -1945,7 +1991,7 @@ mod tests {
             let mut p = params(&mut rng);
             p.cfg.queue_capacity = 1 + rng.below(300) as u32;
             let mut qp = Requester::new(p, builder(0x11), Instant(0));
-            let (mut c, mut out) = (Counters::default(), Vec::new());
+            let (mut c, mut out) = (Counts::default(), Vec::new());
             for tag in 0..rng.below(40) as u32 {
                 qp.push(work(&mut rng, tag));
             }
@@ -1978,14 +2024,13 @@ mod tests {
         for seed in 1..40u64 {
             let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
             let (mut a, mut b) = twin_requesters(&mut rng);
-            let (mut ca, mut cb) = (Counters::default(), Counters::default());
+            let (mut ca, mut cb) = (Counts::default(), Counts::default());
             let (mut fa, mut fb) = (Vec::new(), Vec::new());
             let mut tag = 0u32;
             for step in 0..200u64 {
                 for _ in 0..rng.below(12) {
                     let n = rng.below(9) as u8;
-                    let primitive = [Opcode::KeyWrite, Opcode::KeyIncrement, Opcode::Append]
-                        [rng.below(3) as usize];
+                    let primitive = [Tag(1), Tag(2), Tag(3)][rng.below(3) as usize];
                     let mut twins = Vec::new();
                     for k in 0..n {
                         tag += 1;
@@ -1994,7 +2039,7 @@ mod tests {
                         twins.push(Some(work(&mut rng, tag).op));
                         a.push(WorkRequest {
                             op: wr.op,
-                            primitive,
+                            tag: primitive,
                             // `push_n_with`'s last work request carries the report.
                             reports: u32::from(k + 1 == n),
                         });
@@ -2041,8 +2086,8 @@ mod tests {
     /// slots with the same heap-ness, then the same frames as both send at `now`; sometimes everything in
     /// flight is delivered. No heap buffer is left in a slot out of use in `b`.
     fn same_rings_and_frames(
-        (a, ca, fa): (&mut Requester, &mut Counters, &mut Vec<u8>),
-        (b, cb, fb): (&mut Requester, &mut Counters, &mut Vec<u8>),
+        (a, ca, fa): (&mut Requester, &mut Counts, &mut Vec<u8>),
+        (b, cb, fb): (&mut Requester, &mut Counts, &mut Vec<u8>),
         rng: &mut Rng,
         now: Instant,
         at: &str,
@@ -2077,7 +2122,7 @@ mod tests {
         for seed in 1..60u64 {
             let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
             let (mut a, mut b) = twin_requesters(&mut rng);
-            let (mut ca, mut cb) = (Counters::default(), Counters::default());
+            let (mut ca, mut cb) = (Counts::default(), Counts::default());
             let (mut fa, mut fb) = (Vec::new(), Vec::new());
             let mut tag = 0u32;
             for step in 0..300u64 {
@@ -2086,16 +2131,12 @@ mod tests {
                     // The same work request twice (a clone would not keep a heap payload's storage).
                     let wr = work(&mut Rng(rng.0), tag);
                     let twin = work(&mut rng, tag);
-                    let primitive = if rng.chance(50) {
-                        Opcode::KeyWrite
-                    } else {
-                        wr.primitive
-                    };
+                    let primitive = if rng.chance(50) { Tag(1) } else { wr.tag };
                     match twin.op {
                         Op::Write { va, rkey, payload } => {
                             a.push(WorkRequest {
                                 op: wr.op,
-                                primitive,
+                                tag: primitive,
                                 reports: 0,
                             });
                             b.push_write(primitive, va, rkey, payload);
@@ -2131,7 +2172,7 @@ mod tests {
     }
 
     /// Everything the requester shows, which must equal the model's.
-    fn same(r: &Requester, m: &RefRequester, rc: &Counters, mc: &Counters, step: &str) {
+    fn same(r: &Requester, m: &RefRequester, rc: &Counts, mc: &Counts, step: &str) {
         assert_eq!(rc, mc, "counters after {step}");
         assert_eq!(r.queue_depth(), m.queue_depth(), "{step}");
         assert_eq!(r.queue_room(), m.queue_room(), "{step}");
@@ -2186,7 +2227,7 @@ mod tests {
             let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
             let mut now = Instant(1_000_000);
             let (mut r, mut m) = with_model(&mut rng, now);
-            let (mut rc, mut mc) = (Counters::default(), Counters::default());
+            let (mut rc, mut mc) = (Counts::default(), Counts::default());
             let mut tag = 0;
             for step in 0..400 {
                 let at = format!("seed {seed} step {step}");
@@ -2254,8 +2295,8 @@ mod tests {
     fn burst_step(
         rng: &mut Rng,
         now: Instant,
-        (r, rc): (&mut Requester, &mut Counters),
-        (m, mc): (&mut RefRequester, &mut Counters),
+        (r, rc): (&mut Requester, &mut Counts),
+        (m, mc): (&mut RefRequester, &mut Counts),
         at: &str,
     ) {
         let k = rng.below(12) as usize + 1;
@@ -2290,7 +2331,7 @@ mod tests {
             let mut rng = Rng(seed.wrapping_mul(0xD1B5_4A32_D192_ED03) | 1);
             let mut now = Instant(1_000_000);
             let (mut r, mut m) = with_model(&mut rng, now);
-            let (mut rc, mut mc) = (Counters::default(), Counters::default());
+            let (mut rc, mut mc) = (Counts::default(), Counts::default());
             let mut tag = 0;
             for step in 0..600 {
                 let what;

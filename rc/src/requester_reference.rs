@@ -11,12 +11,12 @@ use dta_protocol::roce::{
     aeth::rnr_timer_ns, AckKind, BthOpcode, Extension, FrameRepr, NakCode, QPN_MASK,
 };
 
-use crate::counters::{opcode_index, Counters};
 use crate::dcqcn::Dcqcn;
 use crate::frames::{FrameBuilder, FrameOut};
 use crate::psn;
 use crate::rate::RateLimiter;
 use crate::rtt::RttEstimator;
+use crate::stats::Tally;
 use crate::time::Instant;
 
 use super::{QpError, RequesterParams, Response, WorkRequest};
@@ -179,7 +179,7 @@ impl RefRequester {
     }
 
     /// Writes the next frame to send into `out`, if any may go now.
-    pub fn poll_transmit(&mut self, now: Instant, c: &mut Counters, out: &mut Vec<u8>) -> bool {
+    pub fn poll_transmit(&mut self, now: Instant, c: &mut impl Tally, out: &mut Vec<u8>) -> bool {
         self.transmit(now, c, out).is_some()
     }
 
@@ -189,7 +189,7 @@ impl RefRequester {
     pub fn poll_transmit_into(
         &mut self,
         now: Instant,
-        c: &mut Counters,
+        c: &mut impl Tally,
         buf: &mut [u8],
     ) -> Option<usize> {
         self.transmit(now, c, buf)
@@ -198,7 +198,7 @@ impl RefRequester {
     fn transmit<O: FrameOut + ?Sized>(
         &mut self,
         now: Instant,
-        c: &mut Counters,
+        c: &mut impl Tally,
         out: &mut O,
     ) -> Option<usize> {
         if self.error.is_some() {
@@ -225,7 +225,7 @@ impl RefRequester {
             f.resent = true;
             self.sent += 1;
             self.since_ack_req = 0;
-            c.retransmitted_frames += 1;
+            c.retransmitted();
             self.account(now, n, c);
             return Some(n);
         }
@@ -234,8 +234,7 @@ impl RefRequester {
         // instructions on every frame.
         let at = self.win;
         let front = &self.ring.get(at)?.wr;
-        let (atomic, primitive, len) =
-            (front.op.is_atomic(), front.primitive, front.op.frame_len());
+        let (atomic, tag, len) = (front.op.is_atomic(), front.tag, front.op.frame_len());
         if at >= self.cwnd as usize || (atomic && self.atomics >= self.p.max_atomics) {
             return None;
         }
@@ -271,7 +270,7 @@ impl RefRequester {
         if atomic {
             self.atomics += 1;
         }
-        c.ops_out[opcode_index(primitive)] += 1;
+        c.first_sent(tag);
         self.win += 1;
         self.sent += 1;
         self.next_psn = psn::add(psn, 1);
@@ -291,14 +290,14 @@ impl RefRequester {
     }
 
     #[inline]
-    fn rate_ok(&mut self, now: Instant, len: usize, c: &mut Counters) -> bool {
+    fn rate_ok(&mut self, now: Instant, len: usize, c: &mut impl Tally) -> bool {
         if !self.limited {
             return true;
         }
         let at = self.rate.ready_at(now, len);
         if at > now {
             if self.rate_wait.is_none() {
-                c.rate_limited += 1;
+                c.rate_limited();
             }
             self.rate_wait = Some(at);
             return false;
@@ -307,12 +306,11 @@ impl RefRequester {
         true
     }
 
-    fn account(&mut self, now: Instant, len: usize, c: &mut Counters) {
+    fn account(&mut self, now: Instant, len: usize, c: &mut impl Tally) {
         if self.limited {
             self.rate.take(len);
         }
-        c.roce_frames_out += 1;
-        c.roce_bytes_out += len as u64;
+        c.frames_out(1, len as u64);
         if self.rto_at.is_none() {
             self.rto_at = Some(now + self.rto());
         }
@@ -444,7 +442,7 @@ impl RefRequester {
         now: Instant,
         local_qpn: u32,
         f: &FrameRepr,
-        c: &mut Counters,
+        c: &mut impl Tally,
     ) -> Response {
         match (f.bth.opcode, f.ext) {
             _ if f.bth.dest_qp != local_qpn & QPN_MASK => Response::NotOurs,
@@ -484,30 +482,30 @@ impl RefRequester {
         psn: u32,
         kind: AckKind,
         atomic: Option<u64>,
-        c: &mut Counters,
+        c: &mut impl Tally,
     ) {
         if self.error.is_some() {
-            c.stale_responses += 1;
+            c.stale_response();
             return;
         }
         match kind {
             AckKind::Ack { .. } => {
                 let Some(i) = self.index_of(psn) else {
-                    c.stale_responses += 1;
+                    c.stale_response();
                     return;
                 };
                 if atomic.is_some() {
                     let f = &mut self.ring[i];
                     if !f.wr.op.is_atomic() {
-                        c.stale_responses += 1;
+                        c.stale_response();
                         return;
                     }
                     if !f.answered {
                         f.answered = true;
-                        c.atomic_acks += 1;
+                        c.atomic_ack();
                     }
                 } else {
-                    c.acks += 1;
+                    c.ack();
                 }
                 let f = &self.ring[i];
                 if !f.resent {
@@ -529,7 +527,7 @@ impl RefRequester {
                 self.progress(now);
             }
             AckKind::Nak(NakCode::PsnSequenceError) => {
-                c.nak_psn_sequence += 1;
+                c.nak_psn_sequence();
                 self.probe = None;
                 // The responder expects `psn`: everything before it arrived.
                 let i = if psn == self.next_psn {
@@ -538,7 +536,7 @@ impl RefRequester {
                     match self.index_of(psn) {
                         Some(i) => i,
                         None => {
-                            c.stale_responses += 1;
+                            c.stale_response();
                             return;
                         }
                     }
@@ -559,10 +557,10 @@ impl RefRequester {
                 }
             }
             AckKind::RnrNak { timer } => {
-                c.nak_rnr += 1;
+                c.nak_rnr();
                 self.probe = None;
                 let Some(i) = self.index_of(psn) else {
-                    c.stale_responses += 1;
+                    c.stale_response();
                     return;
                 };
                 self.retire_before(i);
@@ -578,11 +576,9 @@ impl RefRequester {
             }
             AckKind::Nak(code) => {
                 match code {
-                    NakCode::InvalidRequest | NakCode::InvalidRdRequest => {
-                        c.nak_invalid_request += 1
-                    }
-                    NakCode::RemoteAccessError => c.nak_remote_access += 1,
-                    _ => c.nak_remote_operational += 1,
+                    NakCode::InvalidRequest | NakCode::InvalidRdRequest => c.nak_invalid_request(),
+                    NakCode::RemoteAccessError => c.nak_remote_access(),
+                    _ => c.nak_remote_operational(),
                 }
                 self.fail(QpError::Nak(code), c);
             }
@@ -594,8 +590,8 @@ impl RefRequester {
         self.sent = 0;
     }
 
-    fn fail(&mut self, e: QpError, c: &mut Counters) {
-        c.qp_errors += 1;
+    fn fail(&mut self, e: QpError, c: &mut impl Tally) {
+        c.qp_error();
         self.probe = None;
         self.error = Some(e);
         self.rto_at = None;
@@ -614,7 +610,7 @@ impl RefRequester {
     }
 
     /// Fires the retransmit timer if due. Returns the error if the QP just failed.
-    pub fn on_timeout(&mut self, now: Instant, c: &mut Counters) -> Option<QpError> {
+    pub fn on_timeout(&mut self, now: Instant, c: &mut impl Tally) -> Option<QpError> {
         if self.error.is_some() {
             return None;
         }
@@ -630,7 +626,7 @@ impl RefRequester {
             Some(t) if t <= now && self.win > 0 => {}
             _ => return None,
         }
-        c.retransmit_timeouts += 1;
+        c.retransmit_timeout();
         if log::log_enabled!(log::Level::Debug) {
             let oldest = (self.win > 0)
                 .then(|| self.ring.front().map(|f| (now - f.sent_at).as_micros()))
