@@ -12,7 +12,7 @@
 //! One state machine, one struct: its fields and their invariants (`win`, `sent`, `atomics`, `probe`)
 //! are declared here, and each file below is one job done on them: `queue` (taking work in),
 //! `transmit` and `burst` (sending), `pacing` (rate and congestion), `window` (its size and retiring),
-//! `ack` (responses), `timers` (the retransmit timeout), `lifecycle` (error, close, re-establishment),
+//! `ack` (responses), `timers` (the retransmit timeout) with `timer_table` (every timer, named), `lifecycle` (error, close, re-establishment),
 //! `ring` (the storage behind window and queue).
 
 use dta_protocol::roce::NakCode;
@@ -27,6 +27,7 @@ use crate::time::{nanos, Instant};
 
 use self::burst::Stage8;
 use self::ring::Ring;
+use self::timer_table::{Timer, TimerTable};
 
 mod ack;
 mod burst;
@@ -34,6 +35,7 @@ mod lifecycle;
 mod pacing;
 mod queue;
 mod ring;
+mod timer_table;
 mod timers;
 mod transmit;
 mod window;
@@ -141,18 +143,11 @@ pub struct Requester {
     cwnd: u32,
     /// Frames acknowledged since `cwnd` last grew.
     cwnd_acked: u32,
-    /// The instant the retransmit timer was armed at: it fires `rto_from(armed)` later, computed when
-    /// asked (`rto_deadline`). Exact, because what that depends on (the RTT estimate, `backoff`) changes
-    /// only where the timer is armed again right after (`on_ack`'s sample and `progress`, `on_timeout`,
-    /// `reestablish`); an RNR wait arms it at the wait's end. Keeping the deadline itself cost every
-    /// ACK the timeout's computation (~20 instructions with the estimator's clamp) for a deadline read
-    /// once per poll.
-    rto_armed: Option<Instant>,
-    rnr_until: Option<Instant>,
+    /// The retransmit timeout, the RNR wait, the rate limiter's wait and DCQCN's recovery step, each
+    /// named (see [`Timer`] for what each means and when it is set).
+    timers: TimerTable,
     /// Whether a rate applies now (see `sync_limited`).
     limited: bool,
-    /// Set when the rate limiter holds the next frame back.
-    rate_wait: Option<Instant>,
     /// The PSN and time of the last go-back-N from a sequence NAK, to ignore the echoes of the same loss.
     last_rewind: Option<(u32, Instant)>,
     /// After a retransmit timeout: how many frames of the window had been sent. Only the oldest frame
@@ -192,9 +187,7 @@ impl Requester {
             atomics: 0,
             retries: 0,
             backoff: 0,
-            rto_armed: None,
-            rnr_until: None,
-            rate_wait: None,
+            timers: TimerTable::default(),
             last_rewind: None,
             probe: None,
             error: None,
@@ -202,6 +195,7 @@ impl Requester {
             stage8: Some(burst::stage8()),
             closed: false,
         };
+        r.timers.set_to(Timer::Congestion, r.dcqcn.poll_timeout());
         r.sync_limited();
         r
     }

@@ -116,9 +116,10 @@ impl Requester {
                 }
                 self.sent = 0;
                 let rnr = Duration::from_nanos(rnr_timer_ns(timer));
-                self.rnr_until = Some(now + rnr);
+                self.timers.set(Timer::Rnr, now + rnr);
                 // Armed at the wait's end: the timer fires `rto()` after it.
-                self.rto_armed = Some(now + rnr);
+                let at = self.rto_from(now + rnr);
+                self.timers.set(Timer::Retransmit, at);
             }
             AckKind::Nak(code) => {
                 match code {

@@ -22,9 +22,9 @@ impl Requester {
         self.since_ack_req = 0;
         self.retries = 0;
         self.backoff = 0;
-        self.rto_armed = None;
-        self.rnr_until = None;
-        self.rate_wait = None;
+        self.timers.stop(Timer::Retransmit);
+        self.timers.stop(Timer::Rnr);
+        self.timers.stop(Timer::RateWait);
         self.last_rewind = None;
         self.probe = None;
         self.error = None;
@@ -37,8 +37,8 @@ impl Requester {
         c.qp_error();
         self.probe = None;
         self.error = Some(e);
-        self.rto_armed = None;
-        self.rnr_until = None;
+        self.timers.stop(Timer::Retransmit);
+        self.timers.stop(Timer::Rnr);
     }
 
     /// Offline mode (no responder, no ACKs): every frame sent so far counts as delivered.
@@ -52,7 +52,7 @@ impl Requester {
         self.retire_ring(n);
         self.win -= n;
         self.sent = 0;
-        self.rto_armed = None;
+        self.timers.stop(Timer::Retransmit);
     }
 
     /// Brings a failed QP back after the control channel re-established it with a new responder QP and
@@ -73,8 +73,8 @@ impl Requester {
         self.atomics = 0;
         self.retries = 0;
         self.backoff = 0;
-        self.rto_armed = None;
-        self.rnr_until = None;
+        self.timers.stop(Timer::Retransmit);
+        self.timers.stop(Timer::Rnr);
         self.last_rewind = None;
         self.probe = None;
         self.error = None;

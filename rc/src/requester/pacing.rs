@@ -13,7 +13,7 @@ impl Requester {
             || self.p.rate.bytes_per_sec > 0
             || self.dcqcn.cap_pps().is_some();
         if !self.limited {
-            self.rate_wait = None;
+            self.timers.stop(Timer::RateWait);
         }
     }
 
@@ -24,13 +24,13 @@ impl Requester {
         }
         let at = self.rate.ready_at(now, len);
         if at > now {
-            if self.rate_wait.is_none() {
+            if !self.timers.is_set(Timer::RateWait) {
                 c.rate_limited();
             }
-            self.rate_wait = Some(at);
+            self.timers.set(Timer::RateWait, at);
             return false;
         }
-        self.rate_wait = None;
+        self.timers.stop(Timer::RateWait);
         true
     }
 
@@ -40,14 +40,17 @@ impl Requester {
             self.rate.take(len);
         }
         c.frames_out(1, len as u64);
-        if self.rto_armed.is_none() {
-            self.rto_armed = Some(now);
+        if !self.timers.is_set(Timer::Retransmit) {
+            let at = self.rto_from(now);
+            self.timers.set(Timer::Retransmit, at);
         }
     }
 
     /// A congestion notification for this QP: cut the packet rate (DCQCN-style; see [`crate::dcqcn`]).
     pub fn on_cnp(&mut self, now: Instant) {
         self.dcqcn.on_cnp(now);
+        self.timers
+            .set_to(Timer::Congestion, self.dcqcn.poll_timeout());
         self.rate.set_packet_cap(now, self.dcqcn.cap_pps());
         self.sync_limited();
     }

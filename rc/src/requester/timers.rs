@@ -1,5 +1,5 @@
-//! The timers: the retransmit timeout (adaptive, with backoff), its deadline, and what firing does
-//! (a probe of the oldest frame, backoff, the retry limit).
+//! The timers: the retransmit timeout (adaptive, with backoff), its deadline, what firing does (a probe
+//! of the oldest frame, backoff, the retry limit), and the earliest of every timer for the caller.
 
 use std::time::Duration;
 
@@ -23,12 +23,6 @@ impl Requester {
         Instant(now.0.saturating_add(base.saturating_mul(u64::from(m))))
     }
 
-    /// When the retransmit timer fires, if armed.
-    #[inline]
-    pub(super) fn rto_deadline(&self) -> Option<Instant> {
-        self.rto_armed.map(|t| self.rto_from(t))
-    }
-
     /// The retransmit timeout, backoff included.
     pub(super) fn rto(&self) -> Duration {
         self.base_timeout()
@@ -49,10 +43,17 @@ impl Requester {
         (self.base_timeout(), self.rtt.srtt())
     }
 
+    /// The responder made progress: the retry count and the backoff start again, and the retransmit
+    /// timer is armed afresh while frames are in flight.
     pub(super) fn progress(&mut self, now: Instant) {
         self.retries = 0;
         self.backoff = 0;
-        self.rto_armed = (self.win > 0).then_some(now);
+        if self.win > 0 {
+            let at = self.rto_from(now);
+            self.timers.set(Timer::Retransmit, at);
+        } else {
+            self.timers.stop(Timer::Retransmit);
+        }
     }
 
     /// The next instant [`on_timeout`](Self::on_timeout) has work, if any.
@@ -71,12 +72,9 @@ impl Requester {
         if self.error.is_some() {
             return;
         }
-        if self.win > 0 {
-            t.add(self.rto_deadline());
-        }
-        t.add(self.rnr_until);
-        t.add(self.dcqcn.poll_timeout());
-        t.add(self.rate_wait);
+        // The retransmit timer is never armed with an empty window (see `Timer::Retransmit`).
+        debug_assert!(self.win > 0 || !self.timers.is_set(Timer::Retransmit));
+        self.timers.add_to(t);
     }
 
     /// Fires the retransmit timer if due. Returns the error if the QP just failed.
@@ -84,17 +82,18 @@ impl Requester {
         if self.error.is_some() {
             return None;
         }
-        if self.rate_wait.is_some_and(|t| t <= now) {
-            self.rate_wait = None;
+        if self.timers.expired(Timer::RateWait, now) {
+            self.timers.stop(Timer::RateWait);
         }
-        if self.dcqcn.poll_timeout().is_some_and(|t| t <= now) {
+        if self.timers.expired(Timer::Congestion, now) {
             self.dcqcn.on_timer(now);
+            self.timers
+                .set_to(Timer::Congestion, self.dcqcn.poll_timeout());
             self.rate.set_packet_cap(now, self.dcqcn.cap_pps());
             self.sync_limited();
         }
-        match self.rto_deadline() {
-            Some(t) if t <= now && self.win > 0 => {}
-            _ => return None,
+        if !(self.timers.expired(Timer::Retransmit, now) && self.win > 0) {
+            return None;
         }
         c.retransmit_timeout();
         if log::log_enabled!(log::Level::Debug) {
@@ -122,8 +121,9 @@ impl Requester {
         }
         self.probe = Some(self.probe.map_or(self.sent, |b| b.max(self.sent)));
         self.sent = 0;
-        self.rnr_until = None;
-        self.rto_armed = Some(now);
+        self.timers.stop(Timer::Rnr);
+        let at = self.rto_from(now);
+        self.timers.set(Timer::Retransmit, at);
         None
     }
 }

@@ -52,11 +52,11 @@ impl Requester {
         if self.error.is_some() {
             return None;
         }
-        if let Some(t) = self.rnr_until {
+        if let Some(t) = self.timers.get(Timer::Rnr) {
             if t > now {
                 return None;
             }
-            self.rnr_until = None;
+            self.timers.stop(Timer::Rnr);
         }
         if self.probe.is_some() && self.sent >= 1 {
             // Probing after a timeout: nothing more until the probe is answered.
@@ -147,7 +147,7 @@ impl Requester {
         let mut n = 0;
         while n < want {
             if self.error.is_none()
-                && self.rnr_until.is_none()
+                && !self.timers.is_set(Timer::Rnr)
                 && self.probe.is_none()
                 && self.sent == self.win
                 && !self.limited
@@ -290,8 +290,9 @@ impl Requester {
     ) {
         self.next_psn = psn;
         c.frames_out(k as u64, bytes);
-        if self.rto_armed.is_none() {
-            self.rto_armed = Some(now);
+        if !self.timers.is_set(Timer::Retransmit) {
+            let at = self.rto_from(now);
+            self.timers.set(Timer::Retransmit, at);
         }
     }
 
