@@ -160,6 +160,10 @@ pub struct Requester {
     stage8: Option<Box<Stage8>>,
     /// Closed ([`close`](Self::close)): its collector cannot be used; it takes no work.
     closed: bool,
+    /// Tests only: every ACKNOWLEDGE through `on_ack_any`, the general path that the fast ones
+    /// (`on_ack`'s front, `on_ack_past_front`) must equal; a twin with it set is their model.
+    #[cfg(test)]
+    slow_acks: bool,
 }
 
 impl Requester {
@@ -194,6 +198,8 @@ impl Requester {
             limited: true,
             stage8: Some(burst::stage8()),
             closed: false,
+            #[cfg(test)]
+            slow_acks: false,
         };
         r.timers.set_to(Timer::Congestion, r.dcqcn.poll_timeout());
         r.sync_limited();
@@ -262,10 +268,6 @@ impl Requester {
         self.closed
     }
 }
-
-#[cfg(test)]
-#[path = "requester_reference.rs"]
-mod reference;
 
 #[cfg(test)]
 mod tests;

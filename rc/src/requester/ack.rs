@@ -142,6 +142,10 @@ impl Requester {
     /// computed on every response).
     #[inline(always)]
     pub(super) fn on_ack(&mut self, now: Instant, psn: u32, atomic: bool, c: &mut impl Tally) {
+        #[cfg(test)]
+        if self.slow_acks {
+            return self.on_ack_any(now, psn, atomic, c);
+        }
         if self.win > 0 && self.probe.is_none() && self.heap_in_win == 0 {
             // `win > 0`: the front is in the ring.
             if let Some(f) = self.ring.front_mut() {
