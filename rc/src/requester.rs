@@ -12,8 +12,8 @@
 //! One state machine, one struct: its fields and their invariants (`win`, `sent`, `atomics`, `probe`)
 //! are declared here, and each file below is one job done on them: `queue` (taking work in),
 //! `transmit` and `burst` (sending), `pacing` (rate and congestion), `window` (its size and retiring),
-//! `ack` (responses), `timers` (the retransmit timeout) with `timer_table` (every timer, named), `lifecycle` (error, close, re-establishment),
-//! `ring` (the storage behind window and queue).
+//! `ack` (responses), `timers` (the retransmit timeout) with `timer_table` (every timer, named),
+//! `lifecycle` (error, close, re-establishment) and `ring` (the storage behind window and queue).
 
 use dta_protocol::roce::NakCode;
 
@@ -40,7 +40,8 @@ mod timers;
 mod transmit;
 mod window;
 
-/// An operation and the caller's tag for it (handed back when it is first sent, see [`Tally::first_sent`]).
+/// An operation and the caller's tag for it (handed back when it is first sent, see
+/// [`Tally::first_sent`](crate::Tally::first_sent)).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WorkRequest {
     /// What to do.

@@ -3,11 +3,12 @@
 //!
 //! All RoCE logic is dta-rc's: its [`Requester`] (the one the translator runs) owns PSNs, AckReq cadence,
 //! the retransmission window, go-back-N and timeouts. The N WRITEs of a Key-Write are placed by the
-//! region's [`KeyWriteGeometry`] (DESIGN.md section 3), the same slots and entries the translator writes. This type is sans-IO like the translator's engine: frames and a clock
-//! in, frames out.
+//! region's [`KeyWriteGeometry`] (DESIGN.md section 3), the same slots and entries the translator
+//! writes. This type is sans-IO like the translator's engine: frames and a clock in, frames out.
 //!
-//! The pieces written here are the Key-Write's work requests and picking this QP's responses out of what arrives (the collector's IP and
-//! this QPN); [`Requester::on_response_frame`] then handles them as it does for the translator's engine.
+//! The pieces written here are the Key-Write's work requests and picking this QP's responses out of
+//! what arrives (the collector's IP and this QPN); [`Requester::on_response_frame`] then handles them
+//! as it does for the translator's engine.
 
 use dta_protocol::control::Welcome;
 use dta_protocol::layout::{Geometry, KeyWriteGeometry, Region};

@@ -15,7 +15,8 @@ use crate::time::Instant;
 impl Requester {
     /// Handles a parsed RoCE frame that arrived for this QP's local QPN `local_qpn`: ACKNOWLEDGE and ATOMIC
     /// ACKNOWLEDGE go to [`on_response`](Self::on_response), a CNP to [`on_cnp`](Self::on_cnp); the
-    /// outcome is reported back so the caller can count it. Shared by the translator engine and DART reporters.
+    /// outcome is reported back so the caller can count it. Shared by the translator engine and DART
+    /// reporters.
     // Inline: with the inline response parse, the fields of the repr no response needs (addresses, P_Key,
     // flags) are never computed.
     #[inline]

@@ -473,6 +473,22 @@ fn kind(rng: &mut Rng) -> AckKind {
     }
 }
 
+/// A window element's sending: its PSN (24 bits), answered, resent, when first sent.
+type Sending = (u32, bool, bool, Instant);
+
+/// Element `i` of `q`'s ring, with its sending's facts while it is in the window.
+fn facts(q: &Requester, i: usize) -> Option<(&WorkRequest, Option<Sending>)> {
+    q.ring.get(i).map(|f| {
+        let sending = (i < q.win).then_some((
+            f.psn & dta_protocol::roce::PSN_MASK,
+            f.answered,
+            f.resent,
+            f.sent_at,
+        ));
+        (&f.wr, sending)
+    })
+}
+
 /// Everything the requester shows, which must equal the model's.
 fn same(r: &Requester, m: &Requester, rc: &Counts, mc: &Counts, step: &str) {
     // Every field of the state machine, and every work request in the ring with its sending's facts.
@@ -502,20 +518,6 @@ fn same(r: &Requester, m: &Requester, rc: &Counts, mc: &Counts, step: &str) {
     // The window and the queue's head (the rest of the queue is only ever written by pushes). A PSN
     // is 24 bits wherever it is kept (the start PSN is taken as given until `psn::add` masks it).
     for i in 0..r.ring.len().min(r.win + 4) {
-        fn facts(
-            q: &Requester,
-            i: usize,
-        ) -> Option<(&WorkRequest, Option<(u32, bool, bool, Instant)>)> {
-            q.ring.get(i).map(|f| {
-                let sending = (i < q.win).then_some((
-                    f.psn & dta_protocol::roce::PSN_MASK,
-                    f.answered,
-                    f.resent,
-                    f.sent_at,
-                ));
-                (&f.wr, sending)
-            })
-        }
         assert_eq!(facts(r, i), facts(m, i), "ring element {i} after {step}");
     }
     assert_eq!(rc, mc, "counters after {step}");
@@ -561,10 +563,10 @@ fn burst_equals_repeated_transmit_into() {
     drive_against_model(true);
 }
 
-/// Key-Write's ACK path against the model's general one: writes only (now and then one with a heap buffer), sent
-/// in bursts and answered mostly by plain ACKs anywhere in and around the window (the cumulative
-/// ACK of `on_ack_past_front`), with NAKs, ATOMIC ACKs of writes, timeouts and the probes they
-/// send mixed in: the same frames, counters, timers and state after every step.
+/// Key-Write's ACK path against the model's general one: writes only (now and then one with a heap
+/// buffer), sent in bursts and answered mostly by plain ACKs anywhere in and around the window (the
+/// cumulative ACK of `on_ack_past_front`), with NAKs, ATOMIC ACKs of writes, timeouts and the probes
+/// they send mixed in: the same frames, counters, timers and state after every step.
 #[test]
 fn cumulative_acks_of_writes_equal_the_model() {
     let mut fast = 0;
