@@ -41,8 +41,7 @@ impl Requester {
         }
         c.frames_out(1, len as u64);
         if !self.timers.is_set(Timer::Retransmit) {
-            let at = self.rto_from(now);
-            self.timers.set(Timer::Retransmit, at);
+            self.timers.set(Timer::Retransmit, now);
         }
     }
 

@@ -1,16 +1,19 @@
 //! The requester's timers, named, in one table (quinn-proto's `TimerTable` is the model): each
-//! [`Timer`] is a deadline or unset, [`TimerTable::next`] is the earliest, and what a timer means and
-//! when it is set is said once, on its variant.
+//! [`Timer`] is an instant or unset, and what a timer means and when it is set is said once, on its
+//! variant. Every entry is a deadline but the retransmit timer's, which is the instant it was armed at
+//! (its deadline is computed when asked, see the variant).
 
-use crate::time::{Earliest, Instant};
+use crate::time::Instant;
 
 /// One of the requester's timers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Timer {
-    /// The retransmit timeout: armed while frames are in flight (never with an empty window), at
-    /// `rto_from(t)` for the instant `t` it was armed at (a send that found it unset, a response that
-    /// made progress, a timeout, the end of an RNR wait). Its deadline is computed when it is armed:
-    /// what it depends on (the RTT estimate, the backoff) changes only right before it is armed again.
+    /// The retransmit timeout, armed while frames are in flight. Its entry is the instant it was armed
+    /// at (a send that found it unset, a response that made progress, a timeout, the end of an RNR
+    /// wait); it fires `rto_from(armed)` later, computed when asked (`rto_deadline`). Exact, because
+    /// what that depends on (the RTT estimate, the backoff) changes only where the timer is armed
+    /// again right after. Keeping the deadline itself cost the timeout's computation on every ACK and
+    /// every burst that arms it (callgrind, Key-Write N=1: ~2 instructions a report).
     Retransmit,
     /// The end of an RNR NAK's wait: nothing is sent before it.
     Rnr,
@@ -74,38 +77,20 @@ impl TimerTable {
     pub(super) fn expired(&self, timer: Timer, now: Instant) -> bool {
         self.at[timer as usize].is_some_and(|t| t <= now)
     }
-
-    /// The earliest deadline, if any is set.
-    #[cfg(test)]
-    pub(super) fn next(&self) -> Option<Instant> {
-        let mut t = Earliest::NONE;
-        self.add_to(&mut t);
-        t.get()
-    }
-
-    /// Every deadline, folded into `t`.
-    #[inline(always)]
-    pub(super) fn add_to(&self, t: &mut Earliest) {
-        for at in self.at {
-            t.add(at);
-        }
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// Each timer is its own slot: setting, stopping and expiring one leaves the others, and `next`
-    /// is the earliest of those set.
+    /// Each timer is its own slot: setting, stopping and expiring one leaves the others.
     #[test]
     fn timers_are_independent_and_next_is_the_earliest() {
         let mut t = TimerTable::default();
-        assert_eq!(t.next(), None);
+        assert_eq!(Timer::ALL.map(|x| t.get(x)), [None; 4]);
         for (k, timer) in Timer::ALL.into_iter().enumerate() {
             t.set(timer, Instant(100 - k as u64 * 10));
         }
-        assert_eq!(t.next(), Some(Instant(70)));
         assert_eq!(t.get(Timer::Rnr), Some(Instant(90)));
         assert!(t.expired(Timer::Congestion, Instant(70)));
         assert!(!t.expired(Timer::RateWait, Instant(79)));
@@ -113,10 +98,8 @@ mod tests {
         t.stop(Timer::Congestion);
         assert!(!t.is_set(Timer::Congestion));
         assert!(!t.expired(Timer::Congestion, Instant(u64::MAX)));
-        assert_eq!(t.next(), Some(Instant(80)));
         t.set_to(Timer::RateWait, None);
         t.set_to(Timer::Retransmit, Some(Instant(5)));
-        assert_eq!(t.next(), Some(Instant(5)));
         assert_eq!(
             Timer::ALL.map(|x| t.get(x)),
             [Some(Instant(5)), Some(Instant(90)), None, None]

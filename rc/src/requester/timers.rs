@@ -23,6 +23,12 @@ impl Requester {
         Instant(now.0.saturating_add(base.saturating_mul(u64::from(m))))
     }
 
+    /// When the retransmit timer fires, if armed: `rto_from` the instant it was armed at.
+    #[inline]
+    pub(super) fn rto_deadline(&self) -> Option<Instant> {
+        self.timers.get(Timer::Retransmit).map(|t| self.rto_from(t))
+    }
+
     /// The retransmit timeout, backoff included.
     pub(super) fn rto(&self) -> Duration {
         self.base_timeout()
@@ -48,12 +54,8 @@ impl Requester {
     pub(super) fn progress(&mut self, now: Instant) {
         self.retries = 0;
         self.backoff = 0;
-        if self.win > 0 {
-            let at = self.rto_from(now);
-            self.timers.set(Timer::Retransmit, at);
-        } else {
-            self.timers.stop(Timer::Retransmit);
-        }
+        self.timers
+            .set_to(Timer::Retransmit, (self.win > 0).then_some(now));
     }
 
     /// The next instant [`on_timeout`](Self::on_timeout) has work, if any.
@@ -72,9 +74,14 @@ impl Requester {
         if self.error.is_some() {
             return;
         }
-        // The retransmit timer is never armed with an empty window (see `Timer::Retransmit`).
-        debug_assert!(self.win > 0 || !self.timers.is_set(Timer::Retransmit));
-        self.timers.add_to(t);
+        // Each timer by name rather than the table folded: the retransmit timer's entry is the instant
+        // it was armed at (see `Timer::Retransmit`), and its deadline counts while frames are in flight.
+        if self.win > 0 {
+            t.add(self.rto_deadline());
+        }
+        t.add(self.timers.get(Timer::Rnr));
+        t.add(self.timers.get(Timer::Congestion));
+        t.add(self.timers.get(Timer::RateWait));
     }
 
     /// Fires the retransmit timer if due. Returns the error if the QP just failed.
@@ -92,8 +99,9 @@ impl Requester {
             self.rate.set_packet_cap(now, self.dcqcn.cap_pps());
             self.sync_limited();
         }
-        if !(self.timers.expired(Timer::Retransmit, now) && self.win > 0) {
-            return None;
+        match self.rto_deadline() {
+            Some(t) if t <= now && self.win > 0 => {}
+            _ => return None,
         }
         c.retransmit_timeout();
         if log::log_enabled!(log::Level::Debug) {
@@ -122,8 +130,7 @@ impl Requester {
         self.probe = Some(self.probe.map_or(self.sent, |b| b.max(self.sent)));
         self.sent = 0;
         self.timers.stop(Timer::Rnr);
-        let at = self.rto_from(now);
-        self.timers.set(Timer::Retransmit, at);
+        self.timers.set(Timer::Retransmit, now);
         None
     }
 }

@@ -291,8 +291,7 @@ impl Requester {
         self.next_psn = psn;
         c.frames_out(k as u64, bytes);
         if !self.timers.is_set(Timer::Retransmit) {
-            let at = self.rto_from(now);
-            self.timers.set(Timer::Retransmit, at);
+            self.timers.set(Timer::Retransmit, now);
         }
     }
 
