@@ -1,24 +1,22 @@
 //! DART mode (the earlier DART paper): the reporter writes Key-Write data straight into a collector over
 //! its own RDMA RC QP, with no translator in between.
 //!
-//! All RoCE logic is the translator's: [`keywrite::handle`] turns a report into the N WRITEs at the slots of
-//! DESIGN.md section 3, and the translator's [`Requester`] owns PSNs, AckReq cadence, the retransmission
-//! window, go-back-N and timeouts. This type is sans-IO like the translator's engine: frames and a clock
-//! in, frames out.
+//! All RoCE logic is dta-rc's: its [`Requester`] (the one the translator runs) owns PSNs, AckReq cadence,
+//! the retransmission window, go-back-N and timeouts. The N WRITEs of a Key-Write are placed by the
+//! region's [`KeyWriteGeometry`] (DESIGN.md section 3), the same slots and entries the translator
+//! writes. This type is sans-IO like the translator's engine: frames and a clock in, frames out.
 //!
-//! The one piece written here is picking this QP's responses out of what arrives (the collector's IP and
-//! this QPN); [`Requester::on_response_frame`] then handles them as it does for the translator's engine.
+//! The pieces written here are the Key-Write's work requests and picking this QP's responses out of
+//! what arrives (the collector's IP and this QPN); [`Requester::on_response_frame`] then handles them
+//! as it does for the translator's engine.
 
 use dta_protocol::control::Welcome;
-use dta_protocol::dta::KeyWriteRepr;
-use dta_protocol::layout::{Geometry, Region};
+use dta_protocol::layout::{Geometry, KeyWriteGeometry, Region};
 use dta_protocol::roce::{FrameRepr, ROCEV2_UDP_PORT};
 use dta_protocol::udp::UdpEndpoints;
-use dta_translator::config::{RateConfig, RequesterConfig};
-use dta_translator::frames::FrameBuilder;
-use dta_translator::primitives::keywrite;
-use dta_translator::requester::{QpError, Requester, RequesterParams};
-use dta_translator::{Counters, Instant};
+use dta_rc::frames::{FrameBuilder, Op, Payload};
+use dta_rc::Instant;
+use dta_rc::{QpError, RateConfig, RcStats, Requester, RequesterConfig, RequesterParams, Tag};
 
 use crate::{Error, Result};
 
@@ -41,10 +39,18 @@ pub struct DartLocal {
 pub struct Dart {
     qp: Requester,
     region: Region,
+    /// `region`'s geometry (it is a Key-Write region).
+    geometry: KeyWriteGeometry,
     collector_ip: [u8; 4],
     local_qpn: u32,
-    counters: Counters,
+    counters: RcStats,
 }
+
+/// The tag of this QP's work requests: it carries Key-Writes only.
+const KEY_WRITE: Tag = Tag(0);
+
+/// The largest Key-Write entry (checksum and data): `KeyWriteGeometry` allows 8, 16 or 32 bytes.
+const MAX_ENTRY: usize = 32;
 
 impl Dart {
     /// Connects to the collector that `welcome` describes (its first QP and its Key-Write region).
@@ -58,10 +64,13 @@ impl Dart {
             .qps
             .first()
             .ok_or_else(|| Error::Dart("the collector advertises no QP".into()))?;
-        let region = *welcome
+        let (region, geometry) = welcome
             .regions
             .iter()
-            .find(|r| matches!(r.geometry, Geometry::KeyWrite(_)))
+            .find_map(|r| match r.geometry {
+                Geometry::KeyWrite(g) => Some((*r, g)),
+                _ => None,
+            })
             .ok_or_else(|| Error::Dart("the collector has no Key-Write region".into()))?;
         let ep = UdpEndpoints::new(
             local.mac,
@@ -80,9 +89,10 @@ impl Dart {
         Ok(Dart {
             qp: Requester::new(params, FrameBuilder::new(ep, qp.qpn & 0xFF_FFFF), now),
             region,
+            geometry,
             collector_ip: welcome.ip,
             local_qpn: local.qpn & 0xFF_FFFF,
-            counters: Counters::default(),
+            counters: RcStats::default(),
         })
     }
 
@@ -92,13 +102,26 @@ impl Dart {
         if self.qp.queue_room() < usize::from(redundancy) {
             return Err(Error::Dart("send queue full".into()));
         }
-        let r = KeyWriteRepr {
-            redundancy,
-            key,
-            data,
+        let g = &self.geometry;
+        let size = g.entry_size() as usize;
+        let mut entry = [0u8; MAX_ENTRY];
+        // The entry `checksum(key) LE ‖ data`, refused (as the translator refuses the report) when N or
+        // the data's length does not match the region.
+        let encoded = match entry.get_mut(..size) {
+            Some(room) if redundancy <= g.n_max() => g.encode_entry(key, data, room),
+            _ => None,
         };
-        keywrite::handle(&r, &self.region, &mut self.qp)
-            .map_err(|why| Error::Dart(format!("Key-Write refused: {why:?}")))
+        if encoded.is_none() {
+            return Err(Error::Dart("Key-Write refused: GeometryMismatch".into()));
+        }
+        let (va, rkey) = (self.region.va, self.region.rkey);
+        // Copy `n` at its slot; the last copy completes the report.
+        self.qp.push_n_with(KEY_WRITE, redundancy, |n| Op::Write {
+            va: va + g.offset(key, n),
+            rkey,
+            payload: Payload::from_slice(&entry[..size]),
+        });
+        Ok(())
     }
 
     /// The next frame to send, if any may go now.
@@ -114,7 +137,7 @@ impl Dart {
         if f.endpoints.src_ip != self.collector_ip || f.bth.dest_qp != self.local_qpn {
             return;
         }
-        // ACK / ATOMIC ACK dispatch is the translator requester's own; nothing else concerns this QP.
+        // ACK / ATOMIC ACK dispatch is the requester's own; nothing else concerns this QP.
         let _ = self
             .qp
             .on_response_frame(now, self.local_qpn, &f, &mut self.counters);
@@ -135,8 +158,8 @@ impl Dart {
         self.qp.is_idle()
     }
 
-    /// The requester's counters.
-    pub fn counters(&self) -> &Counters {
+    /// The requester's counts.
+    pub fn counters(&self) -> &RcStats {
         &self.counters
     }
 }

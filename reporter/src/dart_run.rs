@@ -17,10 +17,8 @@ use dta_protocol::control::{
     KEEPALIVE_EVERY,
 };
 use dta_protocol::layout::{Geometry, KeyWriteGeometry};
+use dta_rc::{Instant, QpError, RcStats, RequesterConfig};
 use dta_reporter::dart::{Dart, DartLocal};
-use dta_translator::config::RequesterConfig;
-use dta_translator::requester::QpError;
-use dta_translator::{Counters, Instant};
 
 /// Options of `dta-report dart`.
 #[derive(Args, Debug)]
@@ -233,11 +231,11 @@ impl Clock {
     }
 }
 
-fn counters_text(queued: usize, total: usize, c: &Counters, tx_drops: u64) -> String {
+fn counters_text(queued: usize, total: usize, c: &RcStats, tx_drops: u64) -> String {
     format!(
         "queued={queued}/{total} frames_sent={} retransmitted={} acks={} timeouts={} naks_seq={} tx_drops={tx_drops}",
-        c.roce_frames_out,
-        c.retransmitted_frames,
+        c.frames_out,
+        c.retransmitted,
         c.acks,
         c.retransmit_timeouts,
         c.nak_psn_sequence,
@@ -255,7 +253,7 @@ fn describe(e: QpError) -> String {
 }
 
 /// Why the QP failed on a response, read from the counters (the writer keeps the error itself).
-fn nak_error(c: &Counters) -> String {
+fn nak_error(c: &RcStats) -> String {
     let what = if c.nak_remote_access > 0 {
         "remote access error"
     } else if c.nak_invalid_request > 0 {
@@ -442,8 +440,8 @@ pub fn run(a: &DartArgs) -> Result<()> {
         "dart done: writes={} redundancy={} collector={collector_ip} frames_sent={} retransmitted={} acks={} timeouts={} tx_drops={tx_drops} seconds={:.3}",
         writes.len(),
         a.redundancy,
-        c.roce_frames_out,
-        c.retransmitted_frames,
+        c.frames_out,
+        c.retransmitted,
         c.acks,
         c.retransmit_timeouts,
         clock.0.elapsed().as_secs_f64()

@@ -6,9 +6,8 @@ use dta_collector::query::{key_write, KeyWriteAnswer};
 use dta_collector::responder::{Outcome, Responder, ResponderConfig, RESPONSE_MAX};
 use dta_protocol::control::{ResponderQp, Welcome, CONTROL_VERSION};
 use dta_protocol::layout::{Geometry, KeyWriteGeometry};
+use dta_rc::{Instant, RequesterConfig};
 use dta_reporter::dart::{Dart, DartLocal};
-use dta_translator::config::RequesterConfig;
-use dta_translator::Instant;
 
 #[test]
 fn dart_key_writes_are_queryable_at_the_collector() {

@@ -4,6 +4,7 @@
 use std::ops::AddAssign;
 
 use dta_protocol::dta::Opcode;
+use dta_rc::{Tag, Tally};
 
 use crate::int::IntCounters;
 use crate::reasons::reasons;
@@ -46,6 +47,12 @@ impl DropReason {
 /// Index of an opcode in the per-primitive arrays (0 for Key-Write ... 5 for Postcarding with path length).
 pub const fn opcode_index(op: Opcode) -> usize {
     op.code() as usize - 1
+}
+
+/// The [`Tag`] of a primitive's work requests: its [`opcode_index`], so that a first send is counted in
+/// [`Counters::ops_out`] by one index.
+pub const fn primitive_tag(op: Opcode) -> Tag {
+    Tag(op.code() - 1)
 }
 
 /// Every counter of one engine.
@@ -121,6 +128,72 @@ impl Counters {
     /// Reports dropped for `reason`.
     pub fn dropped(&self, reason: DropReason) -> u64 {
         self.drops[reason.index()]
+    }
+}
+
+/// The requesters' counts, each into the field it always went to (the metrics are named after these
+/// fields): one add each, as when the requester wrote them itself.
+impl Tally for Counters {
+    #[inline(always)]
+    fn first_sent(&mut self, tag: Tag) {
+        // A tag is always a primitive's (`primitive_tag`); one out of range is not counted rather
+        // than a panic path in the transmit loop.
+        if let Some(n) = self.ops_out.get_mut(usize::from(tag.0)) {
+            *n += 1;
+        }
+    }
+    #[inline(always)]
+    fn frames_out(&mut self, frames: u64, bytes: u64) {
+        self.roce_frames_out += frames;
+        self.roce_bytes_out += bytes;
+    }
+    #[inline(always)]
+    fn retransmitted(&mut self) {
+        self.retransmitted_frames += 1;
+    }
+    #[inline(always)]
+    fn rate_limited(&mut self) {
+        self.rate_limited += 1;
+    }
+    #[inline(always)]
+    fn stale_response(&mut self) {
+        self.stale_responses += 1;
+    }
+    #[inline(always)]
+    fn ack(&mut self) {
+        self.acks += 1;
+    }
+    #[inline(always)]
+    fn atomic_ack(&mut self) {
+        self.atomic_acks += 1;
+    }
+    #[inline(always)]
+    fn nak_psn_sequence(&mut self) {
+        self.nak_psn_sequence += 1;
+    }
+    #[inline(always)]
+    fn nak_rnr(&mut self) {
+        self.nak_rnr += 1;
+    }
+    #[inline(always)]
+    fn nak_invalid_request(&mut self) {
+        self.nak_invalid_request += 1;
+    }
+    #[inline(always)]
+    fn nak_remote_access(&mut self) {
+        self.nak_remote_access += 1;
+    }
+    #[inline(always)]
+    fn nak_remote_operational(&mut self) {
+        self.nak_remote_operational += 1;
+    }
+    #[inline(always)]
+    fn retransmit_timeout(&mut self) {
+        self.retransmit_timeouts += 1;
+    }
+    #[inline(always)]
+    fn qp_error(&mut self) {
+        self.qp_errors += 1;
     }
 }
 

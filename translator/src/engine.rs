@@ -32,9 +32,9 @@ use crate::error::ConfigError;
 use crate::int::IntFrontEnd;
 use crate::primitives::postcard::Postcard;
 use crate::primitives::{FlushMode, Outcome, Sink};
-use crate::requester::{QpError, Response};
 use crate::sequence::{nack_frame, SequenceTracker, Stream, Verdict};
 use crate::time::Instant;
+use dta_rc::requester::{QpError, Response};
 use link::Collector;
 
 /// What the engine did with a frame.
@@ -737,7 +737,7 @@ impl Engine {
     #[inline]
     fn poll_qps<T>(
         &mut self,
-        mut send: impl FnMut(&mut crate::requester::Requester, &mut Counters) -> Option<T>,
+        mut send: impl FnMut(&mut dta_rc::Requester, &mut Counters) -> Option<T>,
     ) -> Option<T> {
         let n = self.collectors.len();
         if n == 1 {

@@ -8,17 +8,11 @@
 pub mod collector;
 pub mod config;
 pub mod counters;
-pub mod dcqcn;
 pub mod engine;
 pub mod error;
-pub mod frames;
 pub mod int;
 pub mod primitives;
-pub mod psn;
-pub mod rate;
 mod reasons;
-pub mod requester;
-pub mod rtt;
 pub mod sequence;
 #[cfg(test)]
 mod test_rng;
@@ -27,7 +21,7 @@ pub mod time;
 pub use collector::RegionsFile;
 pub use config::Config;
 pub use counters::{Counters, DropReason};
+pub use dta_rc::QpError;
 pub use engine::{Engine, Event, Handled, QpStats};
 pub use error::ConfigError;
-pub use requester::QpError;
 pub use time::Instant;

@@ -3,21 +3,7 @@
 
 use std::time::Duration;
 
-use super::{
-    AppendConfig, KeyIncrementConfig, PostcardConfig, RequesterConfig, SequenceConfig, SketchConfig,
-};
-
-impl RequesterConfig {
-    /// `retransmit_timeout_us`.
-    pub fn retransmit_timeout(&self) -> Duration {
-        Duration::from_micros(self.retransmit_timeout_us)
-    }
-
-    /// `max_retransmit_timeout_us`.
-    pub fn max_retransmit_timeout(&self) -> Duration {
-        Duration::from_micros(self.max_retransmit_timeout_us)
-    }
-}
+use super::{AppendConfig, KeyIncrementConfig, PostcardConfig, SequenceConfig, SketchConfig};
 
 impl SequenceConfig {
     /// `nack_holdoff_us`.

@@ -13,13 +13,13 @@ use crate::collector::{Regions, DEFAULT_PATH_MTU, MAX_PATH_MTU};
 use crate::config::Config;
 use crate::counters::{Counters, DropReason};
 use crate::error::ConfigError;
-use crate::frames::FrameBuilder;
 use crate::primitives::append::AppendLists;
 use crate::primitives::keywrite::{Placement, SizedPlacement};
 use crate::primitives::sketch::SketchMerger;
 use crate::primitives::{Outcome, Primitive, Primitives, Sink};
-use crate::requester::{Requester, RequesterParams};
 use crate::time::{nanos, Instant};
+use dta_rc::frames::FrameBuilder;
+use dta_rc::requester::{Requester, RequesterParams};
 
 /// One collector as the engine sees it.
 pub(super) struct Collector {

@@ -15,9 +15,9 @@ use dta_protocol::layout::{AppendGeometry, Geometry, Region};
 use super::{FlushMode, IdMap, Outcome, Primitive, Sink, Timed};
 use crate::collector::Regions;
 use crate::counters::{Counters, DropReason};
-use crate::frames::Payload;
-use crate::requester::Requester;
 use crate::time::Instant;
+use dta_rc::frames::Payload;
+use dta_rc::requester::Requester;
 
 #[derive(Debug)]
 struct List {

@@ -11,16 +11,16 @@ use dta_protocol::roce::crc_table::placement_hash5;
 
 use super::{FlushMode, Outcome, Primitive, Sink, Timed};
 use crate::collector::Regions;
-use crate::counters::DropReason;
-use crate::frames::Op;
-use crate::requester::{Requester, WorkRequest};
+use crate::counters::{primitive_tag, DropReason};
 use crate::time::Instant;
+use dta_rc::frames::Op;
+use dta_rc::requester::{Requester, WorkRequest};
 
 /// Queues a FETCH_ADD that completes `reports` reports (see `WorkRequest::reports`).
 fn fetch_add(qp: &mut Requester, va: u64, rkey: u32, add: u64, reports: u32) {
     qp.push(WorkRequest {
         op: Op::FetchAdd { va, rkey, add },
-        primitive: Opcode::KeyIncrement,
+        tag: primitive_tag(Opcode::KeyIncrement),
         reports,
     });
 }
@@ -175,11 +175,11 @@ mod tests {
     use super::*;
     use crate::config::{RateConfig, RequesterConfig};
     use crate::counters::Counters;
-    use crate::frames::FrameBuilder;
-    use crate::requester::RequesterParams;
     use dta_protocol::layout::KeyIncrementGeometry;
     use dta_protocol::roce::{Extension, FrameRepr, ROCEV2_UDP_PORT};
     use dta_protocol::udp::UdpEndpoints;
+    use dta_rc::frames::FrameBuilder;
+    use dta_rc::requester::RequesterParams;
 
     /// The table CRC of the hot path puts every counter copy where the layout says.
     #[test]

@@ -8,10 +8,10 @@ use dta_protocol::roce::crc_table::{placement_hash0_from_checksum, placement_has
 
 use super::{FlushMode, Outcome, Primitive, Sink, Timed};
 use crate::collector::Regions;
-use crate::counters::DropReason;
-use crate::frames::{Op, Payload, INLINE_PAYLOAD};
-use crate::requester::Requester;
+use crate::counters::{primitive_tag, DropReason};
 use crate::time::Instant;
+use dta_rc::frames::{Op, Payload, INLINE_PAYLOAD};
+use dta_rc::requester::Requester;
 
 /// A Key-Write report with its key's checksum, computed once by the engine, which also routes on it.
 #[derive(Debug, Clone, Copy)]
@@ -203,9 +203,9 @@ impl Placement {
             }
         };
         match redundancy {
-            1 if UNROLL => qp.push_n_with(Opcode::KeyWrite, 1, copy),
-            2 if UNROLL => qp.push_n_with(Opcode::KeyWrite, 2, copy),
-            n => qp.push_n_with(Opcode::KeyWrite, n, copy),
+            1 if UNROLL => qp.push_n_with(primitive_tag(Opcode::KeyWrite), 1, copy),
+            2 if UNROLL => qp.push_n_with(primitive_tag(Opcode::KeyWrite), 2, copy),
+            n => qp.push_n_with(primitive_tag(Opcode::KeyWrite), n, copy),
         }
     }
 }
@@ -274,11 +274,11 @@ mod tests {
     use super::*;
     use crate::config::{RateConfig, RequesterConfig};
     use crate::counters::Counters;
-    use crate::frames::FrameBuilder;
-    use crate::requester::RequesterParams;
     use dta_protocol::layout::KeyWriteGeometry;
     use dta_protocol::roce::{Extension, ROCEV2_UDP_PORT};
     use dta_protocol::udp::UdpEndpoints;
+    use dta_rc::frames::FrameBuilder;
+    use dta_rc::requester::RequesterParams;
 
     /// A placement is sized only as its entries' data size: 4, 12 or 28 bytes for entries of 8, 16 or 32.
     #[test]

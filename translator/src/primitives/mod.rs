@@ -22,11 +22,11 @@ use dta_protocol::layout::Region;
 
 use crate::collector::Regions;
 use crate::config::Config;
-use crate::counters::{Counters, DropReason};
-use crate::frames::Payload;
-use crate::requester::Requester;
+use crate::counters::{primitive_tag, Counters, DropReason};
 use crate::time::Earliest;
 use crate::time::Instant;
+use dta_rc::frames::Payload;
+use dta_rc::requester::Requester;
 
 use append::AppendLists;
 use keyincrement::Coalescer;
@@ -258,5 +258,5 @@ pub(crate) type IdMap<V> = HashMap<u32, V, BuildHasherDefault<IdHasher>>;
 /// which queues what `push` of the same work request does).
 #[inline]
 pub(crate) fn write(qp: &mut Requester, primitive: Opcode, va: u64, rkey: u32, payload: Payload) {
-    qp.push_write(primitive, va, rkey, payload);
+    qp.push_write(primitive_tag(primitive), va, rkey, payload);
 }

@@ -35,8 +35,8 @@ use dta_protocol::layout::{Geometry, PostcardGeometry, Region, CELL_LEN, CHUNK_S
 use super::{FlushMode, Outcome, Primitive, Sink, Timed};
 use crate::collector::Regions;
 use crate::counters::DropReason;
-use crate::frames::Payload;
 use crate::time::Instant;
+use dta_rc::frames::Payload;
 
 /// One postcard, from either opcode.
 #[derive(Debug, Clone, Copy)]
@@ -419,10 +419,10 @@ mod tests {
     use super::*;
     use crate::config::{RateConfig, RequesterConfig};
     use crate::counters::Counters;
-    use crate::frames::FrameBuilder;
-    use crate::requester::{Requester, RequesterParams};
     use dta_protocol::roce::ROCEV2_UDP_PORT;
     use dta_protocol::udp::UdpEndpoints;
+    use dta_rc::frames::FrameBuilder;
+    use dta_rc::requester::{Requester, RequesterParams};
 
     fn qp() -> Requester {
         let ep = UdpEndpoints::new([2; 6], [3; 6], [1; 4], [2; 4], 1, ROCEV2_UDP_PORT);

@@ -15,9 +15,9 @@ use dta_protocol::layout::{Geometry, Region, SketchGeometry};
 use super::{FlushMode, IdMap, Outcome, Primitive, Sink, Timed};
 use crate::collector::Regions;
 use crate::counters::DropReason;
-use crate::frames::Payload;
-use crate::requester::Requester;
 use crate::time::Instant;
+use dta_rc::frames::Payload;
+use dta_rc::requester::Requester;
 
 #[derive(Debug, Clone)]
 struct Merge {
@@ -379,10 +379,10 @@ mod tests {
     use super::*;
     use crate::config::{RateConfig, RequesterConfig};
     use crate::counters::Counters;
-    use crate::frames::FrameBuilder;
-    use crate::requester::RequesterParams;
     use dta_protocol::roce::ROCEV2_UDP_PORT;
     use dta_protocol::udp::UdpEndpoints;
+    use dta_rc::frames::FrameBuilder;
+    use dta_rc::requester::RequesterParams;
 
     /// `write_complete` as it was before the known-complete run: every pass scans from `next_write`.
     fn reference(
