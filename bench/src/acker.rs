@@ -5,11 +5,8 @@
 //! collector NIC's work in reality: it is measured apart ([`ack_build_ns`]) so it can be told apart.
 
 use anyhow::{anyhow, Result};
-use dta_protocol::roce::short_crc::Crc32Short;
-use dta_protocol::roce::{
-    bth, AckKind, AethRepr, FrameRepr, IcrcPrefix, ICRC_LEN, ROCEV2_UDP_PORT,
-};
-use dta_protocol::udp::{UdpEndpoints, HEADERS_LEN};
+use dta_protocol::roce::{at, bth, AckKind, AckTemplate, AethRepr, FrameRepr, ROCEV2_UDP_PORT};
+use dta_protocol::udp::UdpEndpoints;
 
 use crate::workloads::{self, COLLECTOR_IP, COLLECTOR_MAC, TRANSLATOR_IP, TRANSLATOR_MAC};
 
@@ -32,84 +29,11 @@ pub(crate) struct Acker {
     fed: u64,
 }
 
-/// Offset of the opcode in the BTH (its first byte).
-const BTH_OPCODE: usize = 0;
-
 /// The error for a sent frame too short to hold a BTH; out of line, as the engine never sends one.
 #[cold]
 #[inline(never)]
 fn short_frame(len: usize) -> anyhow::Error {
     anyhow!("BTH: a {len}-byte frame ends before its BTH does")
-}
-
-/// Where the PSN (the low three bytes of the BTH's AckReq/PSN word) and the MSN (the AETH's low three
-/// bytes, the AETH right after the BTH) lie in an ACK or ATOMIC ACKNOWLEDGE frame.
-const ACK_PSN_AT: usize = HEADERS_LEN + bth::ACK_PSN_OFFSET + 1;
-const ACK_MSN_AT: usize = HEADERS_LEN + bth::HEADER_LEN + 1;
-
-struct AckTemplate {
-    /// The frame, in a fixed-size array: a copy of it is a few vector moves, not a `memcpy` call.
-    frame: [u8; ACK_LEN],
-    len: usize,
-    prefix: IcrcPrefix,
-    short: Crc32Short,
-    /// For a frame whose iCRC tail (its PSN word to its iCRC) is one 16-byte block, an ATOMIC
-    /// ACKNOWLEDGE's: the raw register its invariant prefix reaches over 16 zero bytes, to which the
-    /// block's own part is added (the CRC is linear), without the prefix's general tail path.
-    one_block: Option<u32>,
-}
-
-/// Where an ACK's iCRC tail starts: its BTH's AckReq/PSN word.
-const ACK_TAIL_AT: usize = HEADERS_LEN + bth::ACK_PSN_OFFSET;
-
-impl AckTemplate {
-    fn new(f: FrameRepr) -> Result<Self> {
-        let len = f.buffer_len();
-        if len > ACK_LEN {
-            return Err(anyhow!("ACK: {len} bytes, over {ACK_LEN}"));
-        }
-        let mut frame = [0u8; ACK_LEN];
-        f.emit(&mut frame[..len]).map_err(|e| anyhow!("ACK: {e}"))?;
-        let prefix = IcrcPrefix::new(&frame[..len]).map_err(|e| anyhow!("ACK: {e}"))?;
-        // The template's iCRC is !(zeros ^ linear(tail)): zeros from the template's own iCRC and tail.
-        let one_block = tail_block(&frame, len).map(|tail| {
-            let crc = prefix.finish(&frame[..len], len - ICRC_LEN);
-            !crc ^ Crc32Short::detect().linear_block(tail)
-        });
-        Ok(AckTemplate {
-            frame,
-            len,
-            prefix,
-            short: Crc32Short::detect(),
-            one_block,
-        })
-    }
-
-    /// The template with `psn` and `msn` (24-bit values) patched in, written to `out`; returns its length.
-    /// The fields are written in place at their fixed offsets (the template's shape is known): the
-    /// protocol's field setters check bounds the array already guarantees.
-    fn write(&self, psn: u32, msn: u32, out: &mut [u8; ACK_LEN]) -> usize {
-        *out = self.frame;
-        out[ACK_PSN_AT..ACK_PSN_AT + 3].copy_from_slice(&psn.to_be_bytes()[1..]);
-        out[ACK_MSN_AT..ACK_MSN_AT + 3].copy_from_slice(&msn.to_be_bytes()[1..]);
-        if let (Some(zeros), Some(tail)) = (self.one_block, tail_block(out, self.len)) {
-            let crc = !(zeros ^ self.short.linear_block(tail));
-            let at = self.len - ICRC_LEN;
-            out[at..at + ICRC_LEN].copy_from_slice(&crc.to_le_bytes());
-            return self.len;
-        }
-        let f = &mut out[..self.len];
-        self.prefix.fill(f);
-        self.len
-    }
-}
-
-/// The iCRC tail of a `len`-byte response in `frame`, if it is exactly one 16-byte block.
-fn tail_block(frame: &[u8; ACK_LEN], len: usize) -> Option<&[u8; 16]> {
-    frame
-        .get(ACK_TAIL_AT..len.checked_sub(ICRC_LEN)?)?
-        .try_into()
-        .ok()
 }
 
 impl Acker {
@@ -127,8 +51,12 @@ impl Acker {
             msn: 0,
         };
         Ok(Acker {
-            ack: AckTemplate::new(FrameRepr::acknowledge(ep, local_qpn, 0, aeth))?,
-            atomic_ack: AckTemplate::new(FrameRepr::atomic_acknowledge(ep, local_qpn, 0, aeth, 0))?,
+            ack: AckTemplate::from_repr(&FrameRepr::acknowledge(ep, local_qpn, 0, aeth))
+                .map_err(|e| anyhow!("ACK: {e}"))?,
+            atomic_ack: AckTemplate::from_repr(&FrameRepr::atomic_acknowledge(
+                ep, local_qpn, 0, aeth, 0,
+            ))
+            .map_err(|e| anyhow!("ATOMIC ACK: {e}"))?,
             msn: 0,
             bufs: vec![[0u8; ACK_LEN]; QUEUED],
             lens: Vec::with_capacity(QUEUED),
@@ -142,16 +70,15 @@ impl Acker {
     /// this common case costs the caller's loop a length check, two loads and two compares.
     #[inline]
     pub(crate) fn observe(&mut self, sent: &[u8]) -> Result<()> {
-        let Some(b) = sent.get(HEADERS_LEN..HEADERS_LEN + bth::HEADER_LEN) else {
+        let Some(b) = sent.get(..at::EXT) else {
             return Err(short_frame(sent.len()));
         };
-        let atomic = b[BTH_OPCODE] == bth::opcode::FETCH_ADD;
-        // AckReq is the top bit of the AckReq/PSN word.
-        if !atomic && b[bth::ACK_PSN_OFFSET] & 0x80 == 0 {
+        let atomic = b[at::BTH_OPCODE] == bth::opcode::FETCH_ADD;
+        if !atomic && b[at::BTH_ACK_REQ] & bth::field::ACK_REQ_BIT == 0 {
             return Ok(());
         }
-        let at = bth::ACK_PSN_OFFSET;
-        let psn = u32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]) & 0xFF_FFFF;
+        let p = &b[at::BTH_PSN];
+        let psn = u32::from_be_bytes([0, p[0], p[1], p[2]]);
         self.respond(atomic, psn)
     }
 
@@ -167,7 +94,9 @@ impl Acker {
             .bufs
             .get_mut(k)
             .ok_or_else(|| anyhow!("ACK ring full"))?;
-        let len = t.write(psn, self.msn, buf);
+        let len = t
+            .write(buf, psn, self.msn, 0)
+            .ok_or_else(|| anyhow!("ACK buffer too short"))?;
         self.lens.push(len);
         Ok(())
     }
@@ -228,6 +157,7 @@ pub(crate) fn ack_build_ns() -> Result<(f64, f64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use dta_protocol::udp::HEADERS_LEN;
 
     /// A sent frame too short for a BTH is an error, not a panic, whatever it holds; one that asks for
     /// nothing queues nothing.
