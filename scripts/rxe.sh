@@ -4,7 +4,9 @@
 # collector on the ibverbs backend over Linux Soft-RoCE (rdma_rxe), every primitive checked exactly, then
 # again under netem loss and reordering, DART writes from the reporter included; then dta-e2e-conformance,
 # our software responder judged against rxe request by request. Everything lives in the VM (namespaces, rxe, netem) and goes
-# with it; the scratch directory is removed. Bounded by RXE_TIMEOUT seconds (default 900).
+# with it; the scratch directory is removed. Bounded by progress: the run is stopped when neither the suite's
+# logs nor the VM's console grew for RXE_STALL seconds (default 300), and in any case after RXE_TIMEOUT
+# seconds (default 2400, a bound for a machine so loaded that it crawls, not the expected duration: ~3 min).
 #
 # Arguments are passed to dta-e2e-rxe (`--reports N`, `--fault-reports N`, `--fault-percent P`).
 # Without the VM's ingredients (run `make setup`) it fails, unless DTA_RXE_OPTIONAL=1, which skips loudly.
@@ -54,7 +56,7 @@ export DTA_BIN_DIR="$scratch/bin" RUST_LOG="\${RUST_LOG:-info}" PATH="$PATH"
 cd "$scratch"
 # 2 MiB hugepages for the collector's regions, as a production collector has them (it registers them).
 echo 32 > /proc/sys/vm/nr_hugepages
-timeout $(( ${RXE_TIMEOUT:-900} - 120 )) "$scratch/bin/dta-e2e-rxe"$args > "$scratch/suite.log" 2>&1
+timeout $(( ${RXE_TIMEOUT:-2400} - 120 )) "$scratch/bin/dta-e2e-rxe"$args > "$scratch/suite.log" 2>&1
 echo \$? > "$scratch/rc"
 # Then our software responder judged against rxe, request by request (its own rxe1 on its own veth).
 "$scratch/bin/dta-e2e-conformance" --timeout 300 --collector "$scratch/bin/dta-collector" \
@@ -66,8 +68,33 @@ echo "== booting $(basename "$kernel") under QEMU (TCG) with rdma_rxe; the suite
 start=$(date +%s)
 set +e
 # KVM hangs at boot on this class of machine, so TCG; --cpus 2 gives rxe's tasklets a CPU of their own.
-PATH="$top/.venv/bin:$PATH" timeout "${RXE_TIMEOUT:-900}" vng --run "$kernel" --disable-kvm \
-  --memory 2G --cpus 2 --rwdir "$scratch" --exec "bash $scratch/guest.sh" > "$scratch/console.log" 2>&1
+# In its own process group, so that the watchdog below stops QEMU with it.
+setsid env PATH="$top/.venv/bin:$PATH" timeout "${RXE_TIMEOUT:-2400}" vng --run "$kernel" --disable-kvm \
+  --memory 2G --cpus 2 --rwdir "$scratch" --exec "bash $scratch/guest.sh" > "$scratch/console.log" 2>&1 &
+vm=$!
+# The watchdog: a loaded machine may run the suite slowly, never silently. Progress is any growth of the
+# console (boot), the suite's log or the conformance log.
+stall=${RXE_STALL:-300}
+last_size=-1
+last_change=$(date +%s)
+stalled=0
+while kill -0 "$vm" 2>/dev/null; do
+  sleep 5
+  size=$(cat "$scratch/console.log" "$scratch/suite.log" "$scratch/conformance.log" 2>/dev/null | wc -c)
+  now=$(date +%s)
+  if [[ "$size" != "$last_size" ]]; then
+    last_size=$size
+    last_change=$now
+  elif (( now - last_change >= stall )); then
+    echo "== rxe suite: no progress for ${stall} s (logs at $size bytes): stopping the VM" >&2
+    stalled=1
+    kill -TERM -- "-$vm" 2>/dev/null || true
+    sleep 5
+    kill -KILL -- "-$vm" 2>/dev/null || true
+    break
+  fi
+done
+wait "$vm"
 vm_rc=$?
 set -e
 cat "$scratch/suite.log" 2>/dev/null || true
@@ -76,7 +103,7 @@ cat "$scratch/conformance.log" 2>/dev/null || true
 rc=$(cat "$scratch/rc" 2>/dev/null || echo none)
 crc=$(cat "$scratch/conformance.rc" 2>/dev/null || echo none)
 echo "== rxe suite: exit status $rc, conformance $crc, VM exit $vm_rc, $(( $(date +%s) - start )) s"
-if [[ "$rc" != 0 || "$crc" != 0 ]]; then
+if [[ "$stalled" == 1 || "$rc" != 0 || "$crc" != 0 ]]; then
   echo "---- last lines of the VM console ----"
   tail -n 40 "$scratch/console.log"
   exit 1
