@@ -16,8 +16,9 @@ pub mod rate;
 pub mod requester;
 pub mod rtt;
 pub mod stats;
-#[cfg(test)]
-mod test_rng;
+// The seeded stream of this crate's randomised tests, and of the translator's (one copy of it).
+#[doc(hidden)]
+pub mod test_rng;
 pub mod time;
 
 pub use config::{RateConfig, RequesterConfig};

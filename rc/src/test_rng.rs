@@ -1,10 +1,11 @@
-//! A seeded xorshift64* stream for the crate's randomised tests: reproducible, and no dependency.
+//! A seeded xorshift64* stream for randomised tests (this crate's and the translator's): reproducible, and
+//! no dependency. Not for anything but tests.
 
 /// xorshift64*.
-pub(crate) struct Rng(pub(crate) u64);
+pub struct Rng(pub u64);
 
 impl Rng {
-    pub(crate) fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;
         self.0 ^= self.0 >> 27;
@@ -12,12 +13,12 @@ impl Rng {
     }
 
     /// Uniform-ish in `0..n` (`n` above 0).
-    pub(crate) fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next_u64() % n
     }
 
     /// True `percent` times in 100.
-    pub(crate) fn chance(&mut self, percent: u64) -> bool {
+    pub fn chance(&mut self, percent: u64) -> bool {
         self.below(100) < percent
     }
 }

@@ -147,53 +147,19 @@ impl Tally for Counters {
         self.roce_frames_out += frames;
         self.roce_bytes_out += bytes;
     }
-    #[inline(always)]
-    fn retransmitted(&mut self) {
-        self.retransmitted_frames += 1;
-    }
-    #[inline(always)]
-    fn rate_limited(&mut self) {
-        self.rate_limited += 1;
-    }
-    #[inline(always)]
-    fn stale_response(&mut self) {
-        self.stale_responses += 1;
-    }
-    #[inline(always)]
-    fn ack(&mut self) {
-        self.acks += 1;
-    }
-    #[inline(always)]
-    fn atomic_ack(&mut self) {
-        self.atomic_acks += 1;
-    }
-    #[inline(always)]
-    fn nak_psn_sequence(&mut self) {
-        self.nak_psn_sequence += 1;
-    }
-    #[inline(always)]
-    fn nak_rnr(&mut self) {
-        self.nak_rnr += 1;
-    }
-    #[inline(always)]
-    fn nak_invalid_request(&mut self) {
-        self.nak_invalid_request += 1;
-    }
-    #[inline(always)]
-    fn nak_remote_access(&mut self) {
-        self.nak_remote_access += 1;
-    }
-    #[inline(always)]
-    fn nak_remote_operational(&mut self) {
-        self.nak_remote_operational += 1;
-    }
-    #[inline(always)]
-    fn retransmit_timeout(&mut self) {
-        self.retransmit_timeouts += 1;
-    }
-    #[inline(always)]
-    fn qp_error(&mut self) {
-        self.qp_errors += 1;
+    dta_rc::tally_events! {
+        retransmitted => retransmitted_frames,
+        rate_limited => rate_limited,
+        stale_response => stale_responses,
+        ack => acks,
+        atomic_ack => atomic_acks,
+        nak_psn_sequence => nak_psn_sequence,
+        nak_rnr => nak_rnr,
+        nak_invalid_request => nak_invalid_request,
+        nak_remote_access => nak_remote_access,
+        nak_remote_operational => nak_remote_operational,
+        retransmit_timeout => retransmit_timeouts,
+        qp_error => qp_errors,
     }
 }
 

@@ -14,8 +14,6 @@ pub mod int;
 pub mod primitives;
 mod reasons;
 pub mod sequence;
-#[cfg(test)]
-mod test_rng;
 pub mod time;
 
 pub use collector::RegionsFile;

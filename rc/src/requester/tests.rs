@@ -88,7 +88,7 @@ fn work(rng: &mut Rng, tag: u32) -> WorkRequest {
         Op::FetchAdd {
             va: u64::from(tag) * 8,
             rkey: 7,
-            add: rng.next(),
+            add: rng.next_u64(),
         }
     } else {
         let len = [0, 4, 8, 32, 33, 40, 64, 200][rng.below(8) as usize];
@@ -606,7 +606,7 @@ fn cumulative_acks_of_writes_equal_the_model() {
                     } else {
                         kind(&mut rng)
                     };
-                    let atomic = rng.chance(3).then(|| rng.next());
+                    let atomic = rng.chance(3).then(|| rng.next_u64());
                     let i = psn::distance(front, psn) as usize;
                     fast += usize::from(
                         atomic.is_none()
@@ -730,7 +730,7 @@ fn drive_against_model(burst: bool) {
                         )
                     };
                     let k = kind(&mut rng);
-                    let atomic = rng.chance(30).then(|| rng.next());
+                    let atomic = rng.chance(30).then(|| rng.next_u64());
                     r.on_response(now, psn, k, atomic, &mut rc);
                     m.on_response(now, psn, k, atomic, &mut mc);
                 }

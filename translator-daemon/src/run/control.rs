@@ -811,7 +811,11 @@ mod unusable_welcome_tests {
         addr
     }
 
-    fn link(addr: SocketAddr) -> (ControlLink, Receiver<ToWorker>, Sender<()>, Arc<AtomicBool>) {
+    /// A control link to `addr` with one worker: the link, the worker's end, the re-establishment
+    /// request sender and the stop flag (the in-use and re-hello tests use it too).
+    pub(super) fn link(
+        addr: SocketAddr,
+    ) -> (ControlLink, Receiver<ToWorker>, Sender<()>, Arc<AtomicBool>) {
         let (to_worker, from_client) = mpsc::channel();
         let (request, requests) = mpsc::channel();
         let stop = Arc::new(AtomicBool::new(false));
@@ -960,23 +964,7 @@ mod in_use_tests {
     #[test]
     fn an_in_use_refusal_is_counted_and_retried_until_welcomed() {
         let addr = collector(3);
-        let (_tx, requests) = mpsc::channel();
-        let (to_worker, _from_client) = mpsc::channel();
-        let stop = Arc::new(AtomicBool::new(false));
-        let link = ControlLink {
-            index: 0,
-            addr,
-            token: "t".into(),
-            mac: [2, 0, 0, 0, 0, 1],
-            ip: [198, 18, 0, 1],
-            qpns: vec![0x100],
-            base_psn: 0,
-            workers: vec![to_worker],
-            requests,
-            counters: Arc::new(ControlCounters::default()),
-            stop: stop.clone(),
-            engine: Config::default(),
-        };
+        let (link, _from_client, _tx, stop) = super::unusable_welcome_tests::link(addr);
         let counters = link.counters.clone();
         let (initial_tx, initial) = mpsc::channel();
         let client = std::thread::spawn(move || link.run(initial_tx));
@@ -1061,23 +1049,7 @@ mod rehello_tests {
     fn a_failed_qp_is_re_established_on_the_open_connection() {
         let (connections, hellos) = (Arc::default(), Arc::default());
         let addr = collector(Arc::clone(&connections), Arc::clone(&hellos));
-        let (to_worker, from_client) = mpsc::channel();
-        let (request, requests) = mpsc::channel();
-        let stop = Arc::new(AtomicBool::new(false));
-        let link = ControlLink {
-            index: 0,
-            addr,
-            token: "t".into(),
-            mac: [2, 0, 0, 0, 0, 1],
-            ip: [198, 18, 0, 1],
-            qpns: vec![0x100],
-            base_psn: 0,
-            workers: vec![to_worker],
-            requests,
-            counters: Arc::new(ControlCounters::default()),
-            stop: stop.clone(),
-            engine: Config::default(),
-        };
+        let (link, from_client, request, stop) = super::unusable_welcome_tests::link(addr);
         let counters = link.counters.clone();
         let (initial_tx, initial) = mpsc::channel();
         let client = std::thread::spawn(move || link.run(initial_tx));

@@ -4,12 +4,12 @@
 //! `handle_roce_frame` alone, agree on counters, QP gauges, events, timers and frames after every step.
 
 use super::*;
-use crate::test_rng::Rng;
 use dta_protocol::control::{ResponderQp, CONTROL_VERSION};
 use dta_protocol::dta::{Body, HeaderForm, KeyIncrementRepr, KeyWriteRepr};
 use dta_protocol::layout::{Geometry, KeyIncrementGeometry, KeyWriteGeometry};
 use dta_protocol::roce::{icrc, AckKind, AethRepr, NakCode};
 use dta_protocol::udp::{UdpEndpoints, HEADERS_LEN};
+use dta_rc::test_rng::Rng;
 
 const COLLECTOR_IP: [u8; 4] = [198, 18, 0, 2];
 const TRANSLATOR_IP: [u8; 4] = [198, 18, 0, 1];
@@ -122,7 +122,7 @@ fn response(rng: &mut Rng, c: u8, next_psn: u32) -> Vec<u8> {
     let qp = TRANSLATOR_QPN + u32::from(c) + u32::from(rng.chance(5));
     let f = match rng.below(100) {
         0..=44 => FrameRepr::acknowledge(ep, qp, psn, aeth),
-        45..=97 => FrameRepr::atomic_acknowledge(ep, qp, psn, aeth, rng.next()),
+        45..=97 => FrameRepr::atomic_acknowledge(ep, qp, psn, aeth, rng.next_u64()),
         _ => FrameRepr::cnp(ep, qp),
     };
     let mut out = vec![0u8; f.buffer_len()];
