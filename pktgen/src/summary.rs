@@ -28,12 +28,5 @@ pub struct Summary {
 
 /// A stable name for the summary.
 pub fn opcode_name(op: Opcode) -> &'static str {
-    match op {
-        Opcode::KeyWrite => "keywrite",
-        Opcode::Append => "append",
-        Opcode::KeyIncrement => "keyincrement",
-        Opcode::Postcard => "postcard",
-        Opcode::SketchMerge => "sketch",
-        Opcode::PostcardPathLen => "postcard_pathlen",
-    }
+    op.summary_name()
 }

@@ -61,17 +61,10 @@ pub fn udp_ports() -> Vec<(&'static str, u16)> {
 /// The DTA opcodes, by name.
 pub fn dta_opcodes() -> Vec<(&'static str, u8)> {
     use crate::dta::Opcode;
-    [
-        ("key_write", Opcode::KeyWrite),
-        ("append", Opcode::Append),
-        ("key_increment", Opcode::KeyIncrement),
-        ("postcard", Opcode::Postcard),
-        ("sketch_merge", Opcode::SketchMerge),
-        ("postcard_pathlen", Opcode::PostcardPathLen),
-    ]
-    .into_iter()
-    .map(|(n, o)| (n, o.code()))
-    .collect()
+    Opcode::ALL
+        .iter()
+        .map(|o| (o.contract_name(), o.code()))
+        .collect()
 }
 
 /// The RoCEv2 BTH opcodes dta sends or consumes, by name.

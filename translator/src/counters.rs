@@ -44,15 +44,10 @@ impl DropReason {
     }
 }
 
-/// Index of an opcode in the per-primitive arrays (0 for Key-Write ... 5 for Postcarding with path length).
-pub const fn opcode_index(op: Opcode) -> usize {
-    op.code() as usize - 1
-}
-
-/// The [`Tag`] of a primitive's work requests: its [`opcode_index`], so that a first send is counted in
+/// The [`Tag`] of a primitive's work requests: its [`Opcode::index`], so that a first send is counted in
 /// [`Counters::ops_out`] by one index.
 pub const fn primitive_tag(op: Opcode) -> Tag {
-    Tag(op.code() - 1)
+    Tag(op.index() as u8)
 }
 
 /// Every counter of one engine.
@@ -62,10 +57,10 @@ pub struct Counters {
     pub frames_in: u64,
     /// Frames returned as not for the translator (to be forwarded).
     pub not_for_us: u64,
-    /// Well-formed reports per primitive (index: [`opcode_index`]).
-    pub reports_in: [u64; 6],
+    /// Well-formed reports per primitive (index: [`Opcode::index`]).
+    pub reports_in: [u64; Opcode::COUNT],
     /// RDMA operations first sent per primitive (retransmissions not included).
-    pub ops_out: [u64; 6],
+    pub ops_out: [u64; Opcode::COUNT],
     /// Head-word writes of Append lists.
     pub append_head_writes: u64,
     /// Increments folded into an earlier one by coalescing.
@@ -259,7 +254,11 @@ mod tests {
         assert_eq!(c.dropped(DropReason::Duplicate), 9);
         assert_eq!(c.dropped(DropReason::CollectorUnusable), 10);
         assert_eq!(c.dropped(DropReason::Malformed), 1);
-        assert_eq!(opcode_index(Opcode::PostcardPathLen), 5);
+        // Per-primitive slots follow the declaration order, which follows the wire codes.
+        for (i, op) in Opcode::ALL.iter().enumerate() {
+            assert_eq!((op.index(), primitive_tag(*op).0), (i, i as u8));
+            assert_eq!(usize::from(op.code()), i + 1);
+        }
     }
 
     #[test]

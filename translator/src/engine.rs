@@ -27,7 +27,7 @@ use dta_protocol::udp::{UdpFrame, UdpView, Uncommon, HEADERS_LEN as UDP_PAYLOAD_
 use dta_protocol::Error as WireError;
 
 use crate::config::{Config, KeyRouting};
-use crate::counters::{opcode_index, Counters, DropReason};
+use crate::counters::{Counters, DropReason};
 use crate::error::ConfigError;
 use crate::int::IntFrontEnd;
 use crate::primitives::postcard::Postcard;
@@ -499,7 +499,7 @@ impl Engine {
         dispatch: impl FnOnce(&mut Self) -> Result<(), DropReason>,
     ) {
         let op = base.opcode;
-        self.counters.reports_in[opcode_index(op)] += 1;
+        self.counters.reports_in[op.index()] += 1;
         // Built where it is used, off the common path (an untracked report needs none).
         let stream = || Stream {
             reporter: src_ip,

@@ -41,65 +41,103 @@ pub const DTA_NACK_UDP_PORT: u16 = 40044;
 /// Largest Key-Write / Key-Increment redundancy accepted (the reference stops at 4).
 pub const N_MAX: u8 = 8;
 
-/// The DTA opcodes' wire values, for code that matches on the raw byte (the report's fast path); [`Opcode`]
-/// is the typed form and maps to and from exactly these.
-pub mod opcode {
-    /// Key-Write.
-    pub const KEY_WRITE: u8 = 0x01;
-    /// Append.
-    pub const APPEND: u8 = 0x02;
-    /// Key-Increment.
-    pub const KEY_INCREMENT: u8 = 0x03;
-    /// Postcarding.
-    pub const POSTCARD: u8 = 0x04;
-    /// Sketch-Merge.
-    pub const SKETCH_MERGE: u8 = 0x05;
-    /// Postcarding with the path length carried in the report.
-    pub const POSTCARD_PATH_LEN: u8 = 0x06;
-}
-
-/// The DTA opcodes: 0x01–0x04 as in the reference, 0x05–0x06 are this project's.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Opcode {
-    /// Key-Write: store data under a key, N copies.
-    KeyWrite,
-    /// Append: add an entry to a list.
-    Append,
-    /// Key-Increment: add to a counter under a key, N copies.
-    KeyIncrement,
-    /// Postcarding: one hop's value of a flow's path; path length is the configured B.
-    Postcard,
-    /// Sketch-Merge: one column of a reporter's sketch.
-    SketchMerge,
-    /// Postcarding with the path length carried in the report.
-    PostcardPathLen,
-}
-
-impl Opcode {
-    /// The opcode's wire value.
-    pub const fn code(self) -> u8 {
-        match self {
-            Opcode::KeyWrite => opcode::KEY_WRITE,
-            Opcode::Append => opcode::APPEND,
-            Opcode::KeyIncrement => opcode::KEY_INCREMENT,
-            Opcode::Postcard => opcode::POSTCARD,
-            Opcode::SketchMerge => opcode::SKETCH_MERGE,
-            Opcode::PostcardPathLen => opcode::POSTCARD_PATH_LEN,
+/// Declares the primitives once: their wire code and every name they go by. From the one list come the
+/// [`opcode`] constants, [`Opcode`] with its code, index and names, [`Opcode::ALL`] and
+/// [`Opcode::COUNT`] (the size of every per-primitive counter array); the translator's counters, its
+/// metric labels, pktgen's summary and the P4 contract all read them. A new primitive is one line here.
+macro_rules! primitives {
+    ($(
+        $(#[$doc:meta])*
+        $variant:ident = $code:literal, $constant:ident,
+        label $label:literal, contract $contract:literal, summary $summary:literal;
+    )*) => {
+        /// The DTA opcodes' wire values, for code that matches on the raw byte (the report's fast path);
+        /// [`Opcode`] is the typed form and maps to and from exactly these.
+        pub mod opcode {
+            $(
+                $(#[$doc])*
+                pub const $constant: u8 = $code;
+            )*
         }
-    }
 
-    /// The opcode for a wire value.
-    pub const fn from_code(code: u8) -> Result<Self> {
-        Ok(match code {
-            opcode::KEY_WRITE => Opcode::KeyWrite,
-            opcode::APPEND => Opcode::Append,
-            opcode::KEY_INCREMENT => Opcode::KeyIncrement,
-            opcode::POSTCARD => Opcode::Postcard,
-            opcode::SKETCH_MERGE => Opcode::SketchMerge,
-            opcode::POSTCARD_PATH_LEN => Opcode::PostcardPathLen,
-            other => return Err(Error::UnknownOpcode(other)),
-        })
-    }
+        /// The DTA opcodes: 0x01–0x04 as in the reference, 0x05–0x06 are this project's.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum Opcode {
+            $(
+                $(#[$doc])*
+                $variant,
+            )*
+        }
+
+        impl Opcode {
+            /// Every primitive, in declaration order (the order of [`index`](Self::index)).
+            pub const ALL: [Opcode; [$(Opcode::$variant),*].len()] = [$(Opcode::$variant),*];
+            /// How many primitives there are: the length of every per-primitive array.
+            pub const COUNT: usize = Self::ALL.len();
+
+            /// The opcode's wire value.
+            pub const fn code(self) -> u8 {
+                match self {
+                    $(Opcode::$variant => opcode::$constant,)*
+                }
+            }
+
+            /// The opcode for a wire value.
+            pub const fn from_code(code: u8) -> Result<Self> {
+                Ok(match code {
+                    $(opcode::$constant => Opcode::$variant,)*
+                    other => return Err(Error::UnknownOpcode(other)),
+                })
+            }
+
+            /// Its position in [`ALL`](Self::ALL): the index of per-primitive arrays.
+            pub const fn index(self) -> usize {
+                self as usize
+            }
+
+            /// Its label in metrics (`primitive="key_write"`).
+            pub const fn label(self) -> &'static str {
+                match self {
+                    $(Opcode::$variant => $label,)*
+                }
+            }
+
+            /// Its name in the P4 contract (`contract.rs`).
+            pub const fn contract_name(self) -> &'static str {
+                match self {
+                    $(Opcode::$variant => $contract,)*
+                }
+            }
+
+            /// Its name in pktgen's JSON summary.
+            pub const fn summary_name(self) -> &'static str {
+                match self {
+                    $(Opcode::$variant => $summary,)*
+                }
+            }
+        }
+    };
+}
+
+primitives! {
+    /// Key-Write: store data under a key, N copies.
+    KeyWrite = 0x01, KEY_WRITE,
+        label "key_write", contract "key_write", summary "keywrite";
+    /// Append: add an entry to a list.
+    Append = 0x02, APPEND,
+        label "append", contract "append", summary "append";
+    /// Key-Increment: add to a counter under a key, N copies.
+    KeyIncrement = 0x03, KEY_INCREMENT,
+        label "key_increment", contract "key_increment", summary "keyincrement";
+    /// Postcarding: one hop's value of a flow's path; path length is the configured B.
+    Postcard = 0x04, POSTCARD,
+        label "postcard", contract "postcard", summary "postcard";
+    /// Sketch-Merge: one column of a reporter's sketch.
+    SketchMerge = 0x05, SKETCH_MERGE,
+        label "sketch_merge", contract "sketch_merge", summary "sketch";
+    /// Postcarding with the path length carried in the report.
+    PostcardPathLen = 0x06, POSTCARD_PATH_LEN,
+        label "postcard_path_len", contract "postcard_pathlen", summary "postcard_pathlen";
 }
 
 /// Rejects a redundancy outside `1..=N_MAX`; it is never clamped, because a clamped report would land in

@@ -15,6 +15,7 @@ use std::sync::{Arc, Mutex};
 use anyhow::{anyhow, Result};
 use dta_httpd::openmetrics::{exposition, CONTENT_TYPE};
 use dta_httpd::{Config, Limits, Request, Response, Server};
+use dta_protocol::dta::Opcode;
 use dta_translator::{Counters, DropReason};
 use prometheus_client::registry::Registry;
 
@@ -34,14 +35,16 @@ pub struct Sources {
     pub control: Vec<Arc<ControlCounters>>,
 }
 
-const PRIMITIVES: [&str; 6] = [
-    "key_write",
-    "append",
-    "key_increment",
-    "postcard",
-    "sketch_merge",
-    "postcard_path_len",
-];
+/// The `primitive` label of each per-primitive counter slot (dta-protocol's one list of primitives).
+const PRIMITIVES: [&str; Opcode::COUNT] = {
+    let mut names = [""; Opcode::COUNT];
+    let mut i = 0;
+    while i < Opcode::COUNT {
+        names[i] = Opcode::ALL[i].label();
+        i += 1;
+    }
+    names
+};
 
 /// Engine counters summed over workers, and the restart counts.
 pub struct Totals {

@@ -9,7 +9,7 @@ use dta_protocol::udp::UdpView;
 use super::link::{self, Collector};
 use super::{tracked, Engine};
 use crate::config::KeyRouting;
-use crate::counters::{opcode_index, DropReason};
+use crate::counters::DropReason;
 use crate::primitives::keywrite::{Placement, SizedPlacement};
 
 impl Engine {
@@ -53,7 +53,7 @@ impl Engine {
         };
         // `frame`'s and `report`'s counts, added once for the run.
         self.counters.frames_in += taken;
-        self.counters.reports_in[opcode_index(Opcode::KeyWrite)] += taken;
+        self.counters.reports_in[Opcode::KeyWrite.index()] += taken;
         left
     }
 
