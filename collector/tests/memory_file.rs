@@ -6,21 +6,17 @@
 
 mod process;
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::TcpStream;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use dta_collector::client;
 use dta_netio::{AfPacket, AfPacketConfig, FrameBatch, TxBurst};
-use dta_protocol::control::{
-    AppendHead, CollectorMessage, Hello, RequesterQp, TranslatorMessage, Welcome, CONTROL_VERSION,
-};
+use dta_protocol::control::{AppendHead, Welcome};
 use dta_protocol::layout::{AppendGeometry, Geometry, Region};
 use dta_protocol::roce::FrameRepr;
 use dta_protocol::udp::UdpEndpoints;
-use process::{example, serve};
+use process::{example, hello, serve};
 
 /// A scratch directory for the config and the memory file, removed on drop.
 struct Scratch(PathBuf);
@@ -59,31 +55,6 @@ impl Scratch {
 impl Drop for Scratch {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn hello(control: &str) -> Welcome {
-    let mut s = TcpStream::connect(control).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    let h = TranslatorMessage::Hello(Hello {
-        version: CONTROL_VERSION,
-        token: "change-me".into(),
-        mac: [0; 6],
-        ip: [127, 0, 0, 1],
-        gid: [0; 16],
-        qps: vec![RequesterQp {
-            qpn: 0x11,
-            start_psn: 0x20,
-        }],
-    });
-    let mut line = serde_json::to_string(&h).unwrap();
-    line.push('\n');
-    s.write_all(line.as_bytes()).unwrap();
-    let mut answer = String::new();
-    BufReader::new(s).read_line(&mut answer).unwrap();
-    match serde_json::from_str(&answer).unwrap() {
-        CollectorMessage::Welcome(w) => w,
-        other => panic!("{other:?}"),
     }
 }
 

@@ -6,45 +6,16 @@
 
 mod process;
 
-use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use dta_collector::client;
 use dta_netio::{AfPacket, AfPacketConfig, FrameBatch, TxBurst};
-use dta_protocol::control::{
-    CollectorMessage, Hello, RequesterQp, TranslatorMessage, Welcome, CONTROL_VERSION,
-};
 use dta_protocol::layout::{Geometry, KeyWriteGeometry};
 use dta_protocol::roce::FrameRepr;
 use dta_protocol::udp::UdpEndpoints;
-use process::{example, serve, Serve};
-
-fn hello(control: &str) -> Welcome {
-    let mut s = TcpStream::connect(control).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    let h = TranslatorMessage::Hello(Hello {
-        version: CONTROL_VERSION,
-        token: "change-me".into(),
-        mac: [0; 6],
-        ip: [127, 0, 0, 1],
-        gid: [0; 16],
-        qps: vec![RequesterQp {
-            qpn: 0x11,
-            start_psn: 0x20,
-        }],
-    });
-    let mut line = serde_json::to_string(&h).unwrap();
-    line.push('\n');
-    s.write_all(line.as_bytes()).unwrap();
-    let mut answer = String::new();
-    BufReader::new(s).read_line(&mut answer).unwrap();
-    match serde_json::from_str(&answer).unwrap() {
-        CollectorMessage::Welcome(w) => w,
-        other => panic!("{other:?}"),
-    }
-}
+use process::{example, hello, serve, Serve};
 
 #[test]
 fn serve_answers_queries_over_http() {

@@ -3,10 +3,15 @@
 
 #![allow(dead_code)]
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
+
+use dta_protocol::control::{
+    CollectorMessage, Hello, RequesterQp, TranslatorMessage, Welcome, CONTROL_VERSION,
+};
 
 /// The example configuration.
 pub fn example() -> String {
@@ -85,5 +90,32 @@ impl Serve {
             .find_map(|l| l.strip_prefix("VmRSS:"))
             .and_then(|v| v.split_whitespace().next()?.parse().ok())
             .expect("VmRSS in /proc/PID/status")
+    }
+}
+
+/// A translator's hello (QP 0x11 from PSN 0x20, the example's token) to the control port at `control`:
+/// the welcome it gets.
+pub fn hello(control: &str) -> Welcome {
+    let mut s = TcpStream::connect(control).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let h = TranslatorMessage::Hello(Hello {
+        version: CONTROL_VERSION,
+        token: "change-me".into(),
+        mac: [0; 6],
+        ip: [127, 0, 0, 1],
+        gid: [0; 16],
+        qps: vec![RequesterQp {
+            qpn: 0x11,
+            start_psn: 0x20,
+        }],
+    });
+    let mut line = serde_json::to_string(&h).unwrap();
+    line.push('\n');
+    s.write_all(line.as_bytes()).unwrap();
+    let mut answer = String::new();
+    BufReader::new(s).read_line(&mut answer).unwrap();
+    match serde_json::from_str(&answer).unwrap() {
+        CollectorMessage::Welcome(w) => w,
+        other => panic!("{other:?}"),
     }
 }
