@@ -31,6 +31,7 @@ mod dpdk {
     pub fn build() {
         let shim = PathBuf::from("csrc/dpdk_shim.h");
         println!("cargo:rerun-if-changed={}", shim.display());
+        println!("cargo:rerun-if-changed=csrc/fault_guard.c");
         println!("cargo:rerun-if-changed=build.rs");
         let out = PathBuf::from(std::env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
 
@@ -78,6 +79,7 @@ mod dpdk {
 
         let mut cc = cc::Build::new();
         cc.file(wrappers.with_extension("c"))
+            .file("csrc/fault_guard.c")
             .include(".")
             .warnings(false);
         // `-include rte_config.h` is two words; pass each word through as pkg-config printed it.

@@ -38,6 +38,11 @@ pub trait PortLoop {
     fn idle(&mut self, empty_polls: u32) -> std::result::Result<(), NetioError>;
     /// The port's counters and what fault injection did.
     fn stats(&self) -> (RxStats, TxStats, FaultCounts);
+    /// Whether the port's link is up, where the port can tell (a DPDK port: a `net_memif` port is down
+    /// while its peer is gone); `None` otherwise.
+    fn link_up(&self) -> Option<bool> {
+        None
+    }
 }
 
 /// How long a poll waits before trying a port whose link is down again.
@@ -81,6 +86,7 @@ fn drive(
     let mut last_publish = Instant::now();
     let mut empty = 0u32;
     let mut link_down = 0u64;
+    let mut link = LinkLog::default();
     while !stop.load(Ordering::Relaxed) {
         let got = match l.poll() {
             Ok(n) => n,
@@ -97,6 +103,7 @@ fn drive(
             Err(e) => return Err(io_error(name, e)),
         };
         if last_publish.elapsed() >= PUBLISH_EVERY {
+            link.observe(name, l.link_up());
             publish(l, responder, metrics);
             last_publish = Instant::now();
         }
@@ -113,6 +120,42 @@ fn drive(
     }
     publish(l, responder, metrics);
     Ok(())
+}
+
+/// The port's link as last seen, logged when it changes: a DPDK port's device drops what it is given while
+/// its link is down, and the translator resends what was not acknowledged once it is back.
+#[derive(Default)]
+struct LinkLog {
+    up: Option<bool>,
+    downs: u64,
+    since: Option<Instant>,
+}
+
+impl LinkLog {
+    fn observe(&mut self, name: &str, state: Option<bool>) {
+        match (self.up, state) {
+            (None, Some(false)) => {
+                self.since = Some(Instant::now());
+                log::info!("port {name}: link down (waiting for its peer)");
+            }
+            (Some(true), Some(false)) => {
+                self.downs += 1;
+                self.since = Some(Instant::now());
+                log::warn!(
+                    "port {name}: link down (its peer is gone; {} time(s) so far); the memory is kept",
+                    self.downs
+                );
+            }
+            (Some(false), Some(true)) => {
+                let away = self.since.take().map_or(0, |t| t.elapsed().as_millis());
+                log::info!("port {name}: link up after {away} ms");
+            }
+            _ => {}
+        }
+        if state.is_some() {
+            self.up = state;
+        }
+    }
 }
 
 fn publish(l: &impl PortLoop, responder: &Mutex<Responder>, metrics: &Metrics) {

@@ -9,7 +9,12 @@ use std::sync::OnceLock;
 use anyhow::{bail, Context, Result};
 
 /// The packages whose binaries the harness runs.
-const PACKAGES: [&str; 3] = ["dta-translator-daemon", "dta-collector", "dta-reporter"];
+const PACKAGES: [&str; 4] = [
+    "dta-translator-daemon",
+    "dta-collector",
+    "dta-reporter",
+    "dta-pktgen",
+];
 
 fn profile_dir() -> Result<PathBuf> {
     let exe = std::env::current_exe().context("locating the running executable")?;

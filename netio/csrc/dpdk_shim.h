@@ -61,4 +61,9 @@ static inline struct rte_mempool *dta_pktmbuf_pool_create_flags(const char *name
 	return mp;
 }
 
+/* csrc/fault_guard.c: a burst that survives its PMD faulting (net_memif unmapping a gone peer's rings). */
+int dta_fault_guard_install(void);
+uint16_t dta_rx_burst_guarded(uint16_t port, uint16_t queue, struct rte_mbuf **pkts, uint16_t n, int *faulted);
+uint16_t dta_tx_burst_guarded(uint16_t port, uint16_t queue, struct rte_mbuf **pkts, uint16_t n, int *faulted);
+
 #endif

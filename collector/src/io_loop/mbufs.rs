@@ -131,6 +131,10 @@ impl PortLoop for MbufLoop<'_> {
     fn stats(&self) -> (RxStats, TxStats, FaultCounts) {
         (self.rx_stats(), self.tx_stats(), self.fault_counts())
     }
+
+    fn link_up(&self) -> Option<bool> {
+        self.queue.link_up()
+    }
 }
 
 /// Answers the `n` frames of `frames`, a transmit burst of up to `rooms` mbufs at a time, each response

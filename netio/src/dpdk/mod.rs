@@ -8,6 +8,7 @@ mod burst;
 mod eal;
 mod error;
 pub(crate) mod ffi;
+mod guard;
 mod mbuf;
 mod mempool;
 mod port;
@@ -17,6 +18,7 @@ mod shared;
 
 pub use burst::MbufBurst;
 pub use eal::{eal_init, register_thread, Eal};
+pub use guard::pmd_faults;
 pub use mempool::Mempool;
 pub use port::{frame_room, Port, PortConfig, PortStats};
 pub use queue::DpdkQueue;

@@ -209,11 +209,18 @@ impl Port {
         // SAFETY: configured port.
         let r = unsafe { ffi::rte_eth_dev_start(port_id) };
         check(|| format!("rte_eth_dev_start({name})"), r)?;
+        // SAFETY: the driver name is a static C string of the driver, or NULL.
+        let driver = (!info.driver_name.is_null())
+            .then(|| unsafe { std::ffi::CStr::from_ptr(info.driver_name) })
+            .map(|d| d.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let guarded = super::guard::needs_guard(&driver) && super::guard::install();
         let shared = Arc::new(PortShared {
             port_id,
             name: name.to_owned(),
             queues: q,
             pool,
+            guarded,
         });
         if config.promiscuous {
             // SAFETY: started port. Virtual devices without the notion answer ENOTSUP, which is fine.

@@ -88,6 +88,15 @@ impl DpdkQueue {
     pub fn queue_id(&self) -> u16 {
         self.queue_id
     }
+
+    /// Whether the port's link is up now (`rte_eth_link_get_nowait`: a read of the device's state, no
+    /// wait); `None` if the device cannot say. A `net_memif` port is up while its peer is connected.
+    pub fn link_up(&self) -> Option<bool> {
+        let mut l = ffi::rte_eth_link::default();
+        // SAFETY: valid port id and out pointer; reading the link state does not touch the queues.
+        let r = unsafe { ffi::rte_eth_link_get_nowait(self.port.port_id, &mut l) };
+        (r == 0).then(|| l.link_status() != 0)
+    }
 }
 
 impl RxBurst for DpdkQueue {
@@ -303,14 +312,15 @@ impl DpdkQueue {
             return 0;
         }
         // SAFETY: the n received mbufs are ours; the device takes ownership of the accepted ones.
-        let sent = unsafe {
-            ffi::rte_eth_tx_burst(
-                self.port.port_id,
-                self.queue_id,
-                self.mbufs.as_mut_ptr(),
-                n as u16,
-            )
-        } as usize;
+        let Some(sent) = (unsafe {
+            self.port
+                .tx(self.queue_id, self.mbufs.as_mut_ptr(), n as u16)
+        }) else {
+            // The driver faulted: the mbufs are gone (leaked, never freed twice).
+            self.rx_stats.frames += n as u64;
+            self.tx_stats.dropped += n as u64;
+            return 0;
+        };
         self.drop_refused(sent, n);
         self.rx_stats.frames += n as u64;
         self.tx_stats.frames += sent as u64;
@@ -325,14 +335,7 @@ impl DpdkQueue {
             return 0;
         }
         // SAFETY: started port, our queue; the burst's tail has room for `want` pointers, which become its.
-        let n = unsafe {
-            ffi::rte_eth_rx_burst(
-                self.port.port_id,
-                self.queue_id,
-                burst.tail_ptr(),
-                want as u16,
-            )
-        } as usize;
+        let n = unsafe { self.port.rx(self.queue_id, burst.tail_ptr(), want as u16) };
         let start = burst.len();
         burst.grow(n);
         let mut bytes = 0;
@@ -364,14 +367,19 @@ impl DpdkQueue {
                 break;
             }
             // SAFETY: started port, our queue; the device takes ownership of the accepted mbufs.
-            done += unsafe {
-                ffi::rte_eth_tx_burst(
-                    self.port.port_id,
-                    self.queue_id,
-                    held[done..].as_mut_ptr(),
-                    (n - done) as u16,
-                )
-            } as usize;
+            let taken = unsafe {
+                self.port
+                    .tx(self.queue_id, held[done..].as_mut_ptr(), (n - done) as u16)
+            };
+            let Some(taken) = taken else {
+                // The driver faulted: what it had not taken is gone too (leaked, never freed twice); the
+                // bytes of this burst are not counted.
+                burst.consume_front(n);
+                self.tx_stats.dropped += (n - done) as u64;
+                self.tx_stats.frames += done as u64;
+                return done;
+            };
+            done += taken;
         }
         for &m in &held[done..] {
             // SAFETY: refused, still ours.
@@ -424,14 +432,10 @@ impl DpdkQueue {
     fn receive_into_scratch(&mut self, max: usize) -> usize {
         let max = max.min(self.mbufs.len());
         // SAFETY: started port, our queue, scratch array of at least `max` entries.
-        (unsafe {
-            ffi::rte_eth_rx_burst(
-                self.port.port_id,
-                self.queue_id,
-                self.mbufs.as_mut_ptr(),
-                max as u16,
-            )
-        }) as usize
+        unsafe {
+            self.port
+                .rx(self.queue_id, self.mbufs.as_mut_ptr(), max as u16)
+        }
     }
 
     /// Frees the scratch array's mbufs `from..to`, which the device did not take, as dropped frames.
@@ -513,14 +517,21 @@ impl DpdkQueue {
                 break;
             }
             // SAFETY: started port, our queue; the device takes ownership of the accepted mbufs.
-            done += unsafe {
-                ffi::rte_eth_tx_burst(
-                    self.port.port_id,
+            let taken = unsafe {
+                self.port.tx(
                     self.queue_id,
                     self.mbufs[done..].as_mut_ptr(),
                     (ready - done) as u16,
                 )
-            } as usize;
+            };
+            let Some(taken) = taken else {
+                // The driver faulted: what it had not taken is gone too (leaked, never freed twice); the
+                // bytes of this burst are not counted.
+                self.tx_stats.dropped += (ready - done) as u64;
+                self.tx_stats.frames += done as u64;
+                return done;
+            };
+            done += taken;
         }
         let mut sent_bytes = bytes;
         // The bytes sent are those of the burst less the refused frames', read from their mbufs before

@@ -13,6 +13,36 @@ pub(crate) struct PortShared {
     pub(crate) name: String,
     pub(crate) queues: u16,
     pub(crate) pool: Mempool,
+    /// Whether its bursts run under the fault guard ([`super::guard`]): a driver over a peer's shared memory.
+    pub(crate) guarded: bool,
+}
+
+impl PortShared {
+    /// `rte_eth_rx_burst` on queue `queue`, guarded where the driver needs it; 0 after a fault.
+    ///
+    /// # Safety
+    /// A queue this thread alone polls, room for `n` pointers at `pkts`.
+    #[inline(always)]
+    pub(crate) unsafe fn rx(&self, queue: u16, pkts: *mut *mut ffi::rte_mbuf, n: u16) -> usize {
+        // SAFETY: the caller's promise.
+        unsafe { super::guard::rx(self.guarded, &self.name, self.port_id, queue, pkts, n) }
+    }
+
+    /// `rte_eth_tx_burst` on queue `queue`, guarded where the driver needs it: how many the device took,
+    /// `None` after a fault (every mbuf offered is gone then, and must be neither freed nor read).
+    ///
+    /// # Safety
+    /// A queue this thread alone polls, `n` owned mbufs at `pkts`.
+    #[inline(always)]
+    pub(crate) unsafe fn tx(
+        &self,
+        queue: u16,
+        pkts: *mut *mut ffi::rte_mbuf,
+        n: u16,
+    ) -> Option<usize> {
+        // SAFETY: the caller's promise.
+        unsafe { super::guard::tx(self.guarded, &self.name, self.port_id, queue, pkts, n) }
+    }
 }
 
 impl Drop for PortShared {
@@ -22,7 +52,7 @@ impl Drop for PortShared {
             // Bounded: a device that keeps receiving (a live NIC) must not hold up the drop.
             for _ in 0..1024 {
                 // SAFETY: the port is started and no queue object exists any more, so nobody else polls it.
-                let n = unsafe { ffi::rte_eth_rx_burst(self.port_id, q, mbufs.as_mut_ptr(), 64) };
+                let n = unsafe { self.rx(q, mbufs.as_mut_ptr(), 64) };
                 if n == 0 {
                     break;
                 }

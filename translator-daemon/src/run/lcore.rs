@@ -12,6 +12,7 @@ use dta_translator::{Engine, Event, Instant};
 use super::clock::Clock;
 use super::dataplane::io::Queue;
 use super::dataplane::DataPlane;
+use super::link::LinkWatch;
 use super::worker::{abandoned_at_stop, control, Snapshot, ToWorker, DRAIN, PUBLISH_EVERY};
 
 /// Longest wait of an idle worker between polls (its queues may wait less: a DPDK worker sleeps 50 us),
@@ -30,6 +31,8 @@ pub struct LcoreIo {
     pub snapshots: Arc<Mutex<Vec<Snapshot>>>,
     /// Set when the daemon stops.
     pub stop: Arc<AtomicBool>,
+    /// The ports' names, in port order (worker 0 watches their links).
+    pub ports: Vec<String>,
 }
 
 /// Runs until `stop`; then flushes the engine and keeps polling (the collector's ACKs come in through the
@@ -44,6 +47,8 @@ pub fn run<Q: Queue>(mut plane: DataPlane<Q>, io: LcoreIo, clock: Clock) {
     // a 1024-descriptor ring).
     let spin = plane.idle_spin();
     let mut idle = 0u32;
+    // One worker watches the links (every worker has a queue of every port).
+    let mut links = (io.index == 0).then(|| LinkWatch::new(&io.ports));
     loop {
         let now = clock.now();
         let busy = plane.poll(engine.as_deref_mut(), now);
@@ -70,6 +75,10 @@ pub fn run<Q: Queue>(mut plane: DataPlane<Q>, io: LcoreIo, clock: Clock) {
             }
         }
         if now >= last_publish + PUBLISH_EVERY {
+            if let Some(w) = links.as_mut() {
+                w.observe(&plane.link_states(), now);
+                snap.links = w.states();
+            }
             publish(&plane, engine.as_deref(), &io, &mut snap);
             last_publish = now;
         }

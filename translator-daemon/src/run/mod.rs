@@ -16,6 +16,7 @@ mod clock;
 mod control;
 pub mod dataplane;
 mod lcore;
+mod link;
 mod metrics;
 mod ports;
 pub mod settings;
@@ -402,6 +403,7 @@ where
             qp_errors: qp_error_tx.clone(),
             snapshots: snapshots.clone(),
             stop: stop_workers.clone(),
+            ports: names.to_vec(),
         };
         let core = s.daemon.workers.cores.get(k).copied();
         let on_start = on_start.clone();

@@ -97,6 +97,9 @@ pub struct Snapshot {
     pub plane: PlaneCounters,
     /// A run-to-completion worker's queue of every port, in port order.
     pub ports: Vec<(RxStats, TxStats)>,
+    /// Worker 0's watch of every port's link, in port order: state (`None` where the port cannot tell)
+    /// and times it went down; empty for the other workers.
+    pub links: Vec<(Option<bool>, u64)>,
 }
 
 /// How often a worker publishes its counters to the metrics thread.

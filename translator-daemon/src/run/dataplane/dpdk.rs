@@ -92,6 +92,9 @@ impl Queue for DpdkQueue {
     fn tx_burst(&self) -> usize {
         DpdkQueue::TX_ROOMS
     }
+    fn link_up(&self) -> Option<bool> {
+        DpdkQueue::link_up(self)
+    }
 }
 
 impl HandoffTx<MbufBurst> for RingTx {

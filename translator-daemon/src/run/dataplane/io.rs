@@ -65,6 +65,10 @@ pub trait Queue: Send {
     /// queues' sum is the port's.
     fn stats(&self) -> (RxStats, TxStats);
     /// Most engine frames one [`send_from_engine`](Self::send_from_engine) builds.
+    /// Whether the port's link is up, where the queue can tell (a DPDK port); `None` otherwise.
+    fn link_up(&self) -> Option<bool> {
+        None
+    }
     fn tx_burst(&self) -> usize;
     /// Empty polls in a row before an idle worker starts sleeping between polls (some microseconds of
     /// spinning on DPDK, where a poll is a few loads; fewer where it is a system call, AF_PACKET). Busy, a

@@ -157,6 +157,11 @@ impl<Q: Queue> DataPlane<Q> {
         self.queues.first().map_or(0, Q::idle_spin)
     }
 
+    /// The link state of every port, in port order, where the port can tell.
+    pub fn link_states(&self) -> Vec<Option<bool>> {
+        self.queues.iter().map(Q::link_up).collect()
+    }
+
     /// Receive and transmit counters of this worker's queue on each port, in port order.
     pub fn port_stats(&self) -> Vec<(RxStats, TxStats)> {
         self.queues.iter().map(Q::stats).collect()

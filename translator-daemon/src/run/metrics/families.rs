@@ -328,7 +328,42 @@ fn ports(enc: &mut DescriptorEncoder, src: &Sources) -> fmt::Result {
     counters(
         enc,
         "port_tx_dropped",
-        "Frames the port refused (queue full) per port.",
+        "Frames the port refused (queue full, or link down) per port.",
         per_port(|p| p.2.dropped),
-    )
+    )?;
+    links(enc, src, &ports)
+}
+
+/// Per port link state and falls, where the port can tell (DPDK), as worker 0 watches them; and the faults
+/// of shared-memory drivers the data path survived.
+fn links(enc: &mut DescriptorEncoder, src: &Sources, ports: &super::PortStats) -> fmt::Result {
+    let snaps = src.snapshots();
+    let watch = snaps.iter().find(|s| !s.links.is_empty());
+    let per_port = || {
+        ports
+            .iter()
+            .zip(watch.map(|s| s.links.as_slice()).unwrap_or(&[]))
+            .filter(|(_, (up, _))| up.is_some())
+            .map(|(p, l)| ([("port", p.0.clone())], *l))
+    };
+    gauges(
+        enc,
+        "port_link_up",
+        "Whether the port's link is up (1) or down (0): a net_memif port is down while its peer is gone.",
+        per_port().map(|(l, (up, _))| (l, u64::from(up == Some(true)))),
+    )?;
+    counters(
+        enc,
+        "port_link_downs",
+        "Times the port's link was seen going down.",
+        per_port().map(|(l, (_, downs))| (l, downs)),
+    )?;
+    #[cfg(feature = "dpdk")]
+    counter(
+        enc,
+        "port_driver_faults",
+        "Bursts whose driver faulted and that were counted as empty instead of killing the process (net_memif unmapping a gone peer's rings under a burst).",
+        dta_netio::dpdk::pmd_faults(),
+    )?;
+    Ok(())
 }

@@ -73,6 +73,9 @@ const SERIES: &[&str] = &[
     "dta_translator_port_rx_frames_total{port=\"p0\"}",
     "dta_translator_port_rx_missed_total{port=\"p0\"}",
     "dta_translator_port_tx_dropped_total{port=\"p0\"}",
+    "dta_translator_port_link_up{port=\"p0\"}",
+    "dta_translator_port_link_downs_total{port=\"p0\"}",
+    "dta_translator_port_driver_faults_total",
     "dta_translator_port_tx_frames_total{port=\"p0\"}",
     "dta_translator_postcard_continuations_total",
     "dta_translator_postcard_evictions_total",
@@ -193,6 +196,9 @@ const TYPES: &[(&str, &str)] = &[
     ("dta_translator_port_rx_missed_total", "counter"),
     ("dta_translator_port_tx_frames_total", "counter"),
     ("dta_translator_port_tx_dropped_total", "counter"),
+    ("dta_translator_port_link_up", "gauge"),
+    ("dta_translator_port_link_downs_total", "counter"),
+    ("dta_translator_port_driver_faults_total", "counter"),
     ("dta_translator_http_connections_total", "counter"),
     ("dta_translator_http_connections_active", "gauge"),
     ("dta_translator_http_requests_total", "counter"),
@@ -213,8 +219,13 @@ fn fixture() -> Sources {
         qps: vec![qp],
         ..Snapshot::default()
     };
+    // Worker 0 watches the links: port p0 up after falling twice.
+    let w0 = Snapshot {
+        links: vec![(Some(true), 2)],
+        ..a.clone()
+    };
     Sources {
-        workers: Arc::new(Mutex::new(vec![a.clone(), a])),
+        workers: Arc::new(Mutex::new(vec![w0, a])),
         ports: Arc::new(Mutex::new(vec![(
             "p0".into(),
             Default::default(),
@@ -228,6 +239,14 @@ fn fixture() -> Sources {
 fn series_names_and_labels_are_kept() {
     let text = fixture().render_for_test();
     dta_httpd::openmetrics::assert_exposition(&text, SERIES, TYPES);
+    assert!(
+        text.contains("dta_translator_port_link_up{port=\"p0\"} 1\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("dta_translator_port_link_downs_total{port=\"p0\"} 2\n"),
+        "{text}"
+    );
     // The e2e scraper reads the samples as before.
     assert_eq!(dta_e2e_metric(&text, "dta_translator_qp_window"), 2);
     assert_eq!(dta_e2e_metric(&text, "dta_translator_qp_queue"), 4);
