@@ -8,7 +8,8 @@ use std::net::TcpStream;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use dta_collector::control::{Advertised, ControlServer, QpOpener};
+use dta_collector::control::{Advertised, ControlLimits, ControlServer, QpLimits, QpOpener};
+use dta_collector::memory::Arena;
 use dta_protocol::control::{
     CollectorMessage, Hello, RequesterQp, ResponderQp, TranslatorMessage, CONTROL_VERSION,
 };
@@ -175,7 +176,6 @@ fn malformed_input_is_refused_and_the_server_keeps_serving() {
 /// at that hello, so that a restarted translator continues the lists where they are.
 #[test]
 fn welcome_carries_the_append_heads_from_memory() {
-    use dta_collector::memory::Arena;
     use dta_protocol::control::AppendHead;
     use dta_protocol::layout::AppendGeometry;
     let g = |entries| Geometry::Append(AppendGeometry::new(entries, 4, 16).unwrap());
@@ -255,37 +255,13 @@ fn welcome_carries_the_append_heads_from_memory() {
 /// past the grace period its QPs are reclaimed and the list goes to the next hello.
 #[test]
 fn an_append_list_is_given_to_one_translator_at_a_time() {
-    use dta_collector::control::{ControlLimits, QpLimits};
-    use dta_collector::memory::Arena;
     use dta_protocol::control::AppendHead;
     use dta_protocol::layout::AppendGeometry;
     use std::sync::atomic::Ordering;
     let kw = Geometry::KeyWrite(KeyWriteGeometry::new(256, 8, 4).unwrap());
     let list = Geometry::Append(AppendGeometry::new(64, 4, 16).unwrap());
     let arena = Arc::new(Arena::new_normal(&[(0, kw), (3, list)]).unwrap());
-    let ad = Advertised {
-        token: "s3cret".into(),
-        mac: [2, 0, 0, 0, 0, 2],
-        ip: [127, 0, 0, 1],
-        max_dest_rd_atomic: 16,
-        path_mtu: 1024,
-        regions: arena.regions(),
-        memory: Some(arena.clone()),
-    };
-    let limits = ControlLimits {
-        qps: QpLimits {
-            grace: Duration::from_millis(300),
-            ..QpLimits::default()
-        },
-        ..ControlLimits::default()
-    };
-    let s = ControlServer::start_with(
-        "127.0.0.1:0".parse().unwrap(),
-        ad,
-        Arc::new(Opener::default()),
-        limits,
-    )
-    .unwrap();
+    let s = server_over(&arena);
     // Say hello and keep the connection (the lease) open; the welcome's Append lists and heads.
     let connect = |ip: [u8; 4]| {
         let mut h = hello("s3cret");
@@ -350,8 +326,6 @@ fn an_append_list_is_given_to_one_translator_at_a_time() {
 /// is gone past the grace period.
 #[test]
 fn a_sketch_is_merged_by_one_translator_at_a_time() {
-    use dta_collector::control::{ControlLimits, QpLimits};
-    use dta_collector::memory::Arena;
     use dta_protocol::layout::{AppendGeometry, SketchGeometry};
     use std::sync::atomic::Ordering;
     let kw = Geometry::KeyWrite(KeyWriteGeometry::new(256, 8, 4).unwrap());
@@ -360,29 +334,7 @@ fn a_sketch_is_merged_by_one_translator_at_a_time() {
     // Sketch 3 and Append list 3: region ids are per kind.
     let arena =
         Arc::new(Arena::new_normal(&[(0, kw), (3, list), (3, sketch), (5, sketch)]).unwrap());
-    let ad = Advertised {
-        token: "s3cret".into(),
-        mac: [2, 0, 0, 0, 0, 2],
-        ip: [127, 0, 0, 1],
-        max_dest_rd_atomic: 16,
-        path_mtu: 1024,
-        regions: arena.regions(),
-        memory: Some(arena.clone()),
-    };
-    let limits = ControlLimits {
-        qps: QpLimits {
-            grace: Duration::from_millis(300),
-            ..QpLimits::default()
-        },
-        ..ControlLimits::default()
-    };
-    let s = ControlServer::start_with(
-        "127.0.0.1:0".parse().unwrap(),
-        ad,
-        Arc::new(Opener::default()),
-        limits,
-    )
-    .unwrap();
+    let s = server_over(&arena);
     // Says hello and keeps the connection; the welcome's (kind, id) of every region but Key-Write.
     let connect = |ip: [u8; 4]| {
         let mut h = hello("s3cret");
@@ -432,4 +384,32 @@ fn a_sketch_is_merged_by_one_translator_at_a_time() {
     let (_third, held) = connect([10, 0, 0, 3]);
     assert_eq!(held, all);
     assert_eq!(stats.sketches_withheld.load(Ordering::Relaxed), 2);
+}
+
+/// A control server advertising `arena`'s regions and reading its memory (the welcome's Append heads),
+/// whose QPs go 300 ms after their connection.
+fn server_over(arena: &Arc<Arena>) -> ControlServer {
+    let ad = Advertised {
+        token: "s3cret".into(),
+        mac: [2, 0, 0, 0, 0, 2],
+        ip: [127, 0, 0, 1],
+        max_dest_rd_atomic: 16,
+        path_mtu: 1024,
+        regions: arena.regions(),
+        memory: Some(arena.clone()),
+    };
+    let limits = ControlLimits {
+        qps: QpLimits {
+            grace: Duration::from_millis(300),
+            ..QpLimits::default()
+        },
+        ..ControlLimits::default()
+    };
+    ControlServer::start_with(
+        "127.0.0.1:0".parse().unwrap(),
+        ad,
+        Arc::new(Opener::default()),
+        limits,
+    )
+    .unwrap()
 }
