@@ -243,51 +243,48 @@ impl IntFrontEnd {
         c: &mut IntCounters,
         out: &mut Actions,
     ) -> HandOver {
-        c.packets += 1;
-        let mut others = 0;
-        // The version nibble tells the formats apart: fabric-tna writes 0, v2.0 writes 2.
-        match payload.first().map(|b| b >> 4) {
-            Some(0) => match v05::ReportRepr::parse(payload) {
-                Ok(r) => self.v05(&r, Stage::Received, c, out, &mut others),
-                Err(e) => c.drop(reason(&e)),
-            },
-            Some(2) => self.v2(payload, Stage::Received, c, out, &mut others),
-            Some(_) => c.drop(IntDrop::UnknownType),
-            None => c.drop(IntDrop::Malformed),
-        }
-        others
+        self.dispatch(payload, Stage::Received, c, out)
     }
 
     /// [`translate`](Self::translate) for a caller that cannot hand frames to other workers: with one
     /// worker the same; on a sharded front end the reports of other workers' flows are counted as
     /// [`IntDrop::NotOwner`], never lost silently.
     pub fn translate_alone(&mut self, payload: &[u8], c: &mut IntCounters, out: &mut Actions) {
-        c.packets += 1;
-        let mut others = 0;
-        match payload.first().map(|b| b >> 4) {
-            Some(0) => match v05::ReportRepr::parse(payload) {
-                Ok(r) => self.v05(&r, Stage::Alone, c, out, &mut others),
-                Err(e) => c.drop(reason(&e)),
-            },
-            Some(2) => self.v2(payload, Stage::Alone, c, out, &mut others),
-            Some(_) => c.drop(IntDrop::UnknownType),
-            None => c.drop(IntDrop::Malformed),
-        }
+        self.dispatch(payload, Stage::Alone, c, out);
     }
 
     /// The owner's part of a payload another worker received and [`translate`](Self::translate)d: the
     /// reports of this worker's flows (the receiver counted the packet, its sequence and the rest).
     pub fn translate_handed(&mut self, payload: &[u8], c: &mut IntCounters, out: &mut Actions) {
+        self.dispatch(payload, Stage::HandedOver, c, out);
+    }
+
+    /// The three above: the format by the version nibble (fabric-tna writes 0, v2.0 writes 2); the
+    /// packet and what cannot be parsed are counted by the worker that received it, never by an owner.
+    fn dispatch(
+        &mut self,
+        payload: &[u8],
+        stage: Stage,
+        c: &mut IntCounters,
+        out: &mut Actions,
+    ) -> HandOver {
+        let received = stage != Stage::HandedOver;
+        if received {
+            c.packets += 1;
+        }
         let mut others = 0;
         match payload.first().map(|b| b >> 4) {
-            Some(0) => {
-                if let Ok(r) = v05::ReportRepr::parse(payload) {
-                    self.v05(&r, Stage::HandedOver, c, out, &mut others);
-                }
-            }
-            Some(2) => self.v2(payload, Stage::HandedOver, c, out, &mut others),
+            Some(0) => match v05::ReportRepr::parse(payload) {
+                Ok(r) => self.v05(&r, stage, c, out, &mut others),
+                Err(e) if received => c.drop(reason(&e)),
+                Err(_) => {}
+            },
+            Some(2) => self.v2(payload, stage, c, out, &mut others),
+            Some(_) if received => c.drop(IntDrop::UnknownType),
+            None if received => c.drop(IntDrop::Malformed),
             _ => {}
         }
+        others
     }
 
     fn sequence(&mut self, node: u32, hw_id: u8, seq: u32, bits: u32, c: &mut IntCounters) {
