@@ -107,9 +107,9 @@ for m in write fetch-add; do
 done
 
 # The whole system (issue 25, item 6): the release dta-pktgen (DPDK) -> net_memif -> dta-translator run (1
-# worker) -> net_memif -> dta-collector serve --backend soft, three processes pinned (sender and collector on
-# CPU 0, the translator on CPU 1); the highest lossless Key-Write N = 1 rate by search, the stage that loses
-# first, then testpmd io-fwd in the translator's place over the same vdevs. memif rings of 2^14 slots: a
+# worker) -> net_memif -> dta-collector serve --backend soft, three processes pinned (the collector alone on
+# CPU 0, the sender beside the translator on CPU 1: the collector's ACKs bound the QP window); the highest
+# lossless Key-Write N = 1 rate by search, the stage that loses first, then testpmd io-fwd in the translator's place over the same vdevs. memif rings of 2^14 slots: a
 # 1024-slot ring overflows whenever another process preempts a daemon for ~3 ms, which on this shared
 # machine set the "lossless" rate rather than the daemons did. Bounded to ~2 minutes.
 echo "bench: whole system over net_memif (rate search)"

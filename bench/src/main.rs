@@ -132,12 +132,18 @@ enum Cmd {
         /// log2 of every memif ring's size (memif's `rsize`; DPDK's default is 10, 1024 slots).
         #[arg(long)]
         memif_rsize: Option<u8>,
-        #[arg(long, default_value_t = 0)]
+        /// CPU of the sender. By default the translator's: the collector, whose answers bound every QP's
+        /// window, gets a CPU of its own (sharing it with the sender stalled its ACKs for milliseconds).
+        #[arg(long, default_value_t = 1)]
         sender_cpu: usize,
         #[arg(long, default_value_t = 1)]
         translator_cpu: usize,
         #[arg(long, default_value_t = 0)]
         collector_cpu: usize,
+        /// Probe these target rates (reports/s, comma-separated) in order instead of searching: no
+        /// unpaced run, no testpmd. For looking at one operating point.
+        #[arg(long, value_delimiter = ',')]
+        rates: Vec<f64>,
     },
     /// The collector's history exporter (Parquet sink) over an INT drop-event list: rows/s per core
     /// (closed loop), and the highest Append rate it keeps up with before the ring overruns (open loop).
@@ -229,6 +235,7 @@ fn main() -> Result<()> {
             sender_cpu,
             translator_cpu,
             collector_cpu,
+            rates,
         } => serde_json::to_string_pretty(&system::run(&system::Opts {
             secs,
             budget_s,
@@ -241,6 +248,7 @@ fn main() -> Result<()> {
             sender_cpu,
             translator_cpu,
             collector_cpu,
+            rates,
         })?)?,
         Cmd::Export {
             secs,

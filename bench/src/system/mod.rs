@@ -53,6 +53,8 @@ pub struct Opts {
     pub translator_cpu: usize,
     /// CPU of the collector.
     pub collector_cpu: usize,
+    /// Fixed target rates to probe instead of the search (no unpaced run, no testpmd).
+    pub rates: Vec<f64>,
 }
 
 /// testpmd io-fwd in the translator's place over the same vdevs, the collector the sink (it counts the
@@ -412,8 +414,15 @@ n_max = 1
     )
 }
 
-/// The translator's: two memif ports (reports in on the first, RoCE out of the second), one worker, the
-/// engine's defaults (window 256, queue 4096, an ACK every 16).
+/// The translator's: two memif ports (reports in on the first, RoCE out of the second), one worker, and a
+/// requester sized for a software collector over memif rather than for a NIC. What limits a QP is its
+/// window over the round trip (W / RTT), and the round trip to a collector on a shared machine includes
+/// the scheduler: measured here with the engine's defaults (window 256, adaptive, 1 ms least timeout), the
+/// smoothed RTT read 100-400 us with spikes of 5-7 ms, each spike fired the 1 ms timeout, go-back-N and a
+/// halved window, and the run wrote 0.2-2.0 M/s while the translator took 10 M/s. A window of 16,384
+/// covers 3 ms at 5 M/s; the link loses nothing, so the adaptive window only shrinks it on scheduling
+/// stalls, and a 20 ms least timeout keeps a stall from reading as a loss (docs/deploy.md says the same
+/// for users).
 fn translator_toml(to_sender: &str, to_collector: &str, control: u16, metrics: u16) -> String {
     format!(
         r#"[io]
@@ -433,9 +442,18 @@ bind = "127.0.0.1:{metrics}"
 [local]
 mac = "02:00:00:00:00:01"
 ip = [198, 18, 0, 1]
+
+[requester]
+window = {SYSTEM_WINDOW}
+adaptive_window = false
+queue_capacity = {SYSTEM_WINDOW}
+retransmit_timeout_us = 20000
 "#
     )
 }
+
+/// The translator's QP window in the whole-system run (see [`translator_toml`]).
+const SYSTEM_WINDOW: u32 = 16_384;
 
 /// The whole run.
 pub fn run(o: &Opts) -> Result<SystemResult> {
@@ -534,6 +552,18 @@ pub fn run(o: &Opts) -> Result<SystemResult> {
         translator.pid().context("the translator's pid")?,
         collector.pid().context("the collector's pid")?,
     ];
+    if !o.rates.is_empty() {
+        return fixed_rates(
+            o,
+            &mut r,
+            &ep,
+            pids,
+            translator,
+            collector,
+            start,
+            load_before,
+        );
+    }
     eprintln!("system: saturation (sender unpaced)");
     let saturation = r.probe(&ep, None, pids)?;
     let mut search = Search::new(
@@ -706,5 +736,58 @@ fn testpmd(r: &mut Run, ep: &Endpoints, tp: &Path, deadline: Instant) -> Result<
         lossy_pps: search.lossy(),
         lossy_stage,
         probes,
+    })
+}
+
+/// `--rates`: one probe per given rate, in order, after the warm-up; the same result shape with no search
+/// (the lossless rate is the highest lossless one probed) and no testpmd.
+#[allow(clippy::too_many_arguments)]
+fn fixed_rates(
+    o: &Opts,
+    r: &mut Run,
+    ep: &Endpoints,
+    pids: [u32; 2],
+    mut translator: Proc,
+    mut collector: Proc,
+    start: Instant,
+    load_before: [f64; 3],
+) -> Result<SystemResult> {
+    let mut probes = Vec::new();
+    for &rate in &o.rates {
+        probes.push(r.probe(ep, Some(rate), pids)?);
+    }
+    r.stop_sender();
+    translator.stop(libc::SIGTERM, Duration::from_secs(6));
+    collector.stop(libc::SIGTERM, Duration::from_secs(3));
+    let best = probes
+        .iter()
+        .filter(|p| p.lossless())
+        .max_by(|a, b| a.target_pps.total_cmp(&b.target_pps));
+    let lossy = probes
+        .iter()
+        .filter(|p| !p.lossless())
+        .min_by(|a, b| a.target_pps.total_cmp(&b.target_pps));
+    let first = probes.first().context("no rate given")?.clone();
+    Ok(SystemResult {
+        layout: format!(
+            "dta-pktgen on CPU {}, dta-translator (1 worker, every thread) on CPU {}, dta-collector on CPU {}",
+            o.sender_cpu, o.translator_cpu, o.collector_cpu
+        ),
+        sender_cpu: o.sender_cpu,
+        translator_cpu: o.translator_cpu,
+        collector_cpu: o.collector_cpu,
+        translator_workers: 1,
+        memif_rsize: o.memif_rsize.unwrap_or(10),
+        secs_per_probe: o.secs,
+        saturation: first.into(),
+        lossless_pps: best.map_or(0.0, |p| p.target_pps),
+        lossless_written_per_s: best.map_or(0.0, Probe::written_per_s),
+        lossy_pps: lossy.map_or(0.0, |p| p.target_pps),
+        saturating_stage: lossy.map_or("none", Probe::stage).to_string(),
+        probes: probes.into_iter().map(ProbeOut::from).collect(),
+        testpmd: None,
+        load_before,
+        load_after: load(),
+        elapsed_s: start.elapsed().as_secs_f64(),
     })
 }
