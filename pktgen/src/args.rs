@@ -118,6 +118,12 @@ pub struct Cli {
     /// (tens of microseconds) and catch up, the long-run rate unchanged.
     #[arg(long)]
     pub pace_sleep: bool,
+    /// Yield the CPU every 4 bursts (`sched_yield`), so that a receiver sharing the core drains its ring
+    /// while the sender catches up after a preemption. For a receiver that sleeps when idle (the dta
+    /// daemons); one that polls without sleeping (testpmd) keeps the CPU for its whole time slice at
+    /// each yield and starves the sender.
+    #[arg(long)]
+    pub pace_yield: bool,
     /// Read runs from stdin instead, one a line: `<rate> <seconds>` (rate 0: as fast as possible); for
     /// each, send for that long and print a JSON line (sent, dropped, elapsed_s, pps, target_pps); exit at
     /// the end of input. One process, one port and one link for a whole rate search, as a TRex server
