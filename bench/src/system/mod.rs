@@ -47,6 +47,8 @@ pub struct Opts {
     pub mem: String,
     /// log2 of the memif rings' size (DPDK's default 10 when `None`).
     pub memif_rsize: Option<u8>,
+    /// Bytes of each memif buffer (DPDK's default 2048 when `None`); a longer frame takes several.
+    pub memif_bsize: Option<u32>,
     /// CPU of the sender.
     pub sender_cpu: usize,
     /// CPU of the translator (every thread; its one worker is the EAL's main lcore's thread's sibling).
@@ -109,6 +111,8 @@ pub struct SystemResult {
     pub translator_workers: usize,
     /// log2 of the memif rings' size.
     pub memif_rsize: u8,
+    /// Bytes of each memif buffer.
+    pub memif_bsize: u32,
     pub secs_per_probe: f64,
     /// The sender unpaced: what the system writes when offered all it can take.
     pub saturation: ProbeOut,
@@ -251,6 +255,9 @@ impl Run<'_> {
         let mut v = format!("net_memif{index},role={role},socket={sock},id=0");
         if let Some(r) = self.o.memif_rsize {
             v.push_str(&format!(",rsize={r}"));
+        }
+        if let Some(b) = self.o.memif_bsize {
+            v.push_str(&format!(",bsize={b}"));
         }
         v
     }
@@ -462,7 +469,7 @@ ip = [198, 18, 0, 1]
 [requester]
 window = {SYSTEM_WINDOW}
 adaptive_window = false
-queue_capacity = {SYSTEM_WINDOW}
+queue_capacity = {SYSTEM_QUEUE}
 retransmit_timeout_us = 20000
 "#
     )
@@ -470,6 +477,8 @@ retransmit_timeout_us = 20000
 
 /// The translator's QP window in the whole-system run (see [`translator_toml`]).
 const SYSTEM_WINDOW: u32 = 16_384;
+/// Work requests waiting for that window: with it, 16 ms of stalled ACKs at 5 M/s.
+const SYSTEM_QUEUE: u32 = 65_536;
 
 /// The whole run.
 pub fn run(o: &Opts) -> Result<SystemResult> {
@@ -641,6 +650,7 @@ pub fn run(o: &Opts) -> Result<SystemResult> {
         collector_cpu: o.collector_cpu,
         translator_workers: 1,
         memif_rsize: o.memif_rsize.unwrap_or(10),
+        memif_bsize: o.memif_bsize.unwrap_or(2048),
         secs_per_probe: o.secs,
         saturation: saturation.clone().into(),
         probes: probes.into_iter().map(ProbeOut::from).collect(),
@@ -800,6 +810,7 @@ fn fixed_rates(
         collector_cpu: o.collector_cpu,
         translator_workers: 1,
         memif_rsize: o.memif_rsize.unwrap_or(10),
+        memif_bsize: o.memif_bsize.unwrap_or(2048),
         secs_per_probe: o.secs,
         saturation: first.into(),
         lossless_pps: best.map_or(0.0, |p| p.target_pps),
