@@ -107,15 +107,15 @@ for m in write fetch-add; do
 done
 
 # The whole system (issue 25, item 6): the release dta-pktgen (DPDK) -> net_memif -> dta-translator run (1
-# worker) -> net_memif -> dta-collector serve --backend soft, three processes pinned (the collector alone on
-# CPU 0, the sender beside the translator on CPU 1: the collector's ACKs bound the QP window); the highest
-# lossless Key-Write N = 1 rate by search, the stage that loses first, then testpmd io-fwd in the translator's place over the same vdevs. memif rings of 2^14 slots: a
-# 1024-slot ring overflows whenever another process preempts a daemon for ~3 ms, which on this shared
-# machine set the "lossless" rate rather than the daemons did. Buffers of 256 bytes (a Key-Write report is
-# 54 bytes, its RDMA WRITE 82; a longer frame would chain several): 2^14 buffers of memif's default 2 KiB are
-# 32 MiB a ring, which every copy in and out of it missed in cache (perf: the sender's store into the ring
-# was its hottest instruction); with 256 the translator's CPU per report fell by about a third and the
-# lossless rate rose from ~4.5 to 6 M/s in a run of fixed rates. Bounded to ~2 minutes.
+# worker) -> net_memif -> dta-collector serve --backend soft, three processes pinned (the collector alone on CPU
+# 0, the sender beside the translator on CPU 1: the collector's ACKs bound the QP window); the highest lossless
+# Key-Write N = 1 rate by search, the stage that loses first, then testpmd io-fwd in the translator's place over
+# the same vdevs. memif rings of 2^14 slots: a 1024-slot ring overflows whenever another process preempts a
+# daemon for ~3 ms, which on this shared machine set the "lossless" rate rather than the daemons did. Buffers of
+# 256 bytes (a Key-Write report is 54 bytes, its RDMA WRITE 82; a longer frame would chain several): 2^14
+# buffers of memif's default 2 KiB are 32 MiB a ring, which every copy in and out of it missed in cache (perf:
+# the sender's store into the ring was its hottest instruction); with 256 the translator's CPU per report fell
+# by about a third and the lossless rate rose from ~4.5 to 6 M/s in a run of fixed rates. Bounded to ~2 minutes.
 echo "bench: whole system over net_memif (rate search)"
 # (Each process sets its own -m.)
 if [ -n "$hugepages" ]; then sysmem=--in-memory; else sysmem="--no-huge --no-shconf"; fi
