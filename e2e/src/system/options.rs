@@ -41,12 +41,13 @@ pub struct Options {
     /// Translators in front of the collector: 1, or 2 (each with its own reporter, both with the same
     /// QPNs, as every translator has by default; the software responder over AF_PACKET only).
     pub translators: usize,
-    /// The translator takes INT reports too ([`int_workload::INT_SECTIONS`](crate::int_workload::INT_SECTIONS): 12-byte Key-Write data, so the
+    /// The translator takes INT reports too
+    /// ([`int_workload::INT_SECTIONS`](crate::int_workload::INT_SECTIONS): 12-byte Key-Write data, so the
     /// DTA Key-Write workloads do not fit such a run), and the collector has the INT lists.
     pub int: bool,
     /// The collector runs its history exporter (`[export]`): Parquet files under the run's scratch
-    /// directory ([`System::history_dir`](super::System::history_dir)), and with `clickhouse` a `clickhouse-server` of the run's own
-    /// in the collector's namespace.
+    /// directory ([`System::history_dir`](super::System::history_dir)), and with `clickhouse` a
+    /// `clickhouse-server` of the run's own in the collector's namespace.
     pub export: Option<Export>,
 }
 
@@ -77,6 +78,7 @@ pub struct Export {
     pub poll_ms: u64,
     /// `[export] epoch_secs`.
     pub epoch_secs: u64,
-    /// Also a real ClickHouse server (Debian's `clickhouse-server`, [`CLICKHOUSE_SERVER`](super::CLICKHOUSE_SERVER)).
+    /// Also a real ClickHouse server (Debian's `clickhouse-server`,
+    /// [`CLICKHOUSE_SERVER`](super::CLICKHOUSE_SERVER)).
     pub clickhouse: bool,
 }

@@ -29,7 +29,8 @@ pub struct System {
     pub translator: Proc,
     /// The collector (None while stopped).
     pub collector: Option<Proc>,
-    /// The ClickHouse server the collector exports to, with [`Export::clickhouse`](super::Export::clickhouse).
+    /// The ClickHouse server the collector exports to, with
+    /// [`Export::clickhouse`](super::Export::clickhouse).
     pub clickhouse: Option<ClickHouse>,
     /// The second translator, with `translators: 2`.
     pub second: Option<Second>,
@@ -61,8 +62,9 @@ impl System {
         }
     }
 
-    /// Where the collector's exporter writes its Parquet files (runs with [`Options::export`](super::Options::export)); kept
-    /// with the scratch directory only while the run lasts (DTA_E2E_KEEP=1 keeps it).
+    /// Where the collector's exporter writes its Parquet files (runs with
+    /// [`Options::export`](super::Options::export)); kept with the scratch directory only while the run
+    /// lasts (DTA_E2E_KEEP=1 keeps it).
     pub fn history_dir(&self) -> PathBuf {
         self.dir.join("history")
     }
