@@ -146,7 +146,7 @@ fn in_order_of(part: &[String], whole: &[String]) -> bool {
 
 /// The same state through the collector's INT queries (`int-path`, `int-flow`, `int-drops`), which name
 /// flows by their 5-tuple and compute the keys themselves.
-pub(super) fn verify_int_queries(http: std::net::SocketAddr, m: &Model) -> Result<()> {
+fn verify_int_queries(http: std::net::SocketAddr, m: &Model) -> Result<()> {
     let paths: HashMap<u32, &Vec<u32>> = m.paths.iter().map(|(k, p)| (*k, p)).collect();
     let records: HashMap<u32, &HopRecord> = m.hops.iter().map(|(k, r)| (*k, r)).collect();
     let contested: HashMap<u32, &HopRecord> =
@@ -212,6 +212,6 @@ pub(super) fn verify_int_queries(http: std::net::SocketAddr, m: &Model) -> Resul
     Ok(())
 }
 
-pub(super) fn hex(b: &[u8]) -> String {
+fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }

@@ -14,8 +14,8 @@ use super::messages::{Messages, PACKET_AUXDATA};
 pub struct AfPacket {
     pub(super) fd: OwnedFd,
     pub(super) ifname: String,
-    pub(super) ifindex: u32,
-    pub(super) mac: [u8; 6],
+    ifindex: u32,
+    mac: [u8; 6],
     pub(super) msgs: Messages,
     pub(super) rx_stats: RxStats,
     pub(super) tx_stats: TxStats,

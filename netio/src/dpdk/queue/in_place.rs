@@ -154,7 +154,7 @@ impl DpdkQueue {
     /// # Safety
     /// `m` must be ours and not yet handed to the device, and `ready` at most its own position in the
     /// scratch array (so no mbuf still to be looked at is overwritten).
-    pub(super) unsafe fn keep_or_free(
+    unsafe fn keep_or_free(
         &mut self,
         m: *mut rte_mbuf,
         len: usize,
