@@ -7,7 +7,7 @@ use std::collections::{BTreeSet, HashMap};
 use dta_protocol::layout::{KeyIncrementGeometry, KeyWriteGeometry};
 
 use super::keys::KeySet;
-use super::region;
+use super::regions::region;
 use super::sketch::{SketchReader, SketchSpec};
 use super::table::{Batch, Table, Value};
 use crate::error::Result;

@@ -19,6 +19,7 @@ mod http;
 pub mod keys;
 pub mod parquet;
 pub mod pipeline;
+mod regions;
 pub mod rows;
 pub mod sink;
 pub mod sketch;
@@ -36,7 +37,7 @@ use dta_protocol::layout::{Geometry, RegionKind};
 
 use crate::config::{Config, ExportSection};
 use crate::error::{Error, Result};
-use crate::memory::{Arena, KindGeometry};
+use crate::memory::Arena;
 use crate::metrics::ExportMetrics;
 use crate::query::int::Shard;
 use epoch::{EpochReader, Redundancy};
@@ -47,22 +48,6 @@ use sink::Sink;
 use sketch::SketchSpec;
 use tail::ListTail;
 use worker::{ListSpec, Worker};
-
-/// Runs `f` on the bytes and geometry of the region of geometry `G` with `id`, under the arena's read
-/// lock (as `QueryEngine` does, without counting it as a query).
-pub(crate) fn region<G: KindGeometry, T>(
-    arena: &Arena,
-    id: Option<u32>,
-    f: impl FnOnce(&[u8], &G) -> Result<T>,
-) -> Result<T> {
-    let (slot, g) = arena.find_geometry::<G>(id)?;
-    let mem = arena.read();
-    let bytes = mem
-        .as_slice()
-        .get(slot.offset..slot.offset + slot.len())
-        .ok_or_else(|| Error::BadQuery(format!("region {id:?} lies beyond the arena")))?;
-    f(bytes, g)
-}
 
 /// The running exporter: one thread per sink. Dropping it stops them, after they drained the lists,
 /// read a last epoch and closed their sinks.

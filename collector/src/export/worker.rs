@@ -10,7 +10,7 @@ use dta_protocol::layout::AppendGeometry;
 
 use super::epoch::EpochReader;
 use super::pipeline::Pipeline;
-use super::region;
+use super::regions::region;
 use super::rows::{rows, ListSchema};
 use super::table::{Column, Table};
 use super::tail::ListTail;

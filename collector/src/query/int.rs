@@ -20,15 +20,15 @@ mod path;
 mod queues;
 mod shard;
 
-pub use drops::{drop_counts, drop_events, DropCount, DropEventView, IntDropsAnswer};
-pub use events::{DropEvents, EventWindow, QueueEvents, Window};
+pub use drops::{drop_counts, drop_events, DropCount, IntDropsAnswer};
+pub use events::{DropEventView, DropEvents, EventWindow, QueueEventView, QueueEvents, Window};
 pub use flow::{parse_flow, FlowText};
 pub use hops::{
     flow_hops, FlowTotals, HopAnswer, HopCandidate, HopOutcome, HopView, IntFlowAnswer,
     MaxOccupancy,
 };
 pub use path::IntPathAnswer;
-pub use queues::{queue_events, IntQueuesAnswer, QueueEventView};
+pub use queues::{queue_events, IntQueuesAnswer};
 pub use shard::Shard;
 
 use crate::error::{Error, Result};

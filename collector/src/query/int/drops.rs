@@ -50,9 +50,6 @@ pub fn drop_counts(
     Ok(counts)
 }
 
-/// The contract's `DropEvent`, as answers carry it (serde on the type itself).
-pub type DropEventView = DropEvent;
-
 /// The events of `node` (and of `reason`, when given) in a window of the drop list `mem` (id `list`).
 pub fn drop_events(
     mem: &[u8],

@@ -1,11 +1,10 @@
 //! Windows of the INT event lists: 16-byte entries of an Append list, decoded and filtered.
 
-use dta_protocol::int::mapping::EVENT_LEN;
+use dta_protocol::int::mapping::{DropEvent, QueueEvent, EVENT_LEN};
 use dta_protocol::layout::AppendGeometry;
 use serde::{Deserialize, Serialize};
 
 use super::from_hex;
-use super::{DropEventView, QueueEventView};
 use crate::error::{Error, Result};
 use crate::query::append_read;
 
@@ -27,6 +26,13 @@ pub struct EventWindow<E> {
     /// The events kept, oldest first.
     pub events: Vec<E>,
 }
+
+/// The contract's `DropEvent`, as answers carry it (serde on the type itself). Defined here, with the
+/// windows that carry it, so that the event lists' readers (`drops`, `queues`) depend on this module and
+/// not the other way round.
+pub type DropEventView = DropEvent;
+/// The contract's `QueueEvent`, as answers carry it.
+pub type QueueEventView = QueueEvent;
 
 /// The drop events of one node in a window of the drop list.
 pub type DropEvents = EventWindow<DropEventView>;

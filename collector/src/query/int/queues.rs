@@ -7,9 +7,6 @@ use serde::{Deserialize, Serialize};
 use super::events::{scan, QueueEvents, Window};
 use crate::error::{Error, Result};
 
-/// The contract's `QueueEvent`, as answers carry it (serde on the type itself).
-pub type QueueEventView = QueueEvent;
-
 /// The events of `node` (and of queue `queue`, when given) in a window of the queue list `mem` (id
 /// `list`).
 pub fn queue_events(
