@@ -197,13 +197,25 @@ fn system_row(v: &Value) -> String {
     };
     let probes = v["probes"].as_array().map_or(0, Vec::len);
     let lb = &v["load_before"];
+    // When the unpaced sender's run is lossless there is nothing to search: the system took all the
+    // sender could offer, and the rate is the sender's.
+    let search = if sat["lossless"].as_bool() == Some(true) {
+        "the sender unpaced was written whole, every report: the rate is the sender's, no search \
+         (**the sender saturates first**)"
+            .to_string()
+    } else {
+        format!(
+            "highest lossless rate by search ({probes} probes of {:.1} s; lossy at {:.2} M/s: **{}**)",
+            f("secs_per_probe"),
+            m(f("lossy_pps")),
+            v["saturating_stage"].as_str().unwrap_or("?"),
+        )
+    };
     format!(
-        "| whole system, Key-Write N=1 reports written/s: release `dta-pktgen` → net_memif (rsize 2^{}) → `dta-translator run` (1 worker) → net_memif → `dta-collector serve --backend soft`; {}; highest lossless rate by search ({probes} probes of {:.1} s; lossy at {:.2} M/s: **{}**); sender unpaced: {:.2} M/s written, translator took {:.2} M/s and dropped {:.2} M/s queue_full; {testpmd}; load {:.1} | {:.2} M/s | 5 M/s | {} | drops 0, QP errors 0 at the lossless rate (every report sent written) |\n",
+        "| whole system, Key-Write N=1 reports written/s: release `dta-pktgen` → net_memif (rsize 2^{}, {}-byte buffers) → `dta-translator run` (1 worker) → net_memif → `dta-collector serve --backend soft`; {}; {search}; sender unpaced: {:.2} M/s written, translator took {:.2} M/s and dropped {:.2} M/s queue_full; {testpmd}; load {:.1} | {:.2} M/s | 5 M/s | {} | drops 0, QP errors 0 at the lossless rate (every report sent written) |\n",
         v["memif_rsize"].as_u64().unwrap_or(10),
+        v["memif_bsize"].as_u64().unwrap_or(2048),
         v["layout"].as_str().unwrap_or("?"),
-        f("secs_per_probe"),
-        m(f("lossy_pps")),
-        v["saturating_stage"].as_str().unwrap_or("?"),
         m(sf("written") / secs),
         m(sf("taken") / secs),
         m(sf("report_drops") / secs),
@@ -246,5 +258,31 @@ mod tests {
             row.contains("2 probes") && row.contains("rsize 2^14") && row.contains("load 3.6"),
             "{row}"
         );
+        assert!(row.contains("2048-byte buffers"), "{row}");
+    }
+
+    #[test]
+    fn system_row_names_the_sender_when_its_unpaced_run_is_lossless() {
+        let v = json!({
+            "layout": "dta-pktgen on CPU 1, dta-translator on CPU 1, dta-collector on CPU 0",
+            "memif_rsize": 14,
+            "memif_bsize": 256,
+            "secs_per_probe": 1.0,
+            "lossless_written_per_s": 8_590_000.0,
+            "lossy_pps": 10_740_000.0,
+            "saturating_stage": "none",
+            "probes": [],
+            "saturation": {"sender_secs": 1.0, "written": 8590000, "taken": 8590000, "report_drops": 0, "lossless": true},
+            "load_before": [1.7, 2.0, 2.0],
+        });
+        let row = system_row(&v);
+        assert!(row.contains("| 8.59 M/s | 5 M/s | yes |"), "{row}");
+        assert!(row.contains("256-byte buffers"), "{row}");
+        assert!(
+            row.contains("the rate is the sender's, no search (**the sender saturates first**)"),
+            "{row}"
+        );
+        assert!(!row.contains("lossy at"), "{row}");
+        assert!(row.contains("testpmd not run"), "{row}");
     }
 }
