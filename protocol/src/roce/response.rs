@@ -46,19 +46,8 @@ const _: () = {
 };
 
 impl<'a> FrameRepr<'a> {
-    /// [`parse`](Self::parse) with the UDP layer at fixed offsets ([`UdpFrame::parse_direct`]) and
-    /// responses read directly: the same result for every frame, errors included.
-    #[inline]
-    pub fn parse_direct(frame: &'a [u8]) -> Result<Self> {
-        match UdpFrame::parse_direct(frame) {
-            Ok(udp) => Self::parse_udp(frame, &udp),
-            // Not a plain datagram: the general parse says why.
-            Err(_) => Self::parse(frame),
-        }
-    }
-
     /// [`parse`](Self::parse) of `frame` whose UDP layer the caller has already parsed into `udp` (with
-    /// [`UdpFrame::parse`] or [`UdpFrame::parse_direct`], which agree), so it is not parsed twice.
+    /// [`UdpFrame::parse`]), so it is not parsed twice.
     pub fn parse_udp(frame: &'a [u8], udp: &UdpFrame<'a>) -> Result<Self> {
         Self::parse_udp_with(frame, udp, icrc::verify)
     }
@@ -332,7 +321,7 @@ mod tests {
     #[test]
     fn well_formed_responses_take_the_direct_path() {
         for f in responses() {
-            let udp = UdpFrame::parse_direct(&f).unwrap();
+            let udp = UdpFrame::parse(&f).unwrap();
             let want = FrameRepr::parse(&f).unwrap();
             assert_eq!(FrameRepr::parse_udp(&f, &udp), Ok(want));
             let direct = classify(udp.payload).map(|r| response(&udp, r));
@@ -376,7 +365,6 @@ mod tests {
                 let _ = icrc::fill(&mut f);
             }
             let general = FrameRepr::parse(&f);
-            prop_assert_eq!(FrameRepr::parse_direct(&f), general);
             if let Ok(udp) = UdpFrame::parse(&f) {
                 prop_assert_eq!(FrameRepr::parse_udp(&f, &udp), general);
                 let mut cache = ResponseIcrc::new();
