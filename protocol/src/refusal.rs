@@ -8,6 +8,9 @@ use crate::Error;
 pub(crate) trait Refusal {
     /// The error a refusal returns.
     type Err;
+    /// Whether a refusal carries its reason. Without, a parse may test first a condition that implies
+    /// several later ones (an exact length, say), so that those fold away.
+    const REASONS: bool;
     /// The refusal whose reason `why` gives (called only when it is reported).
     fn refuse(why: impl FnOnce() -> Error) -> Self::Err;
 }
@@ -17,6 +20,7 @@ pub(crate) struct Quiet;
 
 impl Refusal for Quiet {
     type Err = ();
+    const REASONS: bool = false;
     #[inline(always)]
     fn refuse(_: impl FnOnce() -> Error) {}
 }
@@ -26,6 +30,7 @@ pub(crate) struct Explain;
 
 impl Refusal for Explain {
     type Err = Error;
+    const REASONS: bool = true;
     #[inline(always)]
     fn refuse(why: impl FnOnce() -> Error) -> Error {
         why()
