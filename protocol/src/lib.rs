@@ -26,6 +26,7 @@ pub mod int;
 pub mod layout;
 pub mod mac;
 mod polynomials;
+mod refusal;
 pub mod roce;
 pub mod udp;
 

@@ -1,5 +1,6 @@
-//! Ethernet II / IPv4 / UDP framing, through `etherparse`: the envelope of DTA reports, DTA NACKs and
-//! RoCEv2 packets alike.
+//! Ethernet II / IPv4 / UDP framing: the envelope of DTA reports, DTA NACKs and RoCEv2 packets alike,
+//! emitted through `etherparse` and parsed at fixed offsets by one parse ([`UdpView`]) that a test checks
+//! against etherparse's.
 //!
 //! Frames are untagged (no 802.1Q); a bump-in-the-wire deployment with VLANs passes tagged frames through
 //! untouched. IPv4 options are accepted on input and never emitted.
@@ -9,6 +10,7 @@
 use etherparse::{EtherType, Ethernet2Header, IpDscp, IpEcn, IpNumber, Ipv4Header, UdpHeader};
 
 use crate::error::check_room;
+use crate::refusal::{ensure, Explain, Quiet, Refusal};
 use crate::{Error, Result};
 
 /// Ethernet II header length.
@@ -229,23 +231,211 @@ pub struct UdpFrame<'a> {
 
 impl<'a> UdpFrame<'a> {
     /// Parses an untagged Ethernet II / IPv4 / UDP frame. Anything else (ARP, IPv6, VLAN tags, TCP, IPv4
-    /// fragments) is `Error::NotUdp`-style `NotRoce` with a reason, so callers can forward it untouched.
-    ///
-    /// Datagrams take the fixed-offset path ([`parse_direct`](Self::parse_direct)); anything it refuses goes
-    /// through etherparse ([`parse_etherparse`](Self::parse_etherparse)) for the reason. Both accept
-    /// exactly the same frames with the same result (a property test), so this is the etherparse parse,
-    /// at a third of the cost on the frames that matter (RoCE responses, reports).
-    #[inline]
+    /// fragments, lengths that do not fit) is `Error::NotRoce` with a reason, so callers can forward it
+    /// untouched. It is [`UdpView`]'s parse with the reasons, and the rest of the envelope (MACs, TOS, ID,
+    /// TTL) read after it; a test checks it against etherparse's reading of the same frames.
     pub fn parse(frame: &'a [u8]) -> Result<Self> {
-        match Self::parse_direct(frame) {
-            Ok(f) => Ok(f),
-            Err(_) => Self::parse_etherparse(frame),
+        let view = UdpView::checked::<Explain>(frame)?;
+        view.frame(frame).ok_or(IPV4_MALFORMED)
+    }
+}
+
+/// A frame [`UdpView::parse_common`] leaves to [`UdpView::parse`] (IPv4 options, short frames, other
+/// EtherTypes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Uncommon;
+
+/// The refusal of an IPv4 header that is cut, not version 4, shorter than 5 words, or whose total length
+/// is shorter than its header or longer than the frame.
+const IPV4_MALFORMED: Error = Error::NotRoce("malformed or truncated IPv4 header");
+/// The refusal of a UDP header that does not fit the IPv4 payload, or a UDP length that does not.
+const UDP_MALFORMED: Error = Error::NotRoce("malformed or truncated UDP header");
+
+/// The fields of a received Ethernet/IPv4/UDP frame that the translator's per-report path reads: the
+/// addresses, the ports and the UDP payload. [`frame`](Self::frame) gives the whole [`UdpFrame`], so
+/// callers that need the rest of the envelope (MACs, TOS, TTL) build it only then.
+///
+/// This is the one parse of the envelope ([`UdpFrame::parse`] is this parse with reasons): its checks are
+/// etherparse's (EtherType IPv4, IPv4 version, IHL ≥ 5, header and total length within the frame, no
+/// fragment, protocol UDP, UDP header and length within the IPv4 payload, a UDP length of 0 meaning "to
+/// the end of the IPv4 payload" as etherparse reads it), at fixed offsets (callgrind put etherparse's
+/// slices at ~155 instructions a report). IPv4 without options, the frame every sender emits, is the
+/// same body with the header length a constant ([`parse_common`](Self::parse_common)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UdpView<'a> {
+    /// IPv4 source.
+    pub src_ip: [u8; 4],
+    /// IPv4 destination.
+    pub dst_ip: [u8; 4],
+    /// UDP source port.
+    pub src_port: u16,
+    /// UDP destination port.
+    pub dst_port: u16,
+    /// Offset of the UDP payload in the frame.
+    pub payload_offset: usize,
+    /// The UDP payload.
+    pub payload: &'a [u8],
+}
+
+impl<'a> UdpView<'a> {
+    /// The view of a UDP frame; `None` for anything [`UdpFrame::parse`] refuses.
+    #[inline]
+    pub fn parse(frame: &'a [u8]) -> Option<Self> {
+        match Self::parse_common(frame) {
+            Ok(v) => v,
+            Err(Uncommon) => Self::general(frame),
         }
     }
 
-    /// The etherparse-based parse: the reference that [`parse_direct`](Self::parse_direct) is tested
-    /// against, and the source of [`parse`](Self::parse)'s error reasons.
-    pub fn parse_etherparse(frame: &'a [u8]) -> Result<Self> {
+    /// [`parse`](Self::parse) of the common frame (IPv4 without options, at least the headers long): the
+    /// result, or `Err(Uncommon)` for a frame that only the general case can tell about (call `parse`
+    /// then). For callers that keep the common case apart from the rest.
+    #[inline(always)]
+    pub fn parse_common(frame: &'a [u8]) -> core::result::Result<Option<Self>, Uncommon> {
+        let Some(h) = frame.first_chunk::<HEADERS_LEN>() else {
+            return Err(Uncommon);
+        };
+        // EtherType IPv4, then version 4 with IHL 5 (TOS, the next byte, is free). Compared as a 16-bit and
+        // an 8-bit field, each against an immediate: a masked 32-bit compare kept its mask and value in
+        // two registers across the engine's whole receive loop, which then spilled others.
+        if be16(h, at::ETH_TYPE) != ETHERTYPE_IPV4 || h[at::IPV4_VERSION_IHL] != IPV4_NO_OPTIONS {
+            return Err(Uncommon);
+        }
+        let Some(ip) = h.first_chunk::<{ ETH_HEADER_LEN + IPV4_HEADER_LEN }>() else {
+            return Err(Uncommon);
+        };
+        Ok(Self::datagram::<Quiet>(frame, ip, IPV4_HEADER_LEN).ok())
+    }
+
+    /// The frames [`parse_common`](Self::parse_common) leaves: IPv4 options, short or odd frames.
+    #[cold]
+    fn general(frame: &'a [u8]) -> Option<Self> {
+        Self::checked::<Quiet>(frame).ok()
+    }
+
+    /// Any frame: the Ethernet header, EtherType, IPv4 version and IHL, then
+    /// [`datagram`](Self::datagram) with the IPv4 header's length.
+    #[inline]
+    pub(crate) fn checked<M: Refusal>(frame: &'a [u8]) -> core::result::Result<Self, M::Err> {
+        let Some(eth) = frame.first_chunk::<ETH_HEADER_LEN>() else {
+            return Err(M::refuse(|| Error::Truncated {
+                header: "Ethernet",
+                needed: ETH_HEADER_LEN,
+                available: frame.len(),
+            }));
+        };
+        ensure::<M>(be16(eth, at::ETH_TYPE) == ETHERTYPE_IPV4, || {
+            Error::NotRoce("not IPv4")
+        })?;
+        let Some(ip) = frame.first_chunk::<{ ETH_HEADER_LEN + IPV4_HEADER_LEN }>() else {
+            return Err(M::refuse(|| IPV4_MALFORMED));
+        };
+        let version_ihl = ip[at::IPV4_VERSION_IHL];
+        let ihl = usize::from(version_ihl & 0x0F) * 4;
+        ensure::<M>(version_ihl >> 4 == 4 && ihl >= IPV4_HEADER_LEN, || {
+            IPV4_MALFORMED
+        })?;
+        Self::datagram::<M>(frame, ip, ihl)
+    }
+
+    /// The rest of the parse once the EtherType, version and IHL passed: `ip` is the frame's Ethernet
+    /// header and fixed IPv4 header, `ihl` the IPv4 header's length in bytes (at least 20; a constant 20
+    /// from [`parse_common`](Self::parse_common), where every bounds check below folds away).
+    #[inline(always)]
+    fn datagram<M: Refusal>(
+        frame: &'a [u8],
+        ip: &[u8; ETH_HEADER_LEN + IPV4_HEADER_LEN],
+        ihl: usize,
+    ) -> core::result::Result<Self, M::Err> {
+        // Flags and fragment offset (no fragment: only DF may be set), TTL (free), protocol UDP; fields
+        // against immediates rather than one masked word.
+        ensure::<M>(
+            be16(ip, at::IPV4_FLAGS_FRAGMENT) & FRAGMENT_BITS == 0,
+            || Error::NotRoce("IPv4 fragment"),
+        )?;
+        ensure::<M>(ip[at::IPV4_PROTOCOL] == IpNumber::UDP.0, || {
+            Error::NotRoce("not UDP")
+        })?;
+        let ip_end = at::IPV4 + usize::from(be16(ip, at::IPV4_TOTAL_LEN));
+        let udp_at = at::IPV4 + ihl;
+        let payload_at = udp_at + UDP_HEADER_LEN;
+        // Which length is wrong, once one is: the IPv4 total (shorter than its header, or past the frame),
+        // else the UDP header or length (not within the IPv4 payload).
+        let why = || match ip_end < udp_at || ip_end > frame.len() {
+            true => IPV4_MALFORMED,
+            false => UDP_MALFORMED,
+        };
+        let Some(udp) = frame.get(udp_at..payload_at) else {
+            return Err(M::refuse(why));
+        };
+        let udp_end = match usize::from(be16(udp, offset::UDP_LEN)) {
+            // etherparse reads a UDP length of 0 as "to the end of the IPv4 payload".
+            0 => ip_end,
+            n => udp_at + n,
+        };
+        // The UDP length within the IPv4 total length, the total within the frame; the UDP header within
+        // the UDP length (a length of at least 8, or 0 with a total that holds both headers) is the
+        // payload's range below (`udp_end >= payload_at`). Together these are etherparse's checks of the
+        // total (at least the header, at most the frame) and of the UDP header and length, in two compares
+        // and a range (`length_fields_agree_exhaustively`).
+        ensure::<M>(udp_end <= ip_end && ip_end <= frame.len(), why)?;
+        let Some(payload) = frame.get(payload_at..udp_end) else {
+            return Err(M::refuse(why));
+        };
+        Ok(UdpView {
+            src_ip: bytes(ip, at::IPV4_SRC),
+            dst_ip: bytes(ip, at::IPV4_DST),
+            src_port: be16(udp, offset::UDP_SRC_PORT),
+            dst_port: be16(udp, offset::UDP_DST_PORT),
+            payload_offset: payload_at,
+            payload,
+        })
+    }
+
+    /// The view of a parsed frame.
+    pub fn of(f: &UdpFrame<'a>) -> Self {
+        UdpView {
+            src_ip: f.endpoints.src_ip,
+            dst_ip: f.endpoints.dst_ip,
+            src_port: f.endpoints.src_port,
+            dst_port: f.endpoints.dst_port,
+            payload_offset: f.payload_offset,
+            payload: f.payload,
+        }
+    }
+
+    /// The whole [`UdpFrame`] of `frame`, the frame this view was parsed from: what
+    /// [`UdpFrame::parse`] returns for it. `None` only for another frame.
+    pub fn frame(&self, frame: &'a [u8]) -> Option<UdpFrame<'a>> {
+        let h = frame.get(..ETH_HEADER_LEN + IPV4_HEADER_LEN)?;
+        let ip = &h[ETH_HEADER_LEN..];
+        Some(UdpFrame {
+            endpoints: UdpEndpoints {
+                src_mac: bytes(h, offset::ETH_SRC),
+                dst_mac: bytes(h, offset::ETH_DST),
+                src_ip: self.src_ip,
+                dst_ip: self.dst_ip,
+                src_port: self.src_port,
+                dst_port: self.dst_port,
+                dscp: ip[offset::IPV4_TOS] >> 2,
+                ecn: ip[offset::IPV4_TOS] & 0b11,
+                ip_id: be16(ip, offset::IPV4_ID),
+                ttl: ip[offset::IPV4_TTL],
+            },
+            ip_offset: ETH_HEADER_LEN,
+            payload_offset: self.payload_offset,
+            payload: self.payload,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The model of [`UdpFrame::parse`]: etherparse's slices, its reasons included.
+    fn etherparse_model(frame: &[u8]) -> Result<UdpFrame<'_>> {
         let eth = etherparse::Ethernet2Slice::from_slice_without_fcs(frame).map_err(|_| {
             Error::Truncated {
                 header: "Ethernet",
@@ -287,208 +477,6 @@ impl<'a> UdpFrame<'a> {
             payload: udp.payload(),
         })
     }
-}
-
-impl<'a> UdpFrame<'a> {
-    /// [`parse`](Self::parse) at fixed offsets, for the translator's per-report path: the same checks in the
-    /// same order of layers (Ethernet length, EtherType IPv4, IPv4 version, IHL ≥ 5, header and total
-    /// length within the frame, no fragment, protocol UDP, UDP header and length within the IPv4 payload, a
-    /// UDP length of 0 meaning "to the end of the IPv4 payload" as etherparse reads it), without building
-    /// etherparse's slices: callgrind put the etherparse path at ~155 instructions a report. A property test
-    /// checks that both accept the same frames and return the same value. The error is only "not a UDP
-    /// frame" (the reasons `parse` gives are for logs, and the hot path does not log).
-    #[inline]
-    pub fn parse_direct(frame: &'a [u8]) -> Result<Self> {
-        const NOT_UDP: Error = Error::NotRoce("not an Ethernet/IPv4/UDP datagram");
-        let ip_at = ETH_HEADER_LEN;
-        let Some(ip) = frame.get(ip_at..ip_at + IPV4_HEADER_LEN) else {
-            return Err(NOT_UDP);
-        };
-        let version_ihl = ip[offset::IPV4_VERSION_IHL];
-        if frame[offset::ETH_TYPE] != ETHERTYPE_IPV4.to_be_bytes() || version_ihl >> 4 != 4 {
-            return Err(NOT_UDP);
-        }
-        let ihl = usize::from(version_ihl & 0x0F) * 4;
-        let total = usize::from(be16(ip, offset::IPV4_TOTAL_LEN));
-        // IHL at least 5 words and the header within the total length, and the total within the frame.
-        if ihl < IPV4_HEADER_LEN || total < ihl || frame.len() - ip_at < total {
-            return Err(NOT_UDP);
-        }
-        // More fragments (flag bit 0x2000) or a fragment offset: a fragment. Protocol 17: UDP.
-        let flags_offset = be16(ip, offset::IPV4_FLAGS_FRAGMENT);
-        if flags_offset & FRAGMENT_BITS != 0 || ip[offset::IPV4_PROTOCOL] != IpNumber::UDP.0 {
-            return Err(NOT_UDP);
-        }
-        let udp_at = ip_at + ihl;
-        let ip_end = ip_at + total;
-        let Some(udp) = frame
-            .get(udp_at..udp_at + UDP_HEADER_LEN)
-            .filter(|_| udp_at + UDP_HEADER_LEN <= ip_end)
-        else {
-            return Err(NOT_UDP);
-        };
-        let udp_len = usize::from(be16(udp, offset::UDP_LEN));
-        let udp_end = match udp_len {
-            0 => ip_end,
-            n if n < UDP_HEADER_LEN || udp_at + n > ip_end => return Err(NOT_UDP),
-            n => udp_at + n,
-        };
-        let payload_offset = udp_at + UDP_HEADER_LEN;
-        Ok(UdpFrame {
-            endpoints: UdpEndpoints {
-                src_mac: bytes(frame, offset::ETH_SRC),
-                dst_mac: bytes(frame, offset::ETH_DST),
-                src_ip: bytes(ip, offset::IPV4_SRC),
-                dst_ip: bytes(ip, offset::IPV4_DST),
-                src_port: be16(udp, offset::UDP_SRC_PORT),
-                dst_port: be16(udp, offset::UDP_DST_PORT),
-                dscp: ip[offset::IPV4_TOS] >> 2,
-                ecn: ip[offset::IPV4_TOS] & 0b11,
-                ip_id: be16(ip, offset::IPV4_ID),
-                ttl: ip[offset::IPV4_TTL],
-            },
-            ip_offset: ip_at,
-            payload_offset,
-            payload: &frame[payload_offset..udp_end],
-        })
-    }
-}
-
-/// A frame [`UdpView::parse_common`] leaves to [`UdpView::parse`] (IPv4 options, short frames, other
-/// EtherTypes).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Uncommon;
-
-/// The fields of a received Ethernet/IPv4/UDP frame that the translator's per-report path reads: the
-/// addresses, the ports and the UDP payload. [`parse`](Self::parse) accepts exactly the frames that
-/// [`UdpFrame::parse_direct`] accepts (a property test), and [`frame`](Self::frame) gives the same
-/// [`UdpFrame`], so callers that need the rest of the envelope (MACs, TOS, TTL) build it only then.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct UdpView<'a> {
-    /// IPv4 source.
-    pub src_ip: [u8; 4],
-    /// IPv4 destination.
-    pub dst_ip: [u8; 4],
-    /// UDP source port.
-    pub src_port: u16,
-    /// UDP destination port.
-    pub dst_port: u16,
-    /// Offset of the UDP payload in the frame.
-    pub payload_offset: usize,
-    /// The UDP payload.
-    pub payload: &'a [u8],
-}
-
-impl<'a> UdpView<'a> {
-    /// [`UdpFrame::parse_direct`]'s checks, with the common header (IPv4 without options) read as a few
-    /// words instead of byte by byte, and without the fields the per-report path never reads. Frames with
-    /// IPv4 options, or anything else the quick test does not cover, go through `parse_direct` itself,
-    /// so the accepted set is the same by construction there.
-    #[inline]
-    pub fn parse(frame: &'a [u8]) -> Option<Self> {
-        match Self::parse_common(frame) {
-            Ok(v) => v,
-            Err(Uncommon) => Self::general(frame),
-        }
-    }
-
-    /// [`parse`](Self::parse) of the common frame (IPv4 without options, at least the headers long): the
-    /// result, or `Err(Uncommon)` for a frame that only [`UdpFrame::parse_direct`] can tell about (call
-    /// `parse` then). For callers that keep the common case apart from the rest.
-    #[inline(always)]
-    pub fn parse_common(frame: &'a [u8]) -> core::result::Result<Option<Self>, Uncommon> {
-        let Some(h) = frame.first_chunk::<HEADERS_LEN>() else {
-            return Err(Uncommon);
-        };
-        // EtherType IPv4, then version 4 with IHL 5 (TOS, the next byte, is free). Compared as a 16-bit and
-        // an 8-bit field, each against an immediate: a masked 32-bit compare kept its mask and value in
-        // two registers across the engine's whole receive loop, which then spilled others.
-        if be16(h, at::ETH_TYPE) != ETHERTYPE_IPV4 || h[at::IPV4_VERSION_IHL] != IPV4_NO_OPTIONS {
-            return Err(Uncommon);
-        }
-        Ok(Self::common(frame, h))
-    }
-
-    /// The rest of [`parse_common`](Self::parse_common) once the EtherType, version and IHL passed.
-    #[inline(always)]
-    fn common(frame: &'a [u8], h: &[u8; HEADERS_LEN]) -> Option<Self> {
-        // Flags and fragment offset (no fragment: only DF may be set), TTL (free), protocol UDP; as
-        // above, fields against immediates rather than one masked word.
-        if be16(h, at::IPV4_FLAGS_FRAGMENT) & FRAGMENT_BITS != 0
-            || h[at::IPV4_PROTOCOL] != IpNumber::UDP.0
-        {
-            return None;
-        }
-        let ip_end = at::IPV4 + usize::from(be16(h, at::IPV4_TOTAL_LEN));
-        let udp_end = match usize::from(be16(h, at::UDP_LEN)) {
-            // etherparse reads a UDP length of 0 as "to the end of the IPv4 payload".
-            0 => ip_end,
-            n => at::UDP + n,
-        };
-        // The UDP length within the IPv4 total length, the total within the frame; the UDP header within
-        // the UDP length (a length of at least 8, or 0 with a total that holds both headers) is the
-        // payload's range below (`udp_end >= HEADERS_LEN`). The same checks as the total's two and the
-        // UDP length's two (`length_fields_agree_exhaustively`), in two compares here.
-        if udp_end > ip_end || ip_end > frame.len() {
-            return None;
-        }
-        Some(UdpView {
-            src_ip: bytes(h, at::IPV4_SRC),
-            dst_ip: bytes(h, at::IPV4_DST),
-            src_port: be16(h, at::UDP_SRC_PORT),
-            dst_port: be16(h, at::UDP_DST_PORT),
-            payload_offset: HEADERS_LEN,
-            payload: frame.get(HEADERS_LEN..udp_end)?,
-        })
-    }
-
-    /// The view of [`UdpFrame::parse_direct`]'s result (IPv4 options, short or odd frames).
-    #[cold]
-    fn general(frame: &'a [u8]) -> Option<Self> {
-        UdpFrame::parse_direct(frame).ok().map(|f| Self::of(&f))
-    }
-
-    /// The view of a parsed frame.
-    pub fn of(f: &UdpFrame<'a>) -> Self {
-        UdpView {
-            src_ip: f.endpoints.src_ip,
-            dst_ip: f.endpoints.dst_ip,
-            src_port: f.endpoints.src_port,
-            dst_port: f.endpoints.dst_port,
-            payload_offset: f.payload_offset,
-            payload: f.payload,
-        }
-    }
-
-    /// The whole [`UdpFrame`] of `frame`, the frame this view was parsed from: what
-    /// [`UdpFrame::parse_direct`] returns for it. `None` only for another frame.
-    pub fn frame(&self, frame: &'a [u8]) -> Option<UdpFrame<'a>> {
-        let h = frame.get(..ETH_HEADER_LEN + IPV4_HEADER_LEN)?;
-        let ip = &h[ETH_HEADER_LEN..];
-        Some(UdpFrame {
-            endpoints: UdpEndpoints {
-                src_mac: bytes(h, offset::ETH_SRC),
-                dst_mac: bytes(h, offset::ETH_DST),
-                src_ip: self.src_ip,
-                dst_ip: self.dst_ip,
-                src_port: self.src_port,
-                dst_port: self.dst_port,
-                dscp: ip[offset::IPV4_TOS] >> 2,
-                ecn: ip[offset::IPV4_TOS] & 0b11,
-                ip_id: be16(ip, offset::IPV4_ID),
-                ttl: ip[offset::IPV4_TTL],
-            },
-            ip_offset: ETH_HEADER_LEN,
-            payload_offset: self.payload_offset,
-            payload: self.payload,
-        })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use proptest::prelude::*;
 
     /// Frames around a valid report frame: every header byte that a check reads may take any value.
     fn frames() -> impl Strategy<Value = Vec<u8>> {
@@ -555,28 +543,19 @@ mod tests {
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(4096))]
         #[test]
-        fn direct_parse_equals_etherparse(f in frames()) {
-            match (UdpFrame::parse_etherparse(&f), UdpFrame::parse_direct(&f)) {
-                (Ok(a), Ok(b)) => prop_assert_eq!(a, b),
-                (Err(_), Err(_)) => {}
-                (a, b) => prop_assert!(false, "etherparse {:?}, direct {:?}", a, b),
-            }
-            // And the public parse is the etherparse one, errors included.
-            prop_assert_eq!(UdpFrame::parse(&f), UdpFrame::parse_etherparse(&f));
-            view_agrees(&f)?;
+        fn parse_equals_etherparse(f in frames()) {
+            agrees(&f)?;
         }
 
         #[test]
-        fn direct_parse_of_any_bytes_agrees(f in proptest::collection::vec(any::<u8>(), 0..80)) {
-            prop_assert_eq!(UdpFrame::parse_etherparse(&f).is_ok(), UdpFrame::parse_direct(&f).is_ok());
-            prop_assert_eq!(UdpFrame::parse(&f), UdpFrame::parse_etherparse(&f));
-            view_agrees(&f)?;
+        fn parse_of_any_bytes_equals_etherparse(f in proptest::collection::vec(any::<u8>(), 0..80)) {
+            agrees(&f)?;
         }
     }
 
     /// Every IPv4 total length and UDP length around the headers and the frame's end (zero, below the
-    /// headers, within, past the total and the frame), in frames of several sizes: the common path's
-    /// length checks agree with `parse_direct` on each.
+    /// headers, within, past the total and the frame), in frames of several sizes: the parse's length
+    /// checks agree with etherparse's on each.
     #[test]
     fn length_fields_agree_exhaustively() {
         let ep = UdpEndpoints::new([1; 6], [2; 6], [10, 0, 0, 1], [10, 0, 0, 2], 5000, 40040);
@@ -591,23 +570,75 @@ mod tests {
                         g[ETH_HEADER_LEN + 2..ETH_HEADER_LEN + 4]
                             .copy_from_slice(&tl.to_be_bytes());
                         g[38..40].copy_from_slice(&udp_len.to_be_bytes());
-                        view_agrees(&g).unwrap();
+                        agrees(&g).unwrap();
                     }
                 }
             }
         }
     }
 
-    /// The quick view accepts what `parse_direct` accepts, with the same fields and the same whole frame.
-    fn view_agrees(f: &[u8]) -> std::result::Result<(), TestCaseError> {
-        let direct = UdpFrame::parse_direct(f).ok();
+    /// The parse accepts what etherparse accepts, with the same fields; a frame with one fault gets
+    /// etherparse's reason (with several, the parse may name another of them). The view, its common
+    /// path and the whole frame built from it agree with the parse.
+    fn agrees(f: &[u8]) -> std::result::Result<(), TestCaseError> {
+        let model = etherparse_model(f);
+        let parsed = UdpFrame::parse(f);
+        match (&model, &parsed) {
+            (Ok(a), Ok(b)) => prop_assert_eq!(a, b),
+            (Err(_), Err(_)) => {}
+            (a, b) => prop_assert!(false, "etherparse {:?}, parse {:?}", a, b),
+        }
         let view = UdpView::parse(f);
-        prop_assert_eq!(view, direct.as_ref().map(UdpView::of));
+        prop_assert_eq!(view, model.as_ref().ok().map(UdpView::of));
         if let Ok(common) = UdpView::parse_common(f) {
             prop_assert_eq!(common, view);
         }
-        prop_assert_eq!(view.and_then(|v| v.frame(f)), direct);
+        prop_assert_eq!(view.and_then(|v| v.frame(f)), model.ok());
         Ok(())
+    }
+
+    /// One fault at a time, each with etherparse's reason.
+    #[test]
+    fn reasons_of_single_faults() {
+        let ep = UdpEndpoints::new([1; 6], [2; 6], [10, 0, 0, 1], [10, 0, 0, 2], 5000, 40040);
+        let mut good = [0u8; HEADERS_LEN + 4];
+        ep.emit_frame(&mut good, &[1, 2, 3, 4]).unwrap();
+        let bent = |at: usize, v: &[u8]| {
+            let mut f = good.to_vec();
+            f[at..at + v.len()].copy_from_slice(v);
+            f
+        };
+        let cases: [(Vec<u8>, Error); 9] = [
+            (
+                good[..13].to_vec(),
+                Error::Truncated {
+                    header: "Ethernet",
+                    needed: 14,
+                    available: 13,
+                },
+            ),
+            (bent(12, &[0x86, 0xdd]), Error::NotRoce("not IPv4")),
+            (good[..30].to_vec(), IPV4_MALFORMED),
+            (bent(14, &[0x65]), IPV4_MALFORMED),
+            (bent(14, &[0x44]), IPV4_MALFORMED),
+            // Total length 19 (below the header), then 60 (past the frame).
+            (bent(16, &[0, 19]), IPV4_MALFORMED),
+            (bent(16, &[0, 60]), IPV4_MALFORMED),
+            (bent(20, &[0x20, 0x00]), Error::NotRoce("IPv4 fragment")),
+            // UDP length 7 (below its header).
+            (bent(38, &[0, 7]), UDP_MALFORMED),
+        ];
+        for (f, want) in cases {
+            assert_eq!(UdpFrame::parse(&f), Err(want), "{f:02x?}");
+            assert_eq!(etherparse_model(&f), Err(want), "{f:02x?}");
+        }
+        assert_eq!(
+            UdpFrame::parse(&bent(23, &[6])),
+            Err(Error::NotRoce("not UDP"))
+        );
+        // Total length 27: the IPv4 header fits, the UDP header does not.
+        assert_eq!(UdpFrame::parse(&bent(16, &[0, 27])), Err(UDP_MALFORMED));
+        assert_eq!(etherparse_model(&bent(16, &[0, 27])), Err(UDP_MALFORMED));
     }
 
     #[test]

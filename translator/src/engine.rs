@@ -608,7 +608,7 @@ impl Engine {
     /// Queues a DTA NACK to the reporter of `frame` (a report frame that [`UdpView::parse`] took).
     #[cold]
     fn send_nack(&mut self, frame: &[u8], op: Opcode, seqnum: u8) {
-        let Ok(report) = UdpFrame::parse_direct(frame) else {
+        let Ok(report) = UdpFrame::parse(frame) else {
             return;
         };
         if let Some(f) = nack_frame(&report.endpoints, self.fmt.form, op, seqnum) {

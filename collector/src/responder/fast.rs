@@ -1,9 +1,9 @@
 //! The responder's fast path: an in-sequence RDMA WRITE ONLY, FETCH & ADD or COMPARE & SWAP that passes
 //! every check, which is nearly every frame a translator sends.
 //!
-//! It reads the fixed Ethernet/IPv4/UDP/BTH offsets directly instead of going through `etherparse`,
-//! verifies the iCRC from a per-QP cached state over the invariant headers, and answers from a per-QP
-//! template (`template.rs`). It makes every check the general path makes, but it does not explain a
+//! It takes the envelope through the common case of the one UDP parse (`UdpView::parse_common`), reads
+//! the fixed BTH offsets directly, verifies the iCRC from a per-QP cached state over the invariant
+//! headers, and answers from a per-QP template (`template.rs`). It makes every check the general path makes, but it does not explain a
 //! refusal: at the first thing that is not the common case (IPv4 options, another opcode, a bad key, a
 //! PSN out of sequence, a bad iCRC, ...) it returns `None` *before changing anything*, and the general
 //! path in `core.rs` handles the frame from scratch, drops and NAKs with their counters included.
@@ -16,7 +16,7 @@ use dta_protocol::roce::{
     ROCEV2_UDP_PORT,
 };
 use dta_protocol::udp::at as env;
-use dta_protocol::udp::{UdpEndpoints, ETHERTYPE_IPV4, IPV4_HEADER_LEN};
+use dta_protocol::udp::{UdpEndpoints, UdpView, IPV4_HEADER_LEN};
 
 use super::checks::{apply_atomic, ipv4_header_ok, write_length_ok};
 use super::qp::{CachedAtomic, Qp};
@@ -24,11 +24,6 @@ use super::reply::{Outcome, Reply};
 use super::state::{Responder, ROCEV2_SOURCE_PORTS};
 use super::template::{icrc_ok, reply_key, AckTemplate, EXT_AT};
 
-/// IPv4 version 4, IHL 5: no options (the general path drops options as malformed).
-const VERSION_IHL: u8 = 0x45;
-/// IPv4 flags and fragment offset without DF: MF and the offset, which make a fragment.
-const FRAGMENT_BITS: u16 = 0x3FFF;
-const IP_PROTO_UDP: u8 = 17;
 /// An atomic's target: one aligned `u64`.
 const ATOMIC_WORD: usize = core::mem::size_of::<u64>();
 /// The shortest RoCE packet in IPv4: IPv4, UDP, BTH, iCRC.
@@ -69,23 +64,18 @@ pub(super) fn handle(
 ) -> Option<Outcome> {
     // Every fixed header at once: Ethernet, IPv4 without options, UDP, BTH.
     let h: &[u8; EXT_AT] = frame.get(..EXT_AT)?.try_into().ok()?;
-    // What `UdpFrame::parse` accepts with its payload right after a 20-byte IPv4 header.
-    if be16(h, env::ETH_TYPE) != ETHERTYPE_IPV4
-        || h[env::IPV4_VERSION_IHL] != VERSION_IHL
-        || be16(h, env::IPV4_FLAGS_FRAGMENT) & FRAGMENT_BITS != 0
-        || h[env::IPV4_PROTOCOL] != IP_PROTO_UDP
-    {
-        return None;
-    }
     let total = usize::from(be16(h, env::IPV4_TOTAL_LEN));
     let end = env::IPV4 + total;
     // The general path's RoCE packet ends where UDP's length says, the iCRC where IPv4's does: only take
-    // frames where the two agree.
-    if end > frame.len()
-        || total < MIN_TOTAL_LEN
-        || usize::from(be16(h, env::UDP_LEN)) != total - IPV4_HEADER_LEN
-        || be16(h, env::UDP_DST_PORT) != ROCEV2_UDP_PORT
-    {
+    // frames where the two agree. Tested before the UDP parse, whose own length tests then fold away.
+    if total < MIN_TOTAL_LEN || usize::from(be16(h, env::UDP_LEN)) != total - IPV4_HEADER_LEN {
+        return None;
+    }
+    // What `UdpFrame::parse` accepts, through its common case: IPv4 without options.
+    let Ok(Some(udp)) = UdpView::parse_common(frame) else {
+        return None;
+    };
+    if udp.dst_port != ROCEV2_UDP_PORT {
         return None;
     }
     // What Linux checks before rxe: our MAC (broadcast is rare: the general path), the IPv4 header
@@ -97,7 +87,7 @@ pub(super) fn handle(
     {
         return None;
     }
-    let (src_ip, dst_ip): ([u8; 4], [u8; 4]) = (bytes(h, env::IPV4_SRC), bytes(h, env::IPV4_DST));
+    let (src_ip, dst_ip) = (udp.src_ip, udp.dst_ip);
     if r.config.local_ip.is_some_and(|ip| ip != dst_ip) {
         return None;
     }
@@ -123,7 +113,7 @@ pub(super) fn handle(
     } = r;
     let qp = qps.get_mut(dest_qp)?;
     if qp.status.peer_ip != src_ip
-        || !ROCEV2_SOURCE_PORTS.contains(&be16(h, env::UDP_SRC_PORT))
+        || !ROCEV2_SOURCE_PORTS.contains(&udp.src_port)
         || qp.status.error
         || psn != qp.status.expected_psn
     {

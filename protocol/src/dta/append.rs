@@ -22,7 +22,7 @@ pub mod field {
     pub const DATA: Rest = 4..;
 }
 
-const HEADER: &str = "DTA Append";
+pub(crate) const HEADER: &str = "DTA Append";
 
 /// Length of the fixed field (the list ID), before the entry.
 pub const HEADER_LEN: usize = field::DATA.start;

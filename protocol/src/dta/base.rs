@@ -34,7 +34,7 @@ pub mod field {
     pub const RESERVED: u8 = 0x3F;
 }
 
-const HEADER: &str = "DTA base";
+pub(crate) const HEADER: &str = "DTA base";
 
 /// Length of the compact form.
 pub const COMPACT_LEN: usize = field::COMPACT_FLAGS + 1;

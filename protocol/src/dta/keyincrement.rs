@@ -22,7 +22,7 @@ pub mod field {
     pub const COUNTER: Field = 5..13;
 }
 
-const HEADER: &str = "DTA Key-Increment";
+pub(crate) const HEADER: &str = "DTA Key-Increment";
 
 /// Length of the sub-header.
 pub const HEADER_LEN: usize = field::COUNTER.end;

@@ -25,7 +25,7 @@ pub mod field {
     pub const DATA: Rest = 5..;
 }
 
-const HEADER: &str = "DTA Key-Write";
+pub(crate) const HEADER: &str = "DTA Key-Write";
 
 /// Length of the fixed fields (redundancy and key), before the data.
 pub const HEADER_LEN: usize = field::DATA.start;

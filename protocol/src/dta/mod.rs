@@ -17,6 +17,7 @@ pub mod base;
 pub mod keyincrement;
 pub mod keywrite;
 pub mod nack;
+mod parse;
 pub mod peek;
 pub mod postcard;
 pub mod report;

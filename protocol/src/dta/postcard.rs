@@ -81,7 +81,8 @@ impl Variant {
         }
     }
 
-    const fn name(self) -> &'static str {
+    /// The sub-header's name in errors.
+    pub(crate) const fn name(self) -> &'static str {
         match self {
             Variant::Postcard => HEADER,
             Variant::PathLen => HEADER_PATH_LEN,
@@ -168,7 +169,8 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
     }
 }
 
-fn invalid(variant: Variant, field: &'static str, value: u8) -> Error {
+/// A field the variant does not allow (the parse's error, shared with the report's one parse).
+pub(crate) fn invalid(variant: Variant, field: &'static str, value: u8) -> Error {
     Error::InvalidField {
         header: variant.name(),
         field,

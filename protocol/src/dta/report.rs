@@ -1,19 +1,21 @@
 //! A whole DTA report: base header and the opcode's sub-header, parsed from and emitted to a UDP payload.
 //!
 //! The data sizes of Key-Write and Append are not on the wire, so parsing needs the [`ReportFormat`] the
-//! translator is configured with; the base header form is configuration for the same reason.
+//! translator is configured with; the base header form is configuration for the same reason. The parse
+//! itself is in `parse.rs`: one body, specialised for callers that want the reason and callers that do not.
 //!
-//! (Over 500 lines: 413 of them are the tests beside the code.)
+//! (Over 500 lines: most of them are the tests beside the code.)
 
 use super::append::{self, AppendRepr};
-use super::base::{self, BaseRepr, HeaderForm};
-use super::keyincrement::{self, KeyIncrementRepr};
+use super::base::{BaseRepr, HeaderForm};
+use super::keyincrement::KeyIncrementRepr;
 use super::keywrite::{self, KeyWriteRepr, DATA_LENS};
-use super::postcard::{self, PostcardPathLenRepr, PostcardRepr, Variant};
-use super::sketch::{self, SketchOp, SketchRepr};
-use super::{opcode as op, Opcode};
+use super::parse;
+use super::postcard::{PostcardPathLenRepr, PostcardRepr};
+use super::sketch::SketchRepr;
+use super::Opcode;
 use crate::error::check_room;
-use crate::field::{get_u16, get_u32, get_u64};
+use crate::refusal::{Explain, Quiet};
 use crate::{Error, Result};
 
 const HEADER: &str = "DTA report";
@@ -158,60 +160,25 @@ impl<'a> ReportRepr<'a> {
     /// Errors: [`Error::Truncated`] if the payload ends inside the base header or the sub-header's fixed
     /// fields; [`Error::LengthMismatch`] if it is longer or shorter than the sub-header and its configured (or,
     /// for Sketch-Merge, announced) data; [`Error::UnknownOpcode`], [`Error::BadRedundancy`] and
-    /// [`Error::InvalidField`] for values the format does not allow.
+    /// [`Error::InvalidField`] for values the format does not allow. The first of these in the order the
+    /// headers are layered (base header, then sub-header) is the one returned.
     pub fn parse(udp_payload: &'a [u8], fmt: &ReportFormat) -> Result<Self> {
-        let b = base::Packet::new_checked(udp_payload, fmt.form)?;
-        let base = BaseRepr::parse(&b)?;
-        let rest = b.payload();
-        let body = match base.opcode {
-            Opcode::KeyWrite => Body::KeyWrite(KeyWriteRepr::parse(
-                &keywrite::Packet::new_checked(rest)?,
-                fmt.keywrite_data_len,
-            )?),
-            Opcode::Append => Body::Append(AppendRepr::parse(
-                &append::Packet::new_checked(rest)?,
-                fmt.append_entry_len,
-            )?),
-            Opcode::KeyIncrement => Body::KeyIncrement(KeyIncrementRepr::parse(
-                &keyincrement::Packet::new_checked(rest)?,
-            )?),
-            Opcode::Postcard => Body::Postcard(PostcardRepr::parse(
-                &postcard::Packet::new_checked(rest, Variant::Postcard)?,
-            )?),
-            Opcode::SketchMerge => {
-                Body::SketchMerge(SketchRepr::parse(&sketch::Packet::new_checked(rest)?)?)
-            }
-            Opcode::PostcardPathLen => Body::PostcardPathLen(PostcardPathLenRepr::parse(
-                &postcard::Packet::new_checked(rest, Variant::PathLen)?,
-            )?),
-        };
-        Ok(ReportRepr { base, body })
+        parse::report::<Explain>(udp_payload, fmt)
     }
 
-    /// [`parse`](Self::parse) at fixed offsets, for the translator's per-report path: one length test per
-    /// opcode against the configured sizes and the same field checks, without the layered views. A report
-    /// the quick path does not take (any error) goes through [`parse`](Self::parse), so the result, errors
-    /// included, is `parse`'s (a property test checks both on random and malformed reports).
-    #[inline]
-    pub fn parse_fast(udp_payload: &'a [u8], fmt: &ReportFormat) -> Result<Self> {
-        match quick(udp_payload, fmt) {
-            Some(r) => Ok(r),
-            None => Self::parse(udp_payload, fmt),
-        }
-    }
-
-    /// [`parse_fast`](Self::parse_fast)'s quick path alone: `Some` exactly when [`parse`](Self::parse)
-    /// accepts the report, with the same value; on `None`, `parse` gives the error. An `Option` is smaller
-    /// than a `Result` of this type, so a caller that handles errors apart moves less per report.
+    /// [`parse`](Self::parse) without the reason, for the translator's per-report path: the same parse
+    /// specialised so that a refusal costs nothing to build (`Some` exactly when `parse` is `Ok`, with
+    /// the same value). An `Option` is smaller than a `Result` of this type, so a caller that handles
+    /// refusals apart (calling `parse` for the reason) moves less per report.
     #[inline]
     pub fn parse_quick(udp_payload: &'a [u8], fmt: &ReportFormat) -> Option<Self> {
-        quick(udp_payload, fmt)
+        parse::report::<Quiet>(udp_payload, fmt).ok()
     }
 
     /// [`parse_quick`](Self::parse_quick) of a Key-Write report, for a caller that has seen opcode byte
     /// 0x01 and wants the report's values without the [`Body`] to match again: `Some` exactly when
     /// `parse` accepts the report and it is a Key-Write, with its base header and body; `None` for any
-    /// other report or an error (`parse` gives it). A property test checks this against `parse`.
+    /// other report or an error (`parse` gives it).
     #[inline(always)]
     pub fn parse_key_write(
         udp_payload: &'a [u8],
@@ -223,51 +190,14 @@ impl<'a> ReportRepr<'a> {
     /// [`parse_key_write`](Self::parse_key_write) under a format of base form `form` and Key-Write data
     /// size `data_len`, for a caller that has the data size as a constant (the translator's run of
     /// Key-Write reports, specialised per size): its length check is then against an immediate, and the
-    /// data's length known after it.
+    /// data's length known after it. It is the Key-Write arm of `parse` itself, with the opcode tested.
     #[inline(always)]
     pub fn parse_key_write_as(
         udp_payload: &'a [u8],
         form: HeaderForm,
         data_len: usize,
     ) -> Option<(BaseRepr, KeyWriteRepr<'a>)> {
-        // The base header and the Key-Write header as one fixed-size array per form, so that every field
-        // is read at a fixed offset with no bounds check of its own; the data is the rest. The checks of
-        // `quick_base` and `quick_key_write` (the length as `rest.len() == HEADER_LEN + D`).
-        let (h, data, seqnum) = match form {
-            HeaderForm::Seq => {
-                let (h, data) =
-                    udp_payload.split_first_chunk::<{ base::SEQ_LEN + keywrite::HEADER_LEN }>()?;
-                (
-                    &h[base::field::SEQ_FLAGS..],
-                    data,
-                    Some(h[base::field::SEQNUM]),
-                )
-            }
-            HeaderForm::Compact => {
-                let (h, data) = udp_payload
-                    .split_first_chunk::<{ base::COMPACT_LEN + keywrite::HEADER_LEN }>()?;
-                (&h[base::field::COMPACT_FLAGS..], data, None)
-            }
-        };
-        // `h`: the flags byte (the base header's last), then the Key-Write header.
-        let (&flags, kw) = h.split_first()?;
-        let kw: &[u8; keywrite::HEADER_LEN] = kw.try_into().ok()?;
-        let redundancy = kw[keywrite::field::REDUNDANCY];
-        if udp_payload[base::field::OPCODE] != op::KEY_WRITE
-            || flags & base::field::RESERVED != 0
-            || data.len() != data_len
-            || !redundancy_ok(redundancy)
-        {
-            return None;
-        }
-        Some((
-            quick_base_repr(Opcode::KeyWrite, seqnum, flags),
-            KeyWriteRepr {
-                redundancy,
-                key: get_u32(&kw[keywrite::field::KEY]),
-                data,
-            },
-        ))
+        parse::key_write::<Quiet, true>(udp_payload, form, data_len).ok()
     }
 
     /// Bytes [`emit`](Self::emit) writes under `fmt`.
@@ -318,135 +248,6 @@ impl<'a> ReportRepr<'a> {
     }
 }
 
-/// Whether a redundancy is in `1..=N_MAX` (what `check_redundancy` accepts).
-#[inline]
-fn redundancy_ok(n: u8) -> bool {
-    n.wrapping_sub(1) < super::N_MAX
-}
-
-/// The base header's flags byte, seqnum and the bytes after it, if the header is there and its reserved
-/// bits are clear (what [`quick`] checks first).
-#[inline(always)]
-fn quick_base<'a>(p: &'a [u8], fmt: &ReportFormat) -> Option<(u8, Option<u8>, &'a [u8])> {
-    // The flags byte is the base header's last in both forms.
-    let (head, rest) = p.split_at_checked(fmt.form.header_len())?;
-    let &flags = head.last()?;
-    if flags & base::field::RESERVED != 0 {
-        return None;
-    }
-    let seqnum = match fmt.form {
-        HeaderForm::Compact => None,
-        HeaderForm::Seq => Some(head[base::field::SEQNUM]),
-    };
-    Some((flags, seqnum, rest))
-}
-
-/// The base header of a report that [`quick`] took.
-#[inline(always)]
-fn quick_base_repr(opcode: Opcode, seqnum: Option<u8>, flags: u8) -> BaseRepr {
-    BaseRepr {
-        opcode,
-        seqnum,
-        immediate: flags & base::field::IMMEDIATE != 0,
-        retransmit: flags & base::field::RETRANSMIT != 0,
-    }
-}
-
-/// A Key-Write body (`rest`, after the base header) at fixed offsets, if every check passes.
-#[inline(always)]
-fn quick_key_write<'a>(rest: &'a [u8], fmt: &ReportFormat) -> Option<KeyWriteRepr<'a>> {
-    let (h, data) = rest.split_first_chunk::<{ keywrite::HEADER_LEN }>()?;
-    let redundancy = h[keywrite::field::REDUNDANCY];
-    if data.len() != fmt.keywrite_data_len || !redundancy_ok(redundancy) {
-        return None;
-    }
-    Some(KeyWriteRepr {
-        redundancy,
-        key: get_u32(&h[keywrite::field::KEY]),
-        data,
-    })
-}
-
-/// The report if every check of [`ReportRepr::parse`] passes, read at fixed offsets; `None` otherwise
-/// (the caller then runs `parse` for the error).
-#[inline]
-fn quick<'a>(p: &'a [u8], fmt: &ReportFormat) -> Option<ReportRepr<'a>> {
-    let (flags, seqnum, rest) = quick_base(p, fmt)?;
-    let body = match p[base::field::OPCODE] {
-        op::KEY_WRITE => Body::KeyWrite(quick_key_write(rest, fmt)?),
-        op::APPEND => {
-            let (h, data) = rest.split_first_chunk::<{ append::HEADER_LEN }>()?;
-            if data.len() != fmt.append_entry_len {
-                return None;
-            }
-            Body::Append(AppendRepr {
-                list_id: get_u32(&h[append::field::LIST_ID]),
-                data,
-            })
-        }
-        op::KEY_INCREMENT => {
-            use keyincrement::field as f;
-            let b: &[u8; keyincrement::HEADER_LEN] = rest.try_into().ok()?;
-            if !redundancy_ok(b[f::REDUNDANCY]) {
-                return None;
-            }
-            Body::KeyIncrement(KeyIncrementRepr {
-                redundancy: b[f::REDUNDANCY],
-                key: get_u32(&b[f::KEY]),
-                counter: get_u64(&b[f::COUNTER]),
-            })
-        }
-        op::POSTCARD => {
-            use postcard::field as f;
-            let b: &[u8; postcard::HEADER_LEN] = rest.try_into().ok()?;
-            let hop = b[f::HOP];
-            if hop == 0 || hop > postcard::MAX_HOPS {
-                return None;
-            }
-            Body::Postcard(PostcardRepr {
-                key: get_u32(&b[f::KEY]),
-                hop,
-                data: get_u32(&b[f::DATA]),
-            })
-        }
-        op::SKETCH_MERGE => {
-            use sketch::field as f;
-            let (h, counters) = rest.split_first_chunk::<{ sketch::HEADER_LEN }>()?;
-            let (rows, reserved) = (usize::from(h[f::ROWS]), h[f::RESERVED]);
-            let op = SketchOp::from_code(h[f::OP]).ok()?;
-            if rows == 0 || counters.len() != sketch::COUNTER_LEN * rows || reserved != 0 {
-                return None;
-            }
-            Body::SketchMerge(SketchRepr {
-                sketch_id: h[f::SKETCH_ID],
-                op,
-                reporter_id: get_u16(&h[f::REPORTER_ID]),
-                column: get_u16(&h[f::COLUMN]),
-                counters,
-            })
-        }
-        op::POSTCARD_PATH_LEN => {
-            use postcard::field as f;
-            let b: &[u8; postcard::HEADER_LEN_PATH_LEN] = rest.try_into().ok()?;
-            let (hop, path_len) = (b[f::HOP], b[f::PATH_LEN]);
-            if path_len == 0 || path_len > postcard::MAX_HOPS || hop == 0 || hop > path_len {
-                return None;
-            }
-            Body::PostcardPathLen(PostcardPathLenRepr {
-                key: get_u32(&b[f::KEY]),
-                hop,
-                path_len,
-                data: get_u32(&b[f::DATA_WITH_PATH_LEN]),
-            })
-        }
-        _ => return None,
-    };
-    Some(ReportRepr {
-        base: quick_base_repr(body.opcode(), seqnum, flags),
-        body,
-    })
-}
-
 /// Requires configured-size data to have exactly the configured size; lengths are reported for the whole
 /// sub-header, as [`ReportRepr::parse`] reports them.
 fn data_len(header: &'static str, fixed: usize, data: &[u8], expected: usize) -> Result<()> {
@@ -463,7 +264,43 @@ fn data_len(header: &'static str, fixed: usize, data: &[u8], expected: usize) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::dta::base;
+    use crate::dta::keyincrement;
+    use crate::dta::postcard::{self, Variant};
+    use crate::dta::sketch::{self, SketchOp};
     use proptest::prelude::*;
+
+    /// The model of [`ReportRepr::parse`]: the report read outside in through each header's checked view
+    /// and its `Repr::parse` (the base header, then the opcode's sub-header), each with its own checks
+    /// and errors. The one parse must give the same result, errors included, for every input.
+    fn model<'a>(udp_payload: &'a [u8], fmt: &ReportFormat) -> Result<ReportRepr<'a>> {
+        let b = base::Packet::new_checked(udp_payload, fmt.form)?;
+        let base = BaseRepr::parse(&b)?;
+        let rest = b.payload();
+        let body = match base.opcode {
+            Opcode::KeyWrite => Body::KeyWrite(KeyWriteRepr::parse(
+                &keywrite::Packet::new_checked(rest)?,
+                fmt.keywrite_data_len,
+            )?),
+            Opcode::Append => Body::Append(AppendRepr::parse(
+                &append::Packet::new_checked(rest)?,
+                fmt.append_entry_len,
+            )?),
+            Opcode::KeyIncrement => Body::KeyIncrement(KeyIncrementRepr::parse(
+                &keyincrement::Packet::new_checked(rest)?,
+            )?),
+            Opcode::Postcard => Body::Postcard(PostcardRepr::parse(
+                &postcard::Packet::new_checked(rest, Variant::Postcard)?,
+            )?),
+            Opcode::SketchMerge => {
+                Body::SketchMerge(SketchRepr::parse(&sketch::Packet::new_checked(rest)?)?)
+            }
+            Opcode::PostcardPathLen => Body::PostcardPathLen(PostcardPathLenRepr::parse(
+                &postcard::Packet::new_checked(rest, Variant::PathLen)?,
+            )?),
+        };
+        Ok(ReportRepr { base, body })
+    }
 
     const SEQ: ReportFormat = ReportFormat {
         form: HeaderForm::Seq,
@@ -786,12 +623,12 @@ mod tests {
         assert!(ReportFormat::new(HeaderForm::Seq, 4, MAX_APPEND_ENTRY_LEN + 1).is_err());
     }
 
-    /// What [`ReportRepr::parse_key_write`] must return: `parse`'s Key-Write report, `None` otherwise.
+    /// What [`ReportRepr::parse_key_write`] must return: the model's Key-Write report, `None` otherwise.
     fn key_write_of<'a>(
         bytes: &'a [u8],
         fmt: &ReportFormat,
     ) -> Option<(BaseRepr, KeyWriteRepr<'a>)> {
-        match ReportRepr::parse(bytes, fmt) {
+        match model(bytes, fmt) {
             Ok(ReportRepr {
                 base,
                 body: Body::KeyWrite(kw),
@@ -870,22 +707,84 @@ mod tests {
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(8192))]
         #[test]
-        fn fast_parse_equals_parse((bytes, fmt) in reports()) {
-            prop_assert_eq!(ReportRepr::parse_fast(&bytes, &fmt), ReportRepr::parse(&bytes, &fmt));
-            // And the quick path takes every report that parses.
-            prop_assert_eq!(quick(&bytes, &fmt), ReportRepr::parse(&bytes, &fmt).ok());
+        fn parse_equals_the_model((bytes, fmt) in reports()) {
+            let want = model(&bytes, &fmt);
+            prop_assert_eq!(ReportRepr::parse(&bytes, &fmt), want);
+            prop_assert_eq!(ReportRepr::parse_quick(&bytes, &fmt), want.ok());
             prop_assert_eq!(ReportRepr::parse_key_write(&bytes, &fmt), key_write_of(&bytes, &fmt));
         }
 
         #[test]
-        fn fast_parse_of_any_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..40), compact in any::<bool>()) {
+        fn parse_of_any_bytes_equals_the_model(bytes in proptest::collection::vec(any::<u8>(), 0..40), compact in any::<bool>()) {
             let fmt = ReportFormat {
                 form: if compact { HeaderForm::Compact } else { HeaderForm::Seq },
                 ..SEQ
             };
-            prop_assert_eq!(ReportRepr::parse_fast(&bytes, &fmt), ReportRepr::parse(&bytes, &fmt));
-            prop_assert_eq!(quick(&bytes, &fmt), ReportRepr::parse(&bytes, &fmt).ok());
+            let want = model(&bytes, &fmt);
+            prop_assert_eq!(ReportRepr::parse(&bytes, &fmt), want);
+            prop_assert_eq!(ReportRepr::parse_quick(&bytes, &fmt), want.ok());
             prop_assert_eq!(ReportRepr::parse_key_write(&bytes, &fmt), key_write_of(&bytes, &fmt));
         }
+    }
+
+    /// Every first error the layered reading can give, on one report each, so that a model and parse
+    /// that agreed by accident on a weak generator still meet fixed values.
+    #[test]
+    fn first_errors_in_layer_order() {
+        // Unknown opcode 0x07 with reserved bits set too: the opcode is found first.
+        assert_eq!(
+            ReportRepr::parse(&[0x07, 0x00, 0x3F, 0, 0], &SEQ),
+            Err(Error::UnknownOpcode(7))
+        );
+        // Key-Write with reserved bits set and a cut sub-header: the reserved bits first.
+        assert_eq!(
+            ReportRepr::parse(&[0x01, 0x00, 0x01, 0x04], &SEQ),
+            Err(Error::InvalidField {
+                header: "DTA base",
+                field: "reserved",
+                value: 1
+            })
+        );
+        // Key-Write with a 1-byte sub-header: the sub-header is cut.
+        assert_eq!(
+            ReportRepr::parse(&[0x01, 0x00, 0x00, 0x04], &SEQ),
+            Err(Error::Truncated {
+                header: "DTA Key-Write",
+                needed: 5,
+                available: 1
+            })
+        );
+        // Key-Increment one byte long: a mismatch, not a truncation.
+        let mut ki = [0u8; 3 + 14];
+        ki[0] = 0x03;
+        ki[3] = 1;
+        assert_eq!(
+            ReportRepr::parse(&ki, &SEQ),
+            Err(Error::LengthMismatch {
+                header: "DTA Key-Increment",
+                expected: 13,
+                actual: 14
+            })
+        );
+        // Postcard with path length: path length 0 before the hop.
+        let pl = [0x06, 0x00, 0x00, 0, 0, 0, 5, 0, 0, 0, 0, 0, 1];
+        assert_eq!(
+            ReportRepr::parse(&pl, &SEQ),
+            Err(Error::InvalidField {
+                header: "DTA Postcard with path length",
+                field: "path_len",
+                value: 0
+            })
+        );
+        // Sketch: op 2 with reserved 1: the op first.
+        let sk = [0x05, 0x00, 0x00, 1, 2, 0, 9, 0, 0, 1, 1, 0, 0, 0, 3];
+        assert_eq!(
+            ReportRepr::parse(&sk, &SEQ),
+            Err(Error::InvalidField {
+                header: "DTA Sketch-Merge",
+                field: "op",
+                value: 2
+            })
+        );
     }
 }

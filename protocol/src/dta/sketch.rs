@@ -34,7 +34,7 @@ pub mod field {
     pub const COUNTERS: Rest = 8..;
 }
 
-const HEADER: &str = "DTA Sketch-Merge";
+pub(crate) const HEADER: &str = "DTA Sketch-Merge";
 
 /// Length of the fixed fields, before the counters.
 pub const HEADER_LEN: usize = field::COUNTERS.start;

@@ -8,9 +8,10 @@
 //! (Over 500 lines: 166 of them are the tests beside the code.)
 
 use crate::error::check_room;
+use crate::refusal::Explain;
 use crate::roce::{
-    aeth, atomic_ack_eth, atomic_eth, bth, icrc, reth, AethRepr, AtomicAckEthRepr, AtomicEthRepr,
-    BthOpcode, BthRepr, RethRepr, DEFAULT_PKEY, ICRC_LEN, ROCEV2_UDP_PORT,
+    aeth, atomic_ack_eth, atomic_eth, bth, icrc, response, reth, AethRepr, AtomicAckEthRepr,
+    AtomicEthRepr, BthOpcode, BthRepr, RethRepr, DEFAULT_PKEY, ICRC_LEN,
 };
 use crate::udp::{UdpEndpoints, UdpFrame, HEADERS_LEN};
 use crate::{Error, Result};
@@ -113,15 +114,9 @@ impl Extension {
             BthOpcode::FetchAdd | BthOpcode::CompareSwap => Extension::Atomic(
                 AtomicEthRepr::parse(&atomic_eth::Packet::new_checked(buf)?)?,
             ),
-            BthOpcode::Acknowledge => {
-                Extension::Aeth(AethRepr::parse(&aeth::Packet::new_checked(buf)?)?)
-            }
-            BthOpcode::AtomicAcknowledge => {
-                let a = AethRepr::parse(&aeth::Packet::new_checked(buf)?)?;
-                let o = AtomicAckEthRepr::parse(&atomic_ack_eth::Packet::new_checked(
-                    &buf[aeth::HEADER_LEN..],
-                )?)?;
-                Extension::AtomicAck(a, o)
+            // `parse_roce` reads responses through `response::read` before it gets here.
+            BthOpcode::Acknowledge | BthOpcode::AtomicAcknowledge => {
+                return Err(Error::UnsupportedBthOpcode(opcode.code()))
             }
             BthOpcode::Cnp => {
                 if buf.len() < CNP_RESERVED_LEN {
@@ -306,20 +301,16 @@ impl<'a> FrameRepr<'a> {
 
     /// Parses a frame and verifies its iCRC, lengths and pad count.
     pub fn parse(frame: &'a [u8]) -> Result<Self> {
-        let udp = UdpFrame::parse(frame)?;
-        if udp.endpoints.dst_port != ROCEV2_UDP_PORT {
-            return Err(Error::NotRoce("UDP destination port is not 4791"));
-        }
-        if udp.payload_offset != HEADERS_LEN {
-            return Err(Error::NotRoce("IPv4 options"));
-        }
-        icrc::verify(frame)?;
-        Self::parse_roce(udp.endpoints, udp.payload)
+        Self::parse_udp(frame, &UdpFrame::parse(frame)?)
     }
 
     /// The checks of [`parse`](Self::parse) after the iCRC: BTH, extension headers, pad count and lengths of
     /// `roce`, a UDP payload whose iCRC was verified.
     pub(crate) fn parse_roce(endpoints: UdpEndpoints, roce: &'a [u8]) -> Result<Self> {
+        // Responses have their one reading (`response.rs`), the one the requester's per-ACK path takes.
+        if let Some(r) = response::read::<Explain>(roce) {
+            return r.map(|r| r.repr(endpoints));
+        }
         let bth_view = bth::Packet::new_checked(roce)?;
         let bth = BthRepr::parse(&bth_view)?;
         // A UDP length shorter than the IPv4 packet (whose end the iCRC is read from) can leave less than a
@@ -371,7 +362,7 @@ impl<'a> FrameRepr<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::roce::{AckKind, NakCode};
+    use crate::roce::{AckKind, NakCode, ROCEV2_UDP_PORT};
 
     fn unhex(s: &str) -> Vec<u8> {
         (0..s.len())
