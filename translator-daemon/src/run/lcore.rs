@@ -2,7 +2,7 @@
 //! collectors have answered), control messages, QP error reports, metrics snapshots and the graceful stop
 //! around it. The data path is `DataPlane::poll`; everything here runs between polls and touches no frame.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, Sender, TryRecvError};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -33,6 +33,8 @@ pub struct LcoreIo {
     pub stop: Arc<AtomicBool>,
     /// The ports' names, in port order (worker 0 watches their links).
     pub ports: Vec<String>,
+    /// Workers that hold their engine (each adds one when it takes it).
+    pub engines_taken: Arc<AtomicUsize>,
 }
 
 /// Runs until `stop`; then flushes the engine and keeps polling (the collector's ACKs come in through the
@@ -53,7 +55,10 @@ pub fn run<Q: Queue>(mut plane: DataPlane<Q>, io: LcoreIo, clock: Clock) {
         let now = clock.now();
         let busy = plane.poll(engine.as_deref_mut(), now);
         match io.rx.try_recv() {
-            Ok(ToWorker::Start(e)) => engine = Some(e),
+            Ok(ToWorker::Start(e)) => {
+                engine = Some(e);
+                io.engines_taken.fetch_add(1, Ordering::Release);
+            }
             Ok(msg) => {
                 if let Some(e) = engine.as_deref_mut() {
                     control(e, io.index, msg, now, &mut snap);

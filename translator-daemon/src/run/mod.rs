@@ -26,7 +26,7 @@ mod worker;
 
 use std::net::SocketAddr;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
@@ -382,6 +382,7 @@ where
     let steering = Steering::of(s);
     let snapshots = Arc::new(Mutex::new(vec![Snapshot::default(); nw]));
     let stop_workers = Arc::new(AtomicBool::new(false));
+    let engines_taken = Arc::new(AtomicUsize::new(0));
     let (qp_error_tx, qp_error_rx) = qp_error_channels(nc);
     let clock = Clock::start();
     let mut to_workers = Vec::new();
@@ -404,6 +405,7 @@ where
             snapshots: snapshots.clone(),
             stop: stop_workers.clone(),
             ports: names.to_vec(),
+            engines_taken: engines_taken.clone(),
         };
         let core = s.daemon.workers.cores.get(k).copied();
         let on_start = on_start.clone();
@@ -452,6 +454,15 @@ where
             engine_for(s, k, &connected.welcomes, &clock).map_err(|e| stop_all(&started, e))?;
         // A worker that ended (its error is logged) leaves its queue unread: the daemon stops below.
         let _ = tx.send(ToWorker::Start(Box::new(engine)));
+    }
+    // "translator running" once every worker holds its engine: a report a worker receives before that
+    // is dropped (`startup_drops_total`), and scripts start sending when they read the line. Bounded by
+    // the workers: one that ended stops the daemon below.
+    while engines_taken.load(Ordering::Acquire) < to_workers.len()
+        && !any_ended(&workers)
+        && !stop_signal.load(Ordering::Relaxed)
+    {
+        std::thread::sleep(Duration::from_millis(1));
     }
     drop(started.qp_error_tx.drain(..));
     let _ = summary_of.set(sources.clone());
