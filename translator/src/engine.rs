@@ -15,6 +15,7 @@
 mod int;
 mod key_write_run;
 mod link;
+mod submit;
 mod transmit;
 
 use std::collections::VecDeque;
@@ -37,6 +38,7 @@ use crate::sequence::{nack_frame, SequenceTracker, Stream, Verdict};
 use crate::time::Instant;
 use dta_rc::requester::{QpError, Response};
 use link::Collector;
+use submit::Work;
 
 /// What the engine did with a frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -431,18 +433,8 @@ impl Engine {
         }
     }
 
-    fn route_region(&self, id: u32, append: bool) -> Option<usize> {
-        self.collectors.iter().position(|c| {
-            if append {
-                c.regions.append_list(id).is_some()
-            } else {
-                c.regions.sketch(id).is_some()
-            }
-        })
-    }
-
     /// The first collector with Append list (`append`) or sketch `id`, and where the region is in that
-    /// collector's list of its kind: what [`route_region`](Self::route_region) finds, with where.
+    /// collector's list of its kind.
     #[inline]
     fn route_index(&self, id: u32, append: bool) -> Option<(usize, usize)> {
         self.collectors.iter().enumerate().find_map(|(i, c)| {
@@ -627,24 +619,15 @@ impl Engine {
         frame: &[u8],
         dst: [u8; 4],
     ) -> Result<(), DropReason> {
+        // Each arm submits the work its body lowers to, so that `submit` (inlined) is specialised to it.
         let outcome = match r.body {
             // Never reached: `handle_report`, this function's one caller, takes every report whose
             // opcode byte is Key-Write's through `ReportRepr::parse_key_write` and returns; only the
             // others reach `parse_quick`, which gives `Body::KeyWrite` for that opcode byte alone.
             // (The burst loop's `key_write_run` takes runs of them before even that.)
             Body::KeyWrite(_) => unreachable!("Key-Write reports are taken before dispatch"),
-            Body::KeyIncrement(ki) => {
-                let i = self.route_key(ki.key, dst).ok_or(DropReason::NoRegion)?;
-                let col = &mut self.collectors[i];
-                if !col.can_atomic {
-                    return Err(DropReason::NoRegion);
-                }
-                col.offer(now, |p| &mut p.key_increment, &ki, &mut self.counters)?
-            }
-            Body::Append(a) => {
-                let (i, k) = self.route_list(a.list_id).ok_or(DropReason::NoRegion)?;
-                self.collectors[i].append(now, k, &a, &mut self.counters)?
-            }
+            Body::KeyIncrement(ki) => self.submit(now, dst, Work::KeyIncrement(ki))?,
+            Body::Append(a) => self.submit(now, dst, Work::Append(a))?,
             Body::Postcard(p) => {
                 let p = Postcard {
                     key: p.key,
@@ -655,8 +638,7 @@ impl Engine {
                     // Opcode 0x04's paths are B hops long by definition.
                     length_known: true,
                 };
-                let i = self.route_key(p.key, dst).ok_or(DropReason::NoRegion)?;
-                self.collectors[i].offer(now, |p| &mut p.postcard, &p, &mut self.counters)?
+                self.submit(now, dst, Work::Postcard(p))?
             }
             Body::PostcardPathLen(p) => {
                 let p = Postcard {
@@ -667,18 +649,9 @@ impl Engine {
                     opcode: Opcode::PostcardPathLen,
                     length_known: true,
                 };
-                let i = self.route_key(p.key, dst).ok_or(DropReason::NoRegion)?;
-                self.collectors[i].offer(now, |p| &mut p.postcard, &p, &mut self.counters)?
+                self.submit(now, dst, Work::Postcard(p))?
             }
-            Body::SketchMerge(s) => {
-                let (i, k) = self
-                    .sketch_routes
-                    .get(usize::from(s.sketch_id))
-                    .copied()
-                    .flatten()
-                    .ok_or(DropReason::NoRegion)?;
-                self.collectors[i].sketch(now, k, &s, &mut self.counters)?
-            }
+            Body::SketchMerge(s) => self.submit(now, dst, Work::SketchMerge(s))?,
         };
         match outcome {
             Outcome::Accepted => Ok(()),

@@ -6,6 +6,7 @@ use dta_protocol::hash::key_checksum;
 use dta_protocol::int::mapping::{drop_counter_key, flow_hop_key, HOP_RECORD_LEN};
 use dta_protocol::udp::{UdpView, Uncommon};
 
+use super::submit::Work;
 use super::Engine;
 use crate::counters::DropReason;
 use crate::int::{Action, Actions, HandOver, IntFrontEnd, Shard};
@@ -116,6 +117,8 @@ impl Engine {
             return Ok(());
         };
         let n = front.redundancy();
+        // Each arm submits its own work: a hop record's data and an event's entry are built in the arm
+        // that needs them, not for every action.
         let outcome = match *a {
             Action::Postcard {
                 flow,
@@ -138,12 +141,10 @@ impl Engine {
                     // placed by its TTL only bounds it.
                     length_known,
                 };
-                let i = self.route_key(flow, dst).ok_or(DropReason::NoRegion)?;
-                self.collectors[i].offer(now, |p| &mut p.postcard, &p, &mut self.counters)?
+                self.submit(now, dst, Work::Postcard(p))?
             }
             Action::Hop { flow, hop, record } => {
                 let key = flow_hop_key(flow, hop);
-                let checksum = key_checksum(key);
                 let mut data = [0u8; MAX_DATA];
                 data[..HOP_RECORD_LEN].copy_from_slice(&record.encode());
                 let len = self.cfg.report.keywrite_data_len.min(MAX_DATA);
@@ -153,10 +154,9 @@ impl Engine {
                         key,
                         data: &data[..len],
                     },
-                    checksum,
+                    checksum: key_checksum(key),
                 };
-                let i = self.route(|| checksum, dst).ok_or(DropReason::NoRegion)?;
-                self.collectors[i].offer(now, |p| &mut p.key_write, &kw, &mut self.counters)?
+                self.submit(now, dst, Work::KeyWrite(kw))?
             }
             Action::DropCount { node, reason } => {
                 let ki = KeyIncrementRepr {
@@ -164,20 +164,17 @@ impl Engine {
                     key: drop_counter_key(node, reason),
                     counter: 1,
                 };
-                let i = self.route_key(ki.key, dst).ok_or(DropReason::NoRegion)?;
-                let col = &mut self.collectors[i];
-                if !col.can_atomic {
-                    return Err(DropReason::NoRegion);
-                }
-                col.offer(now, |p| &mut p.key_increment, &ki, &mut self.counters)?
+                self.submit(now, dst, Work::KeyIncrement(ki))?
             }
             Action::DropEvent(e) => {
-                let list = front.drop_list().ok_or(DropReason::NoRegion)?;
-                self.append(now, list, &e.encode())?
+                let list_id = front.drop_list().ok_or(DropReason::NoRegion)?;
+                let data = &e.encode();
+                self.submit(now, dst, Work::Append(AppendRepr { list_id, data }))?
             }
             Action::QueueEvent(e) => {
-                let list = front.queue_list().ok_or(DropReason::NoRegion)?;
-                self.append(now, list, &e.encode())?
+                let list_id = front.queue_list().ok_or(DropReason::NoRegion)?;
+                let data = &e.encode();
+                self.submit(now, dst, Work::Append(AppendRepr { list_id, data }))?
             }
         };
         match outcome {
@@ -185,16 +182,5 @@ impl Engine {
             // Only Sketch-Merge and sequence-tracked reports come back otherwise; INT uses neither.
             Outcome::Duplicate | Outcome::Gap { .. } => Err(DropReason::Duplicate),
         }
-    }
-
-    fn append(&mut self, now: Instant, list_id: u32, entry: &[u8]) -> Result<Outcome, DropReason> {
-        let a = AppendRepr {
-            list_id,
-            data: entry,
-        };
-        let i = self
-            .route_region(list_id, true)
-            .ok_or(DropReason::NoRegion)?;
-        self.collectors[i].offer(now, |p| &mut p.append, &a, &mut self.counters)
     }
 }
