@@ -68,6 +68,26 @@ pub enum Error {
     },
 }
 
+impl Error {
+    /// [`Error::Truncated`]: `header` needs `needed` bytes where the buffer has `available`.
+    pub(crate) fn truncated(header: &'static str, needed: usize, available: usize) -> Error {
+        Error::Truncated {
+            header,
+            needed,
+            available,
+        }
+    }
+
+    /// [`Error::LengthMismatch`]: `header`'s fields say `expected` bytes where there are `actual`.
+    pub(crate) fn mismatch(header: &'static str, expected: usize, actual: usize) -> Error {
+        Error::LengthMismatch {
+            header,
+            expected,
+            actual,
+        }
+    }
+}
+
 /// The crate's result type.
 pub type Result<T> = core::result::Result<T, Error>;
 

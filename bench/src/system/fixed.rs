@@ -31,27 +31,18 @@ pub(super) fn fixed_rates(
         .filter(|p| !p.lossless())
         .min_by(|a, b| a.target_pps.total_cmp(&b.target_pps));
     let first = probes.first().context("no rate given")?.clone();
-    Ok(SystemResult {
-        layout: format!(
-            "dta-pktgen on CPU {}, dta-translator (1 worker, every thread) on CPU {}, dta-collector on CPU {}",
-            o.sender_cpu, o.translator_cpu, o.collector_cpu
-        ),
-        sender_cpu: o.sender_cpu,
-        translator_cpu: o.translator_cpu,
-        collector_cpu: o.collector_cpu,
-        translator_workers: 1,
-        memif_rsize: o.memif_rsize.unwrap_or(10),
-        memif_bsize: o.memif_bsize.unwrap_or(2048),
-        secs_per_probe: o.secs,
-        saturation: first.into(),
-        lossless_pps: best.map_or(0.0, |p| p.target_pps),
-        lossless_written_per_s: best.map_or(0.0, Probe::written_per_s),
-        lossy_pps: lossy.map_or(0.0, |p| p.target_pps),
-        saturating_stage: lossy.map_or("none", Probe::stage).to_string(),
-        probes: probes.into_iter().map(ProbeOut::from).collect(),
-        testpmd: None,
+    Ok(SystemResult::of(
+        o,
+        Found {
+            saturation: first,
+            lossless_pps: best.map_or(0.0, |p| p.target_pps),
+            lossless_written_per_s: best.map_or(0.0, Probe::written_per_s),
+            lossy_pps: lossy.map_or(0.0, |p| p.target_pps),
+            saturating_stage: lossy.map_or("none", Probe::stage).to_string(),
+            probes,
+            testpmd: None,
+        },
+        start,
         load_before,
-        load_after: load(),
-        elapsed_s: start.elapsed().as_secs_f64(),
-    })
+    ))
 }

@@ -312,29 +312,61 @@ pub fn run(o: &Opts) -> Result<SystemResult> {
     };
     collector.stop(libc::SIGTERM, Duration::from_secs(3));
 
-    Ok(SystemResult {
-        layout: format!(
-            "dta-pktgen on CPU {}, dta-translator (1 worker, every thread) on CPU {}, dta-collector on CPU {}",
-            o.sender_cpu, o.translator_cpu, o.collector_cpu
-        ),
-        sender_cpu: o.sender_cpu,
-        translator_cpu: o.translator_cpu,
-        collector_cpu: o.collector_cpu,
-        translator_workers: 1,
-        memif_rsize: o.memif_rsize.unwrap_or(10),
-        memif_bsize: o.memif_bsize.unwrap_or(2048),
-        secs_per_probe: o.secs,
-        saturation: saturation.clone().into(),
-        probes: probes.into_iter().map(ProbeOut::from).collect(),
-        lossless_pps: search.lossless(),
-        lossless_written_per_s: lossless_written,
-        lossy_pps: search.lossy(),
-        saturating_stage,
-        testpmd,
+    Ok(SystemResult::of(
+        o,
+        Found {
+            saturation: saturation.clone(),
+            probes,
+            lossless_pps: search.lossless(),
+            lossless_written_per_s: lossless_written,
+            lossy_pps: search.lossy(),
+            saturating_stage,
+            testpmd,
+        },
+        start,
         load_before,
-        load_after: load(),
-        elapsed_s: start.elapsed().as_secs_f64(),
-    })
+    ))
+}
+
+/// What a run found, before the fields every result shares ([`SystemResult::of`]).
+struct Found {
+    saturation: Probe,
+    probes: Vec<Probe>,
+    lossless_pps: f64,
+    lossless_written_per_s: f64,
+    lossy_pps: f64,
+    saturating_stage: String,
+    testpmd: Option<Testpmd>,
+}
+
+impl SystemResult {
+    /// The result of a run with options `o` that started at `start` with the machine's load at
+    /// `load_before`, and found `f`.
+    fn of(o: &Opts, f: Found, start: Instant, load_before: [f64; 3]) -> SystemResult {
+        SystemResult {
+            layout: format!(
+                "dta-pktgen on CPU {}, dta-translator (1 worker, every thread) on CPU {}, dta-collector on CPU {}",
+                o.sender_cpu, o.translator_cpu, o.collector_cpu
+            ),
+            sender_cpu: o.sender_cpu,
+            translator_cpu: o.translator_cpu,
+            collector_cpu: o.collector_cpu,
+            translator_workers: 1,
+            memif_rsize: o.memif_rsize.unwrap_or(10),
+            memif_bsize: o.memif_bsize.unwrap_or(2048),
+            secs_per_probe: o.secs,
+            saturation: f.saturation.into(),
+            probes: f.probes.into_iter().map(ProbeOut::from).collect(),
+            lossless_pps: f.lossless_pps,
+            lossless_written_per_s: f.lossless_written_per_s,
+            lossy_pps: f.lossy_pps,
+            saturating_stage: f.saturating_stage,
+            testpmd: f.testpmd,
+            load_before,
+            load_after: load(),
+            elapsed_s: start.elapsed().as_secs_f64(),
+        }
+    }
 }
 
 fn which(b: &str) -> Option<PathBuf> {

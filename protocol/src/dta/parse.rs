@@ -26,22 +26,6 @@ fn redundancy_ok(n: u8) -> bool {
     n.wrapping_sub(1) < N_MAX
 }
 
-fn truncated(header: &'static str, needed: usize, available: usize) -> Error {
-    Error::Truncated {
-        header,
-        needed,
-        available,
-    }
-}
-
-fn mismatch(header: &'static str, expected: usize, actual: usize) -> Error {
-    Error::LengthMismatch {
-        header,
-        expected,
-        actual,
-    }
-}
-
 /// The error of a base header whose reserved bits are set: an unknown opcode comes first.
 fn reserved(code: u8, flags: u8) -> Error {
     match Opcode::from_code(code) {
@@ -62,8 +46,8 @@ fn exact<'a, M: Refusal, const N: usize>(
 ) -> Result<&'a [u8; N], M::Err> {
     rest.try_into().map_err(|_| {
         M::refuse(|| match rest.len() < N {
-            true => truncated(header, N, rest.len()),
-            false => mismatch(header, N, rest.len()),
+            true => Error::truncated(header, N, rest.len()),
+            false => Error::mismatch(header, N, rest.len()),
         })
     })
 }
@@ -95,11 +79,11 @@ pub(crate) fn report<'a, M: Refusal>(
     }
     let hl = fmt.form.header_len();
     let Some((head, rest)) = p.split_at_checked(hl) else {
-        return Err(M::refuse(|| truncated(base::HEADER, hl, p.len())));
+        return Err(M::refuse(|| Error::truncated(base::HEADER, hl, p.len())));
     };
     // The flags byte is the base header's last in both forms.
     let (Some(&code), Some(&flags)) = (head.first(), head.last()) else {
-        return Err(M::refuse(|| truncated(base::HEADER, hl, p.len())));
+        return Err(M::refuse(|| Error::truncated(base::HEADER, hl, p.len())));
     };
     ensure::<M>(flags & base::field::RESERVED == 0, || reserved(code, flags))?;
     let seqnum = match fmt.form {
@@ -111,12 +95,12 @@ pub(crate) fn report<'a, M: Refusal>(
             let header = append::HEADER;
             let Some((h, data)) = rest.split_first_chunk::<{ append::HEADER_LEN }>() else {
                 return Err(M::refuse(|| {
-                    truncated(header, append::HEADER_LEN, rest.len())
+                    Error::truncated(header, append::HEADER_LEN, rest.len())
                 }));
             };
             let e = fmt.append_entry_len;
             ensure::<M>(data.len() == e, || {
-                mismatch(header, append::HEADER_LEN + e, rest.len())
+                Error::mismatch(header, append::HEADER_LEN + e, rest.len())
             })?;
             Body::Append(AppendRepr {
                 list_id: get_u32(&h[append::field::LIST_ID]),
@@ -156,7 +140,7 @@ pub(crate) fn report<'a, M: Refusal>(
             let header = sketch::HEADER;
             let Some((h, counters)) = rest.split_first_chunk::<{ sketch::HEADER_LEN }>() else {
                 return Err(M::refuse(|| {
-                    truncated(header, sketch::HEADER_LEN, rest.len())
+                    Error::truncated(header, sketch::HEADER_LEN, rest.len())
                 }));
             };
             let invalid = |field, value: u8| Error::InvalidField {
@@ -168,7 +152,7 @@ pub(crate) fn report<'a, M: Refusal>(
             ensure::<M>(rows != 0, || invalid("rows", 0))?;
             let len = sketch::COUNTER_LEN * usize::from(rows);
             ensure::<M>(counters.len() == len, || {
-                mismatch(header, sketch::HEADER_LEN + len, rest.len())
+                Error::mismatch(header, sketch::HEADER_LEN + len, rest.len())
             })?;
             let op = SketchOp::from_code(h[f::OP]).map_err(|e| M::refuse(|| e))?;
             let reserved = h[f::RESERVED];
@@ -259,7 +243,7 @@ pub(crate) fn key_write<'a, M: Refusal, const CHECK_OPCODE: bool>(
     ensure::<M>(flags & base::field::RESERVED == 0, || reserved(code, flags))?;
     let rest = keywrite::HEADER_LEN + data.len();
     ensure::<M>(data.len() == data_len, || {
-        mismatch(keywrite::HEADER, keywrite::HEADER_LEN + data_len, rest)
+        Error::mismatch(keywrite::HEADER, keywrite::HEADER_LEN + data_len, rest)
     })?;
     let redundancy = kw[keywrite::field::REDUNDANCY];
     ensure::<M>(redundancy_ok(redundancy), || Error::BadRedundancy {
@@ -282,8 +266,8 @@ pub(crate) fn key_write<'a, M: Refusal, const CHECK_OPCODE: bool>(
 fn short_key_write(p: &[u8], form: HeaderForm) -> Error {
     let hl = form.header_len();
     match p.get(hl - 1) {
-        None => truncated(base::HEADER, hl, p.len()),
+        None => Error::truncated(base::HEADER, hl, p.len()),
         Some(&flags) if flags & base::field::RESERVED != 0 => reserved(p[0], flags),
-        Some(_) => truncated(keywrite::HEADER, keywrite::HEADER_LEN, p.len() - hl),
+        Some(_) => Error::truncated(keywrite::HEADER, keywrite::HEADER_LEN, p.len() - hl),
     }
 }

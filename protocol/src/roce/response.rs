@@ -193,10 +193,10 @@ fn fixed<M: Refusal, const ATOMIC: bool>(roce: &[u8]) -> core::result::Result<Fi
     // Without reasons, what a well-formed response must be comes first: its exact length, transport
     // version 0 and pad count 0 (it carries no payload to pad), so that the layered tests below fold.
     if !M::REASONS && len != exact {
-        return Err(M::refuse(|| mismatch("RoCEv2 packet", exact, len)));
+        return Err(M::refuse(|| Error::mismatch("RoCEv2 packet", exact, len)));
     }
     let Some(b) = roce.first_chunk::<{ bth::HEADER_LEN }>() else {
-        return Err(M::refuse(|| truncated("BTH", bth::HEADER_LEN, len)));
+        return Err(M::refuse(|| Error::truncated("BTH", bth::HEADER_LEN, len)));
     };
     let flags = b[bth::field::FLAGS];
     if !M::REASONS && flags & TVER_PAD_MASK != 0 {
@@ -215,12 +215,12 @@ fn fixed<M: Refusal, const ATOMIC: bool>(roce: &[u8]) -> core::result::Result<Fi
     // The packet after the BTH, less the iCRC.
     let Some(after) = roce.get(bth::HEADER_LEN..len.saturating_sub(ICRC_LEN)) else {
         return Err(M::refuse(|| {
-            truncated("RoCEv2 packet", bth::HEADER_LEN + ICRC_LEN, len)
+            Error::truncated("RoCEv2 packet", bth::HEADER_LEN + ICRC_LEN, len)
         }));
     };
     let Some(aeth) = after.first_chunk::<{ aeth::HEADER_LEN }>() else {
         return Err(M::refuse(|| {
-            truncated("AETH", aeth::HEADER_LEN, after.len())
+            Error::truncated("AETH", aeth::HEADER_LEN, after.len())
         }));
     };
     let aeth_word = u32::from_be_bytes(*aeth);
@@ -237,7 +237,7 @@ fn fixed<M: Refusal, const ATOMIC: bool>(roce: &[u8]) -> core::result::Result<Fi
             let rest = &after[aeth::HEADER_LEN..];
             let Some(o) = rest.first_chunk::<{ atomic_ack_eth::HEADER_LEN }>() else {
                 return Err(M::refuse(|| {
-                    truncated("AtomicAckETH", atomic_ack_eth::HEADER_LEN, rest.len())
+                    Error::truncated("AtomicAckETH", atomic_ack_eth::HEADER_LEN, rest.len())
                 }));
             };
             (ACK_LEN - ICRC_LEN + atomic_ack_eth::HEADER_LEN, get_u64(o))
@@ -248,10 +248,10 @@ fn fixed<M: Refusal, const ATOMIC: bool>(roce: &[u8]) -> core::result::Result<Fi
     // and so no pad either.
     let body = len - ICRC_LEN - ext_len;
     let pad = usize::from((flags >> bth::field::PAD_COUNT_SHIFT) & bth::field::PAD_COUNT_MASK);
-    ensure::<M>(pad <= body, || mismatch("BTH pad count", pad, body))?;
-    ensure::<M>(body == 0, || mismatch("RoCEv2 packet", 0, body))?;
+    ensure::<M>(pad <= body, || Error::mismatch("BTH pad count", pad, body))?;
+    ensure::<M>(body == 0, || Error::mismatch("RoCEv2 packet", 0, body))?;
     let Some(head) = roce.first_chunk::<ACK_LEN>() else {
-        return Err(M::refuse(|| mismatch("RoCEv2 packet", exact, len)));
+        return Err(M::refuse(|| Error::mismatch("RoCEv2 packet", exact, len)));
     };
     Ok(Fixed {
         opcode,
@@ -262,22 +262,6 @@ fn fixed<M: Refusal, const ATOMIC: bool>(roce: &[u8]) -> core::result::Result<Fi
         },
         orig,
     })
-}
-
-fn truncated(header: &'static str, needed: usize, available: usize) -> Error {
-    Error::Truncated {
-        header,
-        needed,
-        available,
-    }
-}
-
-fn mismatch(header: &'static str, expected: usize, actual: usize) -> Error {
-    Error::LengthMismatch {
-        header,
-        expected,
-        actual,
-    }
 }
 
 impl Fixed<'_> {
