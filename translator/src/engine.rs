@@ -32,6 +32,7 @@ use crate::config::{Config, KeyRouting};
 use crate::counters::{Counters, DropReason};
 use crate::error::ConfigError;
 use crate::int::IntFrontEnd;
+use crate::primitives::keywrite::KeyWriteReport;
 use crate::primitives::postcard::Postcard;
 use crate::primitives::{FlushMode, Outcome, Sink};
 use crate::sequence::{nack_frame, SequenceTracker, Stream, Verdict};
@@ -621,11 +622,16 @@ impl Engine {
     ) -> Result<(), DropReason> {
         // Each arm submits the work its body lowers to, so that `submit` (inlined) is specialised to it.
         let outcome = match r.body {
-            // Never reached: `handle_report`, this function's one caller, takes every report whose
-            // opcode byte is Key-Write's through `ReportRepr::parse_key_write` and returns; only the
-            // others reach `parse_quick`, which gives `Body::KeyWrite` for that opcode byte alone.
-            // (The burst loop's `key_write_run` takes runs of them before even that.)
-            Body::KeyWrite(_) => unreachable!("Key-Write reports are taken before dispatch"),
+            // `handle_report` takes Key-Write reports through `ReportRepr::parse_key_write` before
+            // dispatch (and the burst loop's `key_write_run` takes runs of them before even that), so
+            // this arm is the general path only: correct if reached, never a panic on input.
+            Body::KeyWrite(repr) => {
+                let kw = KeyWriteReport {
+                    repr,
+                    checksum: key_checksum(repr.key),
+                };
+                self.submit(now, dst, Work::KeyWrite(kw))?
+            }
             Body::KeyIncrement(ki) => self.submit(now, dst, Work::KeyIncrement(ki))?,
             Body::Append(a) => self.submit(now, dst, Work::Append(a))?,
             Body::Postcard(p) => {
