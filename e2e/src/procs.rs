@@ -70,6 +70,19 @@ impl Proc {
         matches!(self.child.try_wait(), Ok(None))
     }
 
+    /// The last lines of its log, for an error: the log may live where the reader cannot look (inside
+    /// the rxe VM, whose files go with it), so the error carries them.
+    fn log_tail(&self) -> String {
+        const LINES: usize = 15;
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        let tail = &lines[lines.len().saturating_sub(LINES)..];
+        if tail.is_empty() {
+            return String::new();
+        }
+        format!("; its log ends:\n{}", tail.join("\n"))
+    }
+
     /// Waits for a stdout line starting with `prefix` and returns it.
     pub fn wait_line(&mut self, prefix: &str, timeout: Duration) -> Result<String> {
         let deadline = Instant::now() + timeout;
@@ -84,24 +97,27 @@ impl Proc {
                 Err(mpsc::RecvTimeoutError::Timeout) => {
                     if !self.running() {
                         bail!(
-                            "{} exited before printing {prefix:?}; see {}",
+                            "{} exited before printing {prefix:?}; see {}{}",
                             self.name,
-                            self.log.display()
+                            self.log.display(),
+                            self.log_tail()
                         );
                     }
                     if left.is_zero() {
                         bail!(
-                            "{} did not print {prefix:?} in {timeout:?}; see {}",
+                            "{} did not print {prefix:?} in {timeout:?}; see {}{}",
                             self.name,
-                            self.log.display()
+                            self.log.display(),
+                            self.log_tail()
                         );
                     }
                 }
                 Err(mpsc::RecvTimeoutError::Disconnected) => {
                     bail!(
-                        "{} closed stdout before printing {prefix:?}; see {}",
+                        "{} closed stdout before printing {prefix:?}; see {}{}",
                         self.name,
-                        self.log.display()
+                        self.log.display(),
+                        self.log_tail()
                     )
                 }
             }
@@ -133,9 +149,10 @@ impl Proc {
                 }
                 if !status.success() {
                     bail!(
-                        "{} exited with {status}; see {}",
+                        "{} exited with {status}; see {}{}",
                         self.name,
-                        self.log.display()
+                        self.log.display(),
+                        self.log_tail()
                     );
                 }
                 return Ok(out);
@@ -152,5 +169,32 @@ impl Proc {
 impl Drop for Proc {
     fn drop(&mut self) {
         self.kill();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A process that exits before its line: the error names it and carries its log's last 15 lines, so
+    /// that a failure inside the rxe VM (whose files go with it) still says why.
+    #[test]
+    fn an_early_exit_carries_the_end_of_the_log() {
+        let log = std::env::temp_dir().join(format!("dta-procs-test-{}.log", std::process::id()));
+        let script = "for i in $(seq 1 20); do echo \"line $i\" >&2; done; exit 3";
+        let mut p = Proc::spawn("early", "", Path::new("/bin/sh"), &["-c", script], &log).unwrap();
+        let e = p
+            .wait_line("translator running", Duration::from_secs(30))
+            .unwrap_err()
+            .to_string();
+        let _ = std::fs::remove_file(&log);
+        assert!(e.starts_with("early "), "{e}");
+        assert!(e.contains("before printing \"translator running\""), "{e}");
+        let tail: Vec<String> = (6..=20).map(|i| format!("line {i}")).collect();
+        assert!(
+            e.ends_with(&format!("its log ends:\n{}", tail.join("\n"))),
+            "{e}"
+        );
+        assert!(!e.contains("line 5\n"), "{e}");
     }
 }
