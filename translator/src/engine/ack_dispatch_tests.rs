@@ -64,8 +64,12 @@ fn report(rng: &mut Rng, seq: u8) -> Vec<u8> {
             counter: 1 + rng.below(9),
         })
     };
+    frame_of(&ReportRepr::new(body, HeaderForm::Seq, seq))
+}
+
+/// Report `r` in a frame from a reporter to the collector, in the default format.
+fn frame_of(r: &ReportRepr) -> Vec<u8> {
     let fmt = ReportFormat::default();
-    let r = ReportRepr::new(body, HeaderForm::Seq, seq);
     let mut payload = vec![0u8; r.buffer_len(&fmt)];
     r.emit(&mut payload, &fmt).unwrap();
     let from = UdpEndpoints::new(
@@ -248,7 +252,6 @@ fn key_write_through_dispatch_writes_what_handle_frame_writes() {
     let cfg = Config::default();
     let mut a = Engine::new(cfg.clone(), &[welcome(0)], Instant(0)).unwrap();
     let mut b = Engine::new(cfg, &[welcome(0)], Instant(0)).unwrap();
-    let fmt = ReportFormat::default();
     let (mut fa, mut fb) = (Vec::new(), Vec::new());
     let mut writes = 0;
     for step in 0..64u8 {
@@ -264,18 +267,7 @@ fn key_write_through_dispatch_writes_what_handle_frame_writes() {
             HeaderForm::Seq,
             step,
         );
-        let mut payload = vec![0u8; r.buffer_len(&fmt)];
-        r.emit(&mut payload, &fmt).unwrap();
-        let from = UdpEndpoints::new(
-            [2, 0, 0, 0, 0, 0x11],
-            [2, 0, 0, 0, 0, 1],
-            [10, 0, 0, 1],
-            COLLECTOR_IP,
-            5000,
-            Config::default().report.udp_port,
-        );
-        let mut frame = vec![0u8; HEADERS_LEN + payload.len()];
-        from.emit_frame(&mut frame, &payload).unwrap();
+        let frame = frame_of(&r);
 
         assert!(matches!(a.handle_frame(now, &frame), Handled::Consumed));
         let parsed = ReportRepr::parse(&frame[HEADERS_LEN..], &b.fmt).unwrap();
