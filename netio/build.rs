@@ -13,7 +13,7 @@ mod dpdk {
 
     /// Functions, types and constants dta uses; a narrow list keeps the bindings (and build time) small.
     const FUNCTIONS: &str = "rte_eal_init|rte_eal_cleanup|rte_eal_has_hugepages|rte_strerror|rte_socket_id|rte_lcore_id\
-        |rte_pktmbuf_pool_create|rte_mempool_free|rte_mempool_avail_count|rte_mempool_in_use_count\
+        |rte_pktmbuf_pool_create|rte_mempool_free|rte_mempool_avail_count|rte_mempool_in_use_count|rte_mempool_put_bulk\
         |rte_pktmbuf_alloc|rte_pktmbuf_alloc_bulk|rte_pktmbuf_free|rte_pktmbuf_free_bulk\
         |rte_eth_dev_count_avail|rte_eth_dev_get_port_by_name|rte_eth_dev_get_name_by_port\
         |rte_eth_dev_info_get|rte_eth_dev_configure|rte_eth_dev_adjust_nb_rx_tx_desc|rte_eth_rx_queue_setup\

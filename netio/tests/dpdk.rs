@@ -53,6 +53,7 @@ fn dpdk_suite() {
     reflected_frames_come_back_untouched(eal);
     mbufs_round_trip_on_a_ring(eal);
     mbuf_burst_moves_frees_and_compacts(eal);
+    clearing_a_burst_returns_each_mbuf_to_its_own_pool(eal);
     handoff_ring_keeps_order_across_threads(eal);
     handoff_ring_backpressure_and_refusal(eal);
     received_mbufs_become_transmit_rooms(eal);
@@ -1128,6 +1129,56 @@ fn mbuf_burst_moves_frees_and_compacts(eal: &Eal) {
     b.clear();
     drop(c);
     assert_eq!(pool.in_use(), start);
+}
+
+/// `MbufBurst::clear` gathers plain mbufs into one bulk put per run of a pool: a burst alternating between two
+/// pools in runs of 1, 2 and 3, with holes between, gives every mbuf back to its own pool (each pool's count
+/// falls to its start), and every mbuf of both pools can be taken again afterwards (none lost, none put
+/// into the other pool, which would make one pool hold more than it was made with).
+fn clearing_a_burst_returns_each_mbuf_to_its_own_pool(eal: &Eal) {
+    const SIZE: u32 = 63;
+    let a = Mempool::new(eal, "dta_test_free_a", SIZE, 0, 2048 + 128, -1).unwrap();
+    let b = Mempool::new(eal, "dta_test_free_b", SIZE, 0, 2048 + 128, -1).unwrap();
+    let mut burst = MbufBurst::with_capacity(64);
+    let mut holes = MbufBurst::with_capacity(64);
+    let mut k = 0;
+    'fill: for run in [1, 2, 3].iter().cycle() {
+        for pool in [&a, &b] {
+            for _ in 0..*run {
+                if burst.free() < 2 {
+                    break 'fill;
+                }
+                assert!(burst.push_copy(pool, &frame(k)));
+                k += 1;
+            }
+            // A hole: an mbuf moved out leaves a null entry behind.
+            assert!(burst.push_copy(pool, &frame(k)));
+            assert!(burst.move_to(burst.len() - 1, &mut holes));
+        }
+    }
+    let (held_a, held_b) = (a.in_use(), b.in_use());
+    assert_eq!(
+        held_a + held_b,
+        burst.len() as u32,
+        "one mbuf per entry, holes moved out"
+    );
+    assert!(held_a >= 20 && held_b >= 20, "both pools in the burst");
+    burst.clear();
+    holes.clear();
+    assert_eq!((a.in_use(), b.in_use()), (0, 0));
+    assert_eq!((a.available(), b.available()), (SIZE, SIZE));
+    // Every mbuf of each pool is taken again, and a 64th is refused: none went to the other pool.
+    for pool in [&a, &b] {
+        let mut all = MbufBurst::with_capacity(SIZE as usize + 1);
+        for n in 0..SIZE {
+            assert!(all.push_copy(pool, &frame(n)), "mbuf {n} of {SIZE}");
+        }
+        assert!(
+            !all.push_copy(pool, &frame(0)),
+            "the pool holds {SIZE}, no more"
+        );
+        assert_eq!(all.frames().count(), SIZE as usize);
+    }
 }
 
 /// A handoff ring between two threads: 50,000 mbufs in bursts of up to 32, taken in bursts of up to 64,

@@ -3,6 +3,7 @@
 //! port it came from) or reads in place and frees.
 
 use super::ffi::{self, rte_mbuf};
+use super::free;
 use super::mbuf;
 
 /// Up to `capacity` mbufs, owned: dropping or [`clear`](Self::clear)ing the burst frees those still in it.
@@ -180,9 +181,9 @@ impl MbufBurst {
         if self.len == 0 {
             return;
         }
-        // rte_pktmbuf_free_bulk skips NULL entries, so the holes need no compaction first.
+        // `free_bulk` skips NULL entries, so the holes need no compaction first.
         // SAFETY: the non-null entries are ours and referenced nowhere else.
-        unsafe { ffi::rte_pktmbuf_free_bulk(self.mbufs.as_mut_ptr(), self.len as u32) };
+        unsafe { free::free_bulk(&mut self.mbufs[..self.len]) };
         self.mbufs[..self.len].fill(std::ptr::null_mut());
         self.len = 0;
     }

@@ -1,6 +1,7 @@
 //! Reading and writing the data of single-segment mbufs.
 
 use super::ffi::rte_mbuf;
+use super::free::NOT_OWN_BUFFER;
 
 /// The frame held by `m`, or `None` when it spans several segments (dta never enables scatter, so a chained
 /// mbuf is a frame larger than the data room, which is dropped like any oversize frame).
@@ -69,8 +70,6 @@ pub(crate) unsafe fn data_mut<'a>(m: *mut rte_mbuf) -> Option<&'a mut [u8]> {
 /// # Safety
 /// `m` must point to a valid mbuf owned by the caller.
 pub(crate) unsafe fn reset_plain(m: *mut rte_mbuf) -> bool {
-    /// `RTE_MBUF_F_EXTERNAL | RTE_MBUF_F_INDIRECT`: a buffer that is not the mbuf's own.
-    const NOT_OWN_BUFFER: u64 = (1 << 61) | (1 << 62);
     let mb = &mut *m;
     if mb.nb_segs != 1 || mb.refcnt != 1 || mb.ol_flags & NOT_OWN_BUFFER != 0 {
         return false;

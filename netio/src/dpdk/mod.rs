@@ -8,6 +8,7 @@ mod burst;
 mod eal;
 mod error;
 pub(crate) mod ffi;
+mod free;
 mod guard;
 mod mbuf;
 mod mempool;

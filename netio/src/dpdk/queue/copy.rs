@@ -1,6 +1,7 @@
 //! The burst traits: frames copied between the caller's batch and mbufs.
 
 use crate::dpdk::ffi;
+use crate::dpdk::free;
 use crate::dpdk::mbuf;
 use crate::{FrameBatch, NetioError, RxBurst, RxStats, TxBurst, TxStats};
 
@@ -28,7 +29,7 @@ impl RxBurst for DpdkQueue {
         }
         if n > 0 {
             // SAFETY: the n received mbufs are ours and no longer referenced.
-            unsafe { ffi::rte_pktmbuf_free_bulk(self.mbufs.as_mut_ptr(), n as u32) };
+            unsafe { free::free_bulk(&mut self.mbufs[..n]) };
         }
         Ok(got)
     }

@@ -2,7 +2,7 @@
 //! from one, or kept as spare rooms.
 
 use crate::dpdk::burst::MbufBurst;
-use crate::dpdk::ffi;
+use crate::dpdk::free;
 use crate::dpdk::mbuf;
 
 use super::{DpdkQueue, TX_RETRIES};
@@ -27,7 +27,7 @@ impl DpdkQueue {
         }
         if n > 0 {
             // SAFETY: the n received mbufs are ours and no longer referenced.
-            unsafe { ffi::rte_pktmbuf_free_bulk(self.mbufs.as_mut_ptr(), n as u32) };
+            unsafe { free::free_bulk(&mut self.mbufs[..n]) };
         }
         seen
     }
