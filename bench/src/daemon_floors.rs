@@ -96,14 +96,13 @@ pub fn section(dir: &Path) -> (String, Value) {
             "| whole system (translator + soft collector over net_memif) | not measured | 5 M/s | not measured | |\n",
         ),
     }
-    let resp = read_json(&dir.join("responder-write.json"));
     let resp_daemon = read_json(&dir.join("responder-daemon-write.json"));
-    let resp_ratio = num(&resp_daemon, "data_path_frames_per_s") / num(&resp, "frames_per_s");
-    let resp_raw = num(&resp_daemon, "frames_per_s") / num(&resp, "frames_per_s");
+    let resp_ratio = num(&resp_daemon, "ratio_to_baseline");
+    let resp_raw = num(&resp_daemon, "frames_per_s") / num(&resp_daemon, "baseline_frames_per_s");
     md.push_str(&format!(
-        "| software responder daemon ÷ responder bench row, WRITE (its loop, net of the bench writing requests into mbufs: {:.1} vs {:.1} M/s; raw {:.2}) | {:.2} | 0.8 | {} | |\n",
+        "| software responder daemon ÷ the responder alone, WRITE, alternated in one process (its loop, net of the bench writing requests into mbufs: {:.1} vs {:.1} M/s; raw {:.2}) | {:.2} | 0.8 | {} | |\n",
         num(&resp_daemon, "data_path_frames_per_s") / 1e6,
-        num(&resp, "frames_per_s") / 1e6,
+        num(&resp_daemon, "baseline_frames_per_s") / 1e6,
         resp_raw,
         resp_ratio,
         met(resp_ratio, 0.8)

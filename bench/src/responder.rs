@@ -200,48 +200,95 @@ pub fn reopen(resp: &mut Responder) {
     resp.open_qp(QPN, TRANSLATOR_IP, PEER_QPN, 0);
 }
 
+/// The responder alone over its own arena and ring: `run`'s loop, which `dta-bench responder-daemon` also
+/// alternates with the daemon's loop as its same-process baseline. Its arena is written by every pass, so
+/// a slice after the first finds the memory mapped and warm (no page faults in a timed slice).
+pub struct Baseline {
+    arena: Arena,
+    ring: Ring,
+    resp: Responder,
+    frames: u64,
+    responses: u64,
+    drops: u64,
+    passes: u64,
+    wall_secs: f64,
+    cpu_ns: u64,
+}
+
+impl Baseline {
+    pub fn new(mode: Mode) -> Result<Self> {
+        let arena = arena()?;
+        let ring = Ring::new(mode, &arena)?;
+        let resp = responder(&arena);
+        Ok(Baseline {
+            arena,
+            ring,
+            resp,
+            frames: 0,
+            responses: 0,
+            drops: 0,
+            passes: 0,
+            wall_secs: 0.0,
+            cpu_ns: 0,
+        })
+    }
+
+    /// Whole passes of the ring for about `secs` seconds, added to the totals.
+    pub fn run_for(&mut self, secs: f64) {
+        let mut out = [0u8; RESPONSE_MAX];
+        let mut mem = self.arena.write();
+        let mem = mem.as_mut_slice();
+        let cpu0 = thread_cpu_ns();
+        let t = Instant::now();
+        while t.elapsed().as_secs_f64() < secs {
+            reopen(&mut self.resp);
+            for f in &self.ring.frames {
+                match self.resp.handle(f, mem, &mut out) {
+                    Outcome::Respond(n) => {
+                        self.responses += 1;
+                        // The response is built; reading its last byte keeps the work from being elided.
+                        std::hint::black_box(out[n - 1]);
+                    }
+                    Outcome::Silent => {}
+                    Outcome::Dropped(_) => self.drops += 1,
+                }
+            }
+            self.frames += RING as u64;
+            self.passes += 1;
+        }
+        self.wall_secs += t.elapsed().as_secs_f64();
+        self.cpu_ns += thread_cpu_ns() - cpu0;
+    }
+
+    /// The totals so far, checked: no drop, the responses due, the memory as the passes leave it.
+    pub fn result(&self) -> Result<ResponderResult> {
+        self.ring
+            .check_memory(self.arena.read().as_slice(), self.passes)?;
+        let expected = self.ring.responses_due(self.frames);
+        if self.drops != 0 || self.responses != expected {
+            bail!(
+                "{} frames dropped, {} responses where {expected} were due",
+                self.drops,
+                self.responses
+            );
+        }
+        let frames = self.frames as f64;
+        Ok(ResponderResult {
+            mode: self.ring.mode,
+            frames: self.frames,
+            frames_per_s: frames / self.wall_secs,
+            cpu_ns_per_frame: self.cpu_ns as f64 / frames,
+            responses_per_frame: self.responses as f64 / frames,
+            drops: self.drops,
+        })
+    }
+}
+
 /// Runs `mode` for about `secs` seconds.
 pub fn run(mode: Mode, secs: f64) -> Result<ResponderResult> {
-    let arena = arena()?;
-    let ring = Ring::new(mode, &arena)?;
-    let mut resp = responder(&arena);
-    let mut out = [0u8; RESPONSE_MAX];
-    let (mut frames, mut responses, mut drops, mut passes) = (0u64, 0u64, 0u64, 0u64);
-    let mut mem = arena.write();
-    let mem = mem.as_mut_slice();
-    let cpu0 = thread_cpu_ns();
-    let t = Instant::now();
-    while t.elapsed().as_secs_f64() < secs {
-        reopen(&mut resp);
-        for f in &ring.frames {
-            match resp.handle(f, mem, &mut out) {
-                Outcome::Respond(n) => {
-                    responses += 1;
-                    // The response is built; reading its last byte keeps the work from being elided.
-                    std::hint::black_box(out[n - 1]);
-                }
-                Outcome::Silent => {}
-                Outcome::Dropped(_) => drops += 1,
-            }
-        }
-        frames += RING as u64;
-        passes += 1;
-    }
-    let wall = t.elapsed().as_secs_f64();
-    let cpu = (thread_cpu_ns() - cpu0) as f64;
-    ring.check_memory(mem, passes)?;
-    let expected = ring.responses_due(frames);
-    if drops != 0 || responses != expected {
-        bail!("{drops} frames dropped, {responses} responses where {expected} were due");
-    }
-    Ok(ResponderResult {
-        mode,
-        frames,
-        frames_per_s: frames as f64 / wall,
-        cpu_ns_per_frame: cpu / frames as f64,
-        responses_per_frame: responses as f64 / frames as f64,
-        drops,
-    })
+    let mut b = Baseline::new(mode)?;
+    b.run_for(secs);
+    b.result()
 }
 
 #[cfg(test)]

@@ -7,6 +7,11 @@
 //! them. That part is timed apart (`emulation_ns_per_frame`), so that the data path's own cost per frame
 //! (receive, the responder, responses built in mbufs, transmit) is told from the bench's.
 //!
+//! The floor divides this loop's rate by the responder's alone (`dta-bench responder`'s loop, no port). Run
+//! as separate commands minutes apart, the two drifted with the machine's load (0.74 in one `make bench`,
+//! 0.81 to 0.84 on a quiet machine): so the run alternates the two in [`ROUNDS`] slices of equal time in
+//! this process, and reports the baseline measured beside it.
+//!
 //! The run checks what it measured, as `dta-bench responder` does: every frame received, none dropped by
 //! the responder or the port, the responses due and no more, the memory holding the last pass's WRITEs (or
 //! every FETCH_ADD applied once).
@@ -20,13 +25,15 @@ use dta_collector::responder::FaultConfig;
 use dta_netio::dpdk::{attach_ring, eal_init, MbufBurst, Port, PortConfig};
 use serde::Serialize;
 
-use crate::responder::{self, Mode, Ring, RING};
+use crate::responder::{self, Baseline, Mode, Ring, RING};
 use crate::sys::thread_cpu_ns;
 
 /// Requests the wire hands the loop per poll: one receive burst, the daemon's.
 const BURST: usize = 64;
 /// The vdev (a name no other bench run in the same process uses).
 const DEVICE: &str = "net_ring8";
+/// Slices of the daemon's loop alternated with as many of the baseline's, each `secs / (2 * ROUNDS)`.
+const ROUNDS: u32 = 10;
 
 /// What one run measured.
 #[derive(Debug, Serialize)]
@@ -53,6 +60,11 @@ pub struct ResponderDaemonResult {
     pub drops: u64,
     /// Responses the port dropped (refused, or no mbuf).
     pub tx_dropped: u64,
+    /// The baseline, alternated with the loop in this process: `dta-bench responder`'s loop (the responder
+    /// alone, no port), requests per second over all its slices.
+    pub baseline_frames_per_s: f64,
+    /// `data_path_frames_per_s / baseline_frames_per_s`: the floor's ratio.
+    pub ratio_to_baseline: f64,
 }
 
 /// Runs `mode` through the daemon's loop for about `secs` seconds (whole passes of the ring).
@@ -79,38 +91,46 @@ pub fn run(mode: Mode, secs: f64, eal: Vec<String>) -> Result<ResponderDaemonRes
     let mut sent = MbufBurst::with_capacity(1024);
     let (mut frames, mut passes, mut responses) = (0u64, 0u64, 0u64);
     let mut emulation_ns = 0u64;
-    let cpu0 = thread_cpu_ns();
-    let t = Instant::now();
-    while t.elapsed().as_secs_f64() < secs {
-        responder::reopen(&mut *resp.lock().map_err(|_| anyhow!("responder lock"))?);
-        for burst in ring.frames.chunks(BURST) {
-            let e = Instant::now();
-            for f in burst {
-                if !requests.push_copy(pool, f) {
-                    bail!("no mbuf for a request ({} in use)", pool.in_use());
+    let (mut wall_ns, mut cpu_ns) = (0u64, 0u64);
+    let mut baseline = Baseline::new(mode)?;
+    let slice = secs / f64::from(2 * ROUNDS);
+    for _ in 0..ROUNDS {
+        baseline.run_for(slice);
+        let cpu0 = thread_cpu_ns();
+        let t = Instant::now();
+        while t.elapsed().as_secs_f64() < slice {
+            responder::reopen(&mut *resp.lock().map_err(|_| anyhow!("responder lock"))?);
+            for burst in ring.frames.chunks(BURST) {
+                let e = Instant::now();
+                for f in burst {
+                    if !requests.push_copy(pool, f) {
+                        bail!("no mbuf for a request ({} in use)", pool.in_use());
+                    }
+                }
+                wire_tx.send(&mut requests);
+                if !requests.is_empty() {
+                    bail!("the ring refused requests");
+                }
+                emulation_ns += e.elapsed().as_nanos() as u64;
+                let got = l.poll();
+                let e = Instant::now();
+                while wire_rx.recv(&mut sent) > 0 {
+                    responses += sent.len() as u64;
+                    sent.clear();
+                }
+                emulation_ns += e.elapsed().as_nanos() as u64;
+                if got != burst.len() {
+                    bail!("the loop received {got} of a burst of {}", burst.len());
                 }
             }
-            wire_tx.send(&mut requests);
-            if !requests.is_empty() {
-                bail!("the ring refused requests");
-            }
-            emulation_ns += e.elapsed().as_nanos() as u64;
-            let got = l.poll();
-            let e = Instant::now();
-            while wire_rx.recv(&mut sent) > 0 {
-                responses += sent.len() as u64;
-                sent.clear();
-            }
-            emulation_ns += e.elapsed().as_nanos() as u64;
-            if got != burst.len() {
-                bail!("the loop received {got} of a burst of {}", burst.len());
-            }
+            frames += RING as u64;
+            passes += 1;
         }
-        frames += RING as u64;
-        passes += 1;
+        wall_ns += t.elapsed().as_nanos() as u64;
+        cpu_ns += thread_cpu_ns() - cpu0;
     }
-    let wall_ns = t.elapsed().as_nanos() as f64;
-    let cpu = (thread_cpu_ns() - cpu0) as f64;
+    let wall_ns = wall_ns as f64;
+    let cpu = cpu_ns as f64;
     let (rx, tx) = (l.rx_stats(), l.tx_stats());
     drop(l);
     let stats = resp
@@ -136,6 +156,7 @@ pub fn run(mode: Mode, secs: f64, eal: Vec<String>) -> Result<ResponderDaemonRes
     drop(port);
     let n = frames as f64;
     let data_path_ns = (wall_ns - emulation_ns as f64) / n;
+    let baseline_frames_per_s = baseline.result()?.frames_per_s;
     Ok(ResponderDaemonResult {
         mode,
         secs: wall_ns / 1e9,
@@ -149,5 +170,7 @@ pub fn run(mode: Mode, secs: f64, eal: Vec<String>) -> Result<ResponderDaemonRes
         responses_per_frame: responses as f64 / n,
         drops,
         tx_dropped: tx.dropped,
+        baseline_frames_per_s,
+        ratio_to_baseline: 1e9 / data_path_ns / baseline_frames_per_s,
     })
 }
