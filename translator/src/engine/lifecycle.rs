@@ -113,8 +113,8 @@ impl Engine {
     /// refused): its old memory is gone, so its queued and unacknowledged work and its primitives' state
     /// (batches, cached flows, merges) are dropped, and until [`replace_collector`](Self::replace_collector)
     /// gives it usable memory every report for it is refused and counted
-    /// ([`DropReason::CollectorUnusable`]; a retransmittable one NACKed). Returns the reports lost, for the
-    /// caller to count with those lost to restarts.
+    /// ([`DropReason::CollectorUnusable`](crate::DropReason::CollectorUnusable); a retransmittable one
+    /// NACKed). Returns the reports lost, for the caller to count with those lost to restarts.
     pub fn detach_collector(&mut self, i: usize) -> Result<u64, ConfigError> {
         let cfg = &self.cfg;
         let col = self.collectors.get_mut(i).ok_or(ConfigError::Collector {

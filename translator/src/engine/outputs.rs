@@ -17,7 +17,8 @@ pub enum Handled {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Event {
     /// The QP to collector `collector` stopped; re-establish it over the control channel and call
-    /// [`Engine::reestablish`]. Its queued and unacknowledged work is kept until then.
+    /// [`Engine::reestablish`](crate::Engine::reestablish). Its queued and unacknowledged work is kept
+    /// until then.
     QpError {
         /// Collector index.
         collector: usize,

@@ -23,9 +23,9 @@
 //! 5-tuple, so RSS or a fanout hash keeps them on one worker) and translates what needs no flow's state
 //! (drops, reports that cannot be translated); each report that touches a flow's state (its path in
 //! Postcarding, the hops remembered for it) is translated by the flow's owner, to which the receiver hands
-//! the frame ([`translate`](IntFrontEnd::translate) says to whom, [`translate_handed`]
-//! (IntFrontEnd::translate_handed) is the owner's part). Each report is counted once, by the worker that
-//! translates it.
+//! the frame ([`translate`](IntFrontEnd::translate) says to whom,
+//! [`translate_handed`](IntFrontEnd::translate_handed) is the owner's part). Each report is counted
+//! once, by the worker that translates it.
 //!
 //! This file reads the formats: the packet counted, its sequence tracked, each report of a v0.5 packet
 //! or of a v2.0 group taken as one `Report` (`hop.rs`), which `lower.rs` turns into actions. The front
