@@ -4,10 +4,18 @@
 //! `handle_roce_frame` alone, agree on counters, QP gauges, events, timers and frames after every step.
 
 use super::*;
+use crate::config::Config;
+use crate::counters::DropReason;
+use crate::time::Instant;
+use dta_protocol::control::Welcome;
 use dta_protocol::control::{ResponderQp, CONTROL_VERSION};
 use dta_protocol::dta::{Body, HeaderForm, KeyIncrementRepr, KeyWriteRepr};
+use dta_protocol::dta::{ReportFormat, ReportRepr};
+use dta_protocol::layout::Region;
 use dta_protocol::layout::{Geometry, KeyIncrementGeometry, KeyWriteGeometry};
 use dta_protocol::roce::{icrc, AckKind, AethRepr, NakCode};
+use dta_protocol::roce::{FrameRepr, QPN_MASK, ROCEV2_UDP_PORT};
+use dta_protocol::udp::UdpView;
 use dta_protocol::udp::{UdpEndpoints, HEADERS_LEN};
 use dta_rc::test_rng::Rng;
 

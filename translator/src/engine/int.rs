@@ -6,8 +6,8 @@ use dta_protocol::hash::key_checksum;
 use dta_protocol::int::mapping::{drop_counter_key, flow_hop_key, HOP_RECORD_LEN};
 use dta_protocol::udp::{UdpView, Uncommon};
 
+use super::state::Engine;
 use super::submit::Work;
-use super::Engine;
 use crate::counters::DropReason;
 use crate::int::{Action, Actions, HandOver, IntFrontEnd, Shard};
 use crate::primitives::keywrite::KeyWriteReport;

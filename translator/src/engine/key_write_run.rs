@@ -7,7 +7,8 @@ use dta_protocol::hash::key_checksum;
 use dta_protocol::udp::UdpView;
 
 use super::link::{self, Collector};
-use super::{tracked, Engine};
+use super::state::Engine;
+use super::tracking::tracked;
 use crate::config::KeyRouting;
 use crate::counters::DropReason;
 use crate::primitives::keywrite::{Placement, SizedPlacement};

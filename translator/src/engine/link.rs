@@ -8,7 +8,7 @@ use dta_protocol::layout::{Geometry, Region};
 use dta_protocol::roce::{ResponseIcrc, QPN_MASK, ROCEV2_UDP_PORT};
 use dta_protocol::udp::UdpEndpoints;
 
-use super::QpStats;
+use super::outputs::QpStats;
 use crate::collector::{Regions, DEFAULT_PATH_MTU, MAX_PATH_MTU};
 use crate::config::Config;
 use crate::counters::{Counters, DropReason};

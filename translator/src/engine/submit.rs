@@ -8,7 +8,7 @@
 
 use dta_protocol::dta::{AppendRepr, KeyIncrementRepr, SketchRepr};
 
-use super::Engine;
+use super::state::Engine;
 use crate::counters::DropReason;
 use crate::primitives::keywrite::KeyWriteReport;
 use crate::primitives::postcard::Postcard;

@@ -1,5 +1,9 @@
 use super::*;
+use crate::config::Config;
+use crate::time::Instant;
+use dta_protocol::control::Welcome;
 use dta_protocol::control::{ResponderQp, CONTROL_VERSION};
+use dta_protocol::layout::Region;
 use dta_protocol::layout::{AppendGeometry, Geometry, SketchGeometry};
 
 /// A collector whose regions are sketches with ids `sketches` and Append lists with ids `lists`.

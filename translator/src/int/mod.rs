@@ -15,6 +15,14 @@ pub mod sequence;
 pub mod topology;
 pub mod translate;
 
+// `translate`'s parts, one job each (it re-exports their public types): the actions, the workers'
+// shares, one switch's report, the front end's state, and a report's lowering to actions.
+mod action;
+mod front;
+mod hop;
+mod lower;
+mod shard;
+
 pub use counters::{IntCounters, IntDrop};
 pub use per_node::{Bounded, NodeCounts, LABELLED};
 pub use translate::{Action, Actions, HandOver, IntFrontEnd, Shard};

@@ -411,10 +411,10 @@ fn runs_of(mask: u8, hops: usize) -> Runs {
     out
 }
 
+/// What Postcarding must do, written from its specification, for the property tests to check the cache
+/// against.
+#[cfg(test)]
+mod spec;
+
 #[cfg(test)]
 mod tests;
-
-/// The cache as it was before the per-report work was trimmed (a stale-entry queue, the per-cell
-/// encoder, the eviction and completion as written then), kept to check the current one against.
-#[cfg(test)]
-mod former;

@@ -1,5 +1,6 @@
 use super::*;
 use dta_protocol::int::inner::FlowKey;
+use dta_protocol::int::mapping::flow_key;
 use std::net::{IpAddr, Ipv4Addr};
 
 /// The flows of the bench's INT ring and of a host pair's ports: each worker of 2, 3 and 4 owns its
