@@ -138,7 +138,7 @@ impl FrameBuilder {
     }
 
     /// The shape [`build_into`](Self::build_into) tries first (the last one used): a burst looks it up
-    /// once and builds every frame of that shape with [`Shape::write`], inline.
+    /// once and builds every frame of that shape with its writers, inline.
     #[inline]
     pub(crate) fn last_shape(&self) -> Option<&Shape> {
         self.shapes.get(self.last)

@@ -90,6 +90,12 @@ impl Shape {
         patch_atomic_eth(frame, word, va, rkey, add);
     }
 
+    /// The length of every frame of this shape (its template's).
+    #[inline]
+    pub(crate) fn frame_len(&self) -> usize {
+        self.template.len()
+    }
+
     /// The [`Write8`] builder of this shape's frames, if it has one.
     #[inline]
     pub(crate) fn write8(&self) -> Option<&Write8> {
@@ -102,9 +108,10 @@ impl Shape {
         self.prefix.fill_all(rooms, frame_len);
     }
 
-    /// [`write`](Self::write) of a WRITE `op` whose VA, R_Key and payload bytes the caller has read out
-    /// (a burst reads them once for several uses; the payload's inline-or-heap test each time it is
-    /// looked at was a few instructions).
+    /// The frame of a WRITE `op` of this shape (what [`FrameBuilder::build_into`](super::FrameBuilder::build_into) writes for it) at the
+    /// start of `buf`: its length, or `None` (nothing written) if `buf` is too short. The caller has
+    /// read out its VA, R_Key and payload bytes (a burst reads them once for several uses; the
+    /// payload's inline-or-heap test each time it is looked at was a few instructions).
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn write_rdma_write(
@@ -132,13 +139,6 @@ impl Shape {
             }
         }
         write_frame_long(self, op, psn, ack_req, frame)
-    }
-
-    /// What [`FrameBuilder::build_into`] writes for `op` (which [`fits`](Self::fits) this shape, its last
-    /// shape): the frame's length, or `None` (nothing written) if `buf` is too short.
-    #[inline(always)]
-    pub(crate) fn write(&self, op: &Op, psn: u32, ack_req: bool, buf: &mut [u8]) -> Option<usize> {
-        write_frame(self, op, psn, ack_req, buf)
     }
 }
 

@@ -1,5 +1,5 @@
-//! Responses: ACKNOWLEDGE and ATOMIC ACKNOWLEDGE (the per-response fast path of the window's front,
-//! a cumulative ACK of writes, and any case), the NAKs, and the dispatch of a parsed response frame.
+//! Responses: ACKNOWLEDGE and ATOMIC ACKNOWLEDGE (one path, whose in-line prefix is the window's
+//! front), the NAKs, and the dispatch of a parsed response frame.
 
 use std::time::Duration;
 
@@ -7,7 +7,8 @@ use dta_protocol::roce::{
     aeth::rnr_timer_ns, AckKind, BthOpcode, Extension, FrameRepr, NakCode, QPN_MASK,
 };
 
-use super::*;
+use super::state::{QpError, Requester, Response};
+use super::timer_table::Timer;
 use crate::psn;
 use crate::stats::Tally;
 use crate::time::Instant;
@@ -134,14 +135,14 @@ impl Requester {
         }
     }
 
-    /// An ACKNOWLEDGE (`atomic`: an ATOMIC ACKNOWLEDGE) of `psn`: the per-response path, apart from the
-    /// NAKs so it stays small. In line, the common case: the response of the window's front (an ACK of a
-    /// write, an ATOMIC ACKNOWLEDGE of an atomic), no probe out, no heap buffer to give back, which
-    /// retires the front. Everything else goes to [`on_ack_past_front`](Self::on_ack_past_front) (a
-    /// cumulative ACK of writes) and from there to [`on_ack_any`](Self::on_ack_any), of which this is
-    /// the same steps with the facts of that case known (callgrind: ~150 instructions an ATOMIC ACKNOWLEDGE
-    /// before, most of them finding the front twice, the checks of cases that cannot be, and the timeout
-    /// computed on every response).
+    /// An ACKNOWLEDGE (`atomic`: an ATOMIC ACKNOWLEDGE) of `psn`: the one ACK path, apart from the
+    /// NAKs so it stays small. Its in-line prefix is the per-report case of atomics: the response of
+    /// the window's front (an ATOMIC ACKNOWLEDGE of an atomic, or an ACK of a write), no probe out, no
+    /// heap buffer to give back, which retires the front; it is [`on_ack_any`](Self::on_ack_any) with
+    /// the facts of that case known (callgrind: ~150 instructions an ATOMIC ACKNOWLEDGE through the
+    /// general path, most of them finding the front twice, the checks of cases that cannot be, and
+    /// the timeout computed on every response). Everything else, a cumulative ACK of writes
+    /// included, is `on_ack_any`, out of line.
     #[inline(always)]
     pub(super) fn on_ack(&mut self, now: Instant, psn: u32, atomic: bool, c: &mut impl Tally) {
         #[cfg(test)]
@@ -177,65 +178,13 @@ impl Requester {
                 }
             }
         }
-        self.on_ack_past_front(now, psn, atomic, c);
+        self.on_ack_any(now, psn, atomic, c);
     }
 
-    /// [`on_ack_any`](Self::on_ack_any), with its common case first: a plain ACK past the front, with
-    /// no probe out, no heap buffer and no atomic in the window (Key-Write's one ACK per `ack_every`
-    /// writes, which retires them all). Every step of `on_ack_any` whose outcome those facts fix is
-    /// left out (the atomic checks, `retire_before`'s `retirable` scan and clamps, the probe's
-    /// rewind): it counts, samples the RTT, moves the ring's head past all of them and re-arms the
-    /// timer once (callgrind: ~160 instructions an ACK of 16 writes through `on_ack_any` and
-    /// `retire_before`, ~100 here).
-    /// Out of line, and not in [`on_ack`](Self::on_ack): there it made the per-response path of
-    /// atomics (Key-Increment's ATOMIC ACKNOWLEDGE of the front) an instruction longer.
-    #[inline(never)]
-    pub(super) fn on_ack_past_front(
-        &mut self,
-        now: Instant,
-        psn: u32,
-        atomic: bool,
-        c: &mut impl Tally,
-    ) {
-        if atomic
-            || self.win == 0
-            || self.probe.is_some()
-            || self.heap_in_win != 0
-            || self.atomics != 0
-        {
-            return self.on_ack_any(now, psn, atomic, c);
-        }
-        // `index_of(psn)`, `win > 0`.
-        let Some(front) = self.ring.get(0) else {
-            return self.on_ack_any(now, psn, atomic, c);
-        };
-        let i = psn::distance(front.psn, psn) as usize;
-        if i == 0 || i >= self.win {
-            // The front (an ACK for an atomic there), or not in the window (stale).
-            return self.on_ack_any(now, psn, atomic, c);
-        }
-        // `i < win`: in the ring (`on_ack_any` does nothing otherwise, as here).
-        let Some(f) = self.ring.get(i) else {
-            return;
-        };
-        c.ack();
-        if !f.resent {
-            self.rtt.sample_ns(now.0.saturating_sub(f.sent_at.0));
-        }
-        let n = i + 1;
-        // `retire_before(n)`: `n <= win`, no atomic to stop at, no heap buffer to give back.
-        self.ring.advance(n);
-        self.win -= n;
-        self.sent = self.sent.saturating_sub(n);
-        if self.cwnd < self.p.cfg.window {
-            for _ in 0..n {
-                self.on_acked(1);
-            }
-        }
-        self.progress(now);
-    }
-
-    /// [`on_ack`](Self::on_ack), any case.
+    /// [`on_ack`](Self::on_ack), any case: the rest of the one ACK path. A cumulative ACK of writes
+    /// (Key-Write's one ACK per `ack_every` writes) costs what it did in a path of its own: with no
+    /// atomic and no heap buffer in the window, [`retire_before`](Self::retire_before) moves the
+    /// ring's head without looking at what it retires.
     #[inline(never)]
     pub(super) fn on_ack_any(&mut self, now: Instant, psn: u32, atomic: bool, c: &mut impl Tally) {
         let Some(i) = self.index_of(psn) else {

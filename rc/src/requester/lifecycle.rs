@@ -1,13 +1,57 @@
-//! The QP's life beyond the data path: failing into the error state, offline delivery, closing, and
-//! re-establishment with a new responder QP.
+//! The QP's life beyond the data path: creation, failing into the error state, offline delivery,
+//! closing, and re-establishment with a new responder QP.
 
-use super::*;
+use super::build;
+use super::ring::Ring;
+use super::state::{QpError, Requester, RequesterParams};
+use super::timer_table::{Timer, TimerTable};
+use crate::dcqcn::Dcqcn;
 use crate::frames::FrameBuilder;
 use crate::rate::RateLimiter;
+use crate::rtt::RttEstimator;
 use crate::stats::Tally;
-use crate::time::Instant;
+use crate::time::{nanos, Instant};
 
 impl Requester {
+    /// A fresh QP at `now`.
+    pub fn new(p: RequesterParams, builder: FrameBuilder, now: Instant) -> Self {
+        let rate = RateLimiter::new(&p.rate, now);
+        let dcqcn = Dcqcn::new(p.rate.congestion.clone(), p.rate.packets_per_sec);
+        let base = p.cfg.retransmit_timeout();
+        let rtt = RttEstimator::new(base, base, p.cfg.max_retransmit_timeout());
+        let mut r = Requester {
+            rtt,
+            fixed_rto_ns: nanos(base),
+            cwnd: p.cfg.window,
+            cwnd_acked: 0,
+            dcqcn,
+            next_psn: p.start_psn,
+            p,
+            builder,
+            rate,
+            ring: Ring::new(),
+            win: 0,
+            sent: 0,
+            heap_in_win: 0,
+            since_ack_req: 0,
+            atomics: 0,
+            retries: 0,
+            backoff: 0,
+            timers: TimerTable::default(),
+            last_rewind: None,
+            probe: None,
+            error: None,
+            limited: true,
+            stage8: Some(build::stage8()),
+            closed: false,
+            #[cfg(test)]
+            slow_acks: false,
+        };
+        r.timers.set_to(Timer::Congestion, r.dcqcn.poll_timeout());
+        r.sync_limited();
+        r
+    }
+
     /// Closes the QP: its collector cannot be used (it came back with memory the translator cannot write).
     /// Its queued and unacknowledged work is dropped (returns the reports that work completes, to be
     /// counted as lost), and it takes no more work: its [`queue_room`](Self::queue_room) is 0 until it is

@@ -1,7 +1,8 @@
 //! The rate limiter and congestion control: whether a rate applies, whether the next frame may go,
 //! what a sent frame takes from the bucket, and the DCQCN cuts a CNP makes.
 
-use super::*;
+use super::state::Requester;
+use super::timer_table::Timer;
 use crate::stats::Tally;
 use crate::time::Instant;
 
@@ -34,15 +35,14 @@ impl Requester {
         true
     }
 
+    /// A retransmitted frame of `len` bytes went at `now`: its tokens taken, and
+    /// [`frames_went`](Self::frames_went). (New frames go through `NewFrames::end`.)
     #[inline(always)]
     pub(super) fn account(&mut self, now: Instant, len: usize, c: &mut impl Tally) {
         if self.limited {
             self.rate.take(len);
         }
-        c.frames_out(1, len as u64);
-        if !self.timers.is_set(Timer::Retransmit) {
-            self.timers.set(Timer::Retransmit, now);
-        }
+        self.frames_went(now, 1, len as u64, c);
     }
 
     /// A congestion notification for this QP: cut the packet rate (DCQCN-style; see [`crate::dcqcn`]).

@@ -2,7 +2,8 @@
 //! the queued and unacknowledged work completes.
 
 use super::ring;
-use super::*;
+use super::state::Requester;
+use super::work::WorkRequest;
 use crate::frames::{Op, Payload};
 use crate::stats::Tag;
 

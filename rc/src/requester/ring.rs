@@ -2,7 +2,7 @@
 
 use std::mem;
 
-use super::{InFlight, WorkRequest};
+use super::work::{InFlight, WorkRequest};
 use crate::frames::{Op, Payload};
 use crate::stats::Tag;
 use crate::time::Instant;

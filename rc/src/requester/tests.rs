@@ -1,6 +1,7 @@
 //! The requester's unit tests: the ring against a deque, and the requester's fast paths against its
-//! general ones: a requester driven through bursts, `Vec`s and the fast ACK paths, and its twin (the
-//! model) driven frame by frame into buffers with every ACK through `on_ack_any`, side by side.
+//! general ones: a requester driven through bursts, `Vec`s and the ACK path's in-line prefix, and its
+//! twin (the model) driven frame by frame into buffers with every ACK through `on_ack_any`, side by
+//! side.
 //! (What go-back-N must deliver is the spec model's, in `tests/go_back_n.rs`.)
 
 use std::collections::VecDeque;
@@ -9,12 +10,16 @@ use std::time::Duration;
 use dta_protocol::roce::{AckKind, NakCode, ROCEV2_UDP_PORT};
 use dta_protocol::udp::UdpEndpoints;
 
-use super::ring::{is_inline, Ring};
-use super::*;
-use crate::frames::Payload;
+use super::ring::{self, is_inline, Ring};
+use super::state::{Requester, RequesterParams};
+use super::work::{InFlight, WorkRequest};
+use crate::config::{RateConfig, RequesterConfig};
+use crate::frames::{FrameBuilder, Op, Payload};
 use crate::psn;
+use crate::stats::Tag;
 use crate::stats::{RcStats, Tally};
 use crate::test_rng::Rng;
+use crate::time::Instant;
 
 /// The requester's counts and its first sends by tag, as the translator's engine keeps them (per
 /// primitive): what the differential tests compare.
@@ -564,9 +569,10 @@ fn burst_equals_repeated_transmit_into() {
 }
 
 /// Key-Write's ACK path against the model's general one: writes only (now and then one with a heap
-/// buffer), sent in bursts and answered mostly by plain ACKs anywhere in and around the window (the
-/// cumulative ACK of `on_ack_past_front`), with NAKs, ATOMIC ACKs of writes, timeouts and the probes
-/// they send mixed in: the same frames, counters, timers and state after every step.
+/// buffer), sent in bursts and answered mostly by plain ACKs anywhere in and around the window (a
+/// cumulative ACK past the front, which `retire_before` retires without a look at the work requests
+/// when no atomic is in the window), with NAKs, ATOMIC ACKs of writes, timeouts and the probes they
+/// send mixed in: the same frames, counters, timers and state after every step.
 #[test]
 fn cumulative_acks_of_writes_equal_the_model() {
     let mut fast = 0;
@@ -634,7 +640,7 @@ fn cumulative_acks_of_writes_equal_the_model() {
             same(&r, &m, &rc, &mc, &at);
         }
     }
-    // The cumulative path ran, often.
+    // Cumulative ACKs of writes with nothing in the way (no probe, no heap buffer) ran, often.
     assert!(fast > 2_000, "{fast}");
 }
 

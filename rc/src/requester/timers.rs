@@ -3,7 +3,8 @@
 
 use std::time::Duration;
 
-use super::*;
+use super::state::{QpError, Requester};
+use super::timer_table::Timer;
 use crate::stats::Tally;
 use crate::time::{Earliest, Instant};
 
