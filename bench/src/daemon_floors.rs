@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
-use crate::report::{callgrind_per_report, read_json, testpmd_pps};
+use crate::raw::{callgrind_per_report, read_json, testpmd_pps};
 
 /// `key` of `v` as a number (NaN when absent).
 fn num(v: &Option<Value>, key: &str) -> f64 {

@@ -13,6 +13,7 @@ mod export;
 mod floors;
 mod iofwd;
 mod queries;
+mod raw;
 mod report;
 mod responder;
 mod responder_daemon;

@@ -8,12 +8,10 @@ use super::append::{self, AppendRepr};
 use super::base::{BaseRepr, HeaderForm};
 use super::keyincrement::KeyIncrementRepr;
 use super::keywrite::{self, KeyWriteRepr, DATA_LENS};
-use super::parse;
 use super::postcard::{PostcardPathLenRepr, PostcardRepr};
 use super::sketch::SketchRepr;
 use super::Opcode;
 use crate::error::check_room;
-use crate::refusal::{Explain, Quiet};
 use crate::{Error, Result};
 
 const HEADER: &str = "DTA report";
@@ -151,51 +149,6 @@ impl<'a> ReportRepr<'a> {
             base: BaseRepr::new(body.opcode(), form, seqnum),
             body,
         }
-    }
-
-    /// Parses a whole UDP payload (exactly the bytes the UDP length covers).
-    ///
-    /// Errors: [`Error::Truncated`] if the payload ends inside the base header or the sub-header's fixed
-    /// fields; [`Error::LengthMismatch`] if it is longer or shorter than the sub-header and its configured (or,
-    /// for Sketch-Merge, announced) data; [`Error::UnknownOpcode`], [`Error::BadRedundancy`] and
-    /// [`Error::InvalidField`] for values the format does not allow. The first of these in the order the
-    /// headers are layered (base header, then sub-header) is the one returned.
-    pub fn parse(udp_payload: &'a [u8], fmt: &ReportFormat) -> Result<Self> {
-        parse::report::<Explain>(udp_payload, fmt)
-    }
-
-    /// [`parse`](Self::parse) without the reason, for the translator's per-report path: the same parse
-    /// specialised so that a refusal costs nothing to build (`Some` exactly when `parse` is `Ok`, with
-    /// the same value). An `Option` is smaller than a `Result` of this type, so a caller that handles
-    /// refusals apart (calling `parse` for the reason) moves less per report.
-    #[inline]
-    pub fn parse_quick(udp_payload: &'a [u8], fmt: &ReportFormat) -> Option<Self> {
-        parse::report::<Quiet>(udp_payload, fmt).ok()
-    }
-
-    /// [`parse_quick`](Self::parse_quick) of a Key-Write report, for a caller that has seen opcode byte
-    /// 0x01 and wants the report's values without the [`Body`] to match again: `Some` exactly when
-    /// `parse` accepts the report and it is a Key-Write, with its base header and body; `None` for any
-    /// other report or an error (`parse` gives it).
-    #[inline(always)]
-    pub fn parse_key_write(
-        udp_payload: &'a [u8],
-        fmt: &ReportFormat,
-    ) -> Option<(BaseRepr, KeyWriteRepr<'a>)> {
-        Self::parse_key_write_as(udp_payload, fmt.form, fmt.keywrite_data_len)
-    }
-
-    /// [`parse_key_write`](Self::parse_key_write) under a format of base form `form` and Key-Write data
-    /// size `data_len`, for a caller that has the data size as a constant (the translator's run of
-    /// Key-Write reports, specialised per size): its length check is then against an immediate, and the
-    /// data's length known after it. It is the Key-Write arm of `parse` itself, with the opcode tested.
-    #[inline(always)]
-    pub fn parse_key_write_as(
-        udp_payload: &'a [u8],
-        form: HeaderForm,
-        data_len: usize,
-    ) -> Option<(BaseRepr, KeyWriteRepr<'a>)> {
-        parse::key_write::<Quiet, true>(udp_payload, form, data_len).ok()
     }
 
     /// Bytes [`emit`](Self::emit) writes under `fmt`.

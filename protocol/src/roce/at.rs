@@ -7,8 +7,13 @@
 
 use core::ops::Range;
 
-use crate::roce::{aeth, atomic_ack_eth, atomic_eth, bth, frame::pad_for, reth, ICRC_LEN};
+use crate::roce::{aeth, atomic_ack_eth, atomic_eth, bth, reth, ICRC_LEN};
 use crate::udp::at::{shift, PAYLOAD};
+
+/// Pad bytes that bring `len` to a multiple of 4 (BTH PadCnt: a payload is padded to whole 4-byte words).
+pub const fn pad_for(len: usize) -> usize {
+    (4 - len % 4) % 4
+}
 
 /// Where the BTH starts: right after the UDP header.
 pub const BTH: usize = PAYLOAD;

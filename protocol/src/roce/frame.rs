@@ -143,10 +143,8 @@ pub struct FrameRepr<'a> {
     pub payload: &'a [u8],
 }
 
-/// Pad bytes that bring `len` to a multiple of 4.
-pub const fn pad_for(len: usize) -> usize {
-    (4 - len % 4) % 4
-}
+/// Pad bytes that bring `len` to a multiple of 4 (defined with the frame offsets, which need it).
+pub use super::at::pad_for;
 
 fn bth(opcode: BthOpcode, dest_qp: u32, psn: u32, ack_req: bool) -> BthRepr {
     BthRepr {
