@@ -45,6 +45,7 @@ lint:
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(CARGO) clippy -p dta-collector --no-default-features --all-targets -- -D warnings
 	bash scripts/deps-check.sh
+	python3 scripts/module-circles.py $(wildcard */src)
 
 fmt:
 	$(CARGO) fmt --all
