@@ -10,8 +10,9 @@ use crate::counters::DropReason;
 impl Engine {
     /// A Key-Write report to its collector, through `Collector::key_write_unrolled`. Its two callers are
     /// [`key_write_parts`](Self::key_write_parts) (one report, out of line) and the run loop of
-    /// [`key_write_run`](Self::key_write_run) (inlined there); [`dispatch`](Self::dispatch) never sees a
-    /// Key-Write (see there).
+    /// [`key_write_run`](Self::key_write_run) (inlined there). A Key-Write that reaches
+    /// [`dispatch`](Self::dispatch) (only off the hot path: `handle_report` takes them first) and an INT
+    /// hop record go through `submit` and the primitive's `offer` instead, the path every primitive shares.
     #[inline(always)]
     pub(super) fn key_write(&mut self, kw: &KeyWriteRepr, dst: [u8; 4]) -> Result<(), DropReason> {
         // Once per report: the entries store it and key-hash routing uses it.
