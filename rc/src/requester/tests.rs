@@ -257,8 +257,17 @@ fn retiring_returns_heap_buffers() {
 
 fn params(rng: &mut Rng) -> RequesterParams {
     let cfg = RequesterConfig {
-        ack_every: rng.below(6) as u32 + 1,
-        window: rng.below(20) as u32 + 1,
+        // Now and then Key-Write's cadence and a window that lets a burst run long.
+        ack_every: if rng.chance(25) {
+            16
+        } else {
+            rng.below(6) as u32 + 1
+        },
+        window: if rng.chance(25) {
+            rng.below(240) as u32 + 16
+        } else {
+            rng.below(20) as u32 + 1
+        },
         adaptive_window: rng.chance(50),
         queue_capacity: 4096,
         retransmit_timeout_us: rng.below(2_000) + 10,
@@ -599,7 +608,9 @@ fn cumulative_acks_of_writes_equal_the_model() {
                         m.push(wr);
                     }
                 }
-                3..=5 => burst_step(&mut rng, now, (&mut r, &mut rc), (&mut m, &mut mc), &at),
+                3..=5 => {
+                    burst_step(&mut rng, now, (&mut r, &mut rc), (&mut m, &mut mc), &at);
+                }
                 6..=8 => {
                     let win = m.window_occupancy() as u32;
                     let front = psn::add(m.next_psn(), 0u32.wrapping_sub(win));
@@ -651,8 +662,12 @@ fn burst_step(
     (r, rc): (&mut Requester, &mut Counts),
     (m, mc): (&mut Requester, &mut Counts),
     at: &str,
-) {
-    let k = rng.below(12) as usize + 1;
+) -> usize {
+    let k = if rng.chance(30) {
+        64
+    } else {
+        rng.below(12) as usize + 1
+    };
     let rooms: Vec<usize> = (0..k)
         .map(|_| match rng.below(20) {
             0 => 70,
@@ -677,9 +692,12 @@ fn burst_step(
     assert_eq!(n, nb, "{at}");
     assert_eq!(la, lb, "{at}");
     assert_eq!(a, b, "{at}");
+    n
 }
 
 fn drive_against_model(burst: bool) {
+    // Bursts of 16 frames or more (the tight loop's steady state), which the comparison must see.
+    let mut long_bursts = 0;
     for seed in 1..300u64 {
         let mut rng = Rng(seed.wrapping_mul(0xD1B5_4A32_D192_ED03) | 1);
         let mut now = Instant(1_000_000);
@@ -691,9 +709,16 @@ fn drive_against_model(burst: bool) {
             match rng.below(100) {
                 0..=24 => {
                     what = "push";
-                    for _ in 0..rng.below(6) + 1 {
+                    // Now and then a run of one shape (Key-Write's steady state), so that a burst
+                    // builds many frames in the tight loop, not the one or two a random mix allows.
+                    let run = rng.chance(30).then(|| (rng.below(40) + 8, rng.next_u64()));
+                    let n = run.map_or(rng.below(6) + 1, |(n, _)| n);
+                    for _ in 0..n {
                         tag += 1;
-                        let wr = work(&mut rng, tag);
+                        let wr = match run {
+                            Some((_, shape)) => work(&mut Rng(shape | 1), tag),
+                            None => work(&mut rng, tag),
+                        };
                         r.push(same_storage(&wr));
                         m.push(wr);
                     }
@@ -702,7 +727,9 @@ fn drive_against_model(burst: bool) {
                     what = "transmit";
                     if burst && rng.chance(70) {
                         let at = format!("burst (seed {seed} step {step})");
-                        burst_step(&mut rng, now, (&mut r, &mut rc), (&mut m, &mut mc), &at);
+                        let sent =
+                            burst_step(&mut rng, now, (&mut r, &mut rc), (&mut m, &mut mc), &at);
+                        long_bursts += usize::from(sent >= 16);
                         same(&r, &m, &rc, &mc, &at);
                         continue;
                     }
@@ -774,6 +801,81 @@ fn drive_against_model(burst: bool) {
                 &mc,
                 &format!("{what} (seed {seed} step {step})"),
             );
+        }
+    }
+    if burst {
+        assert!(
+            long_bursts > 30,
+            "only {long_bursts} bursts of 16 frames or more"
+        );
+    }
+}
+
+/// The AckReq cadence against its rule, not against another run of the same code (`transmit` and the
+/// burst share `NewFrames`, so comparing them cannot see a cadence both get wrong): with `ack_every` A,
+/// no rate and a window wider than the queue, frame i (0-based) asks for an ACK exactly when i + 1 is a
+/// multiple of A or it is the last work request queued (nothing follows it, so the window would wait
+/// for the timeout). Read from the frames' BTH by dta-protocol's parser, for bursts and single frames.
+#[test]
+fn ack_requests_follow_the_cadence() {
+    for ack_every in [1u32, 3, 16] {
+        for burst in [false, true] {
+            let p = RequesterParams {
+                cfg: RequesterConfig {
+                    ack_every,
+                    window: 512,
+                    adaptive_window: false,
+                    ..RequesterConfig::default()
+                },
+                rate: RateConfig::default(),
+                max_atomics: 16,
+                start_psn: 0xFF_FFF0,
+            };
+            let mut r = Requester::new(p, builder(0x11), Instant(0));
+            let queued = 100u32;
+            for tag in 0..queued {
+                r.push(WorkRequest {
+                    op: Op::Write {
+                        va: u64::from(tag) * 8,
+                        rkey: 9,
+                        payload: Payload::from_slice(&tag.to_le_bytes()),
+                    },
+                    tag: Tag(3),
+                    reports: 0,
+                });
+            }
+            let mut c = Counts::default();
+            let mut frames: Vec<Vec<u8>> = Vec::new();
+            while frames.len() < queued as usize {
+                let before = frames.len();
+                if burst {
+                    let mut rooms = vec![vec![0u8; 400]; 64];
+                    let mut lens = vec![0usize; 64];
+                    let mut bufs: Vec<&mut [u8]> = rooms.iter_mut().map(|v| &mut v[..]).collect();
+                    let n = r.transmit_burst(Instant(0), &mut c, &mut bufs, &mut lens);
+                    frames.extend(
+                        rooms
+                            .iter()
+                            .zip(&lens)
+                            .take(n)
+                            .map(|(f, &l)| f[..l].to_vec()),
+                    );
+                } else {
+                    let mut f = vec![0u8; 400];
+                    if let Some(l) = r.poll_transmit_into(Instant(0), &mut c, &mut f) {
+                        frames.push(f[..l].to_vec());
+                    }
+                }
+                assert!(frames.len() > before, "the window has room for every frame");
+            }
+            for (i, f) in frames.iter().enumerate() {
+                let repr = dta_protocol::roce::FrameRepr::parse(f).expect("a RoCE frame");
+                let want = (i + 1) % ack_every as usize == 0 || i + 1 == queued as usize;
+                assert_eq!(
+                    repr.bth.ack_req, want,
+                    "ack_every {ack_every}, burst {burst}: frame {i}"
+                );
+            }
         }
     }
 }
