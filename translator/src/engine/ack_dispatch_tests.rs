@@ -193,14 +193,21 @@ fn same(a: &mut Engine, b: &mut Engine, now: Instant, step: usize) {
             None => break,
         }
     }
+    same_frames(a, b, now, step);
+}
+
+/// Takes every frame both engines send now, in turn, and requires them equal: how many.
+fn same_frames(a: &mut Engine, b: &mut Engine, now: Instant, step: usize) -> usize {
     let (mut fa, mut fb) = (Vec::new(), Vec::new());
+    let mut n = 0;
     loop {
         let (sa, sb) = (a.poll_transmit(now, &mut fa), b.poll_transmit(now, &mut fb));
         assert_eq!(sa, sb, "step {step}");
         if !sa {
-            break;
+            return n;
         }
         assert_eq!(fa, fb, "step {step}");
+        n += 1;
     }
 }
 
@@ -260,7 +267,6 @@ fn key_write_through_dispatch_writes_what_handle_frame_writes() {
     let cfg = Config::default();
     let mut a = Engine::new(cfg.clone(), &[welcome(0)], Instant(0)).unwrap();
     let mut b = Engine::new(cfg, &[welcome(0)], Instant(0)).unwrap();
-    let (mut fa, mut fb) = (Vec::new(), Vec::new());
     let mut writes = 0;
     for step in 0..64u8 {
         let now = Instant(u64::from(step) * 1_000);
@@ -280,15 +286,7 @@ fn key_write_through_dispatch_writes_what_handle_frame_writes() {
         assert!(matches!(a.handle_frame(now, &frame), Handled::Consumed));
         let parsed = ReportRepr::parse(&frame[HEADERS_LEN..], &b.fmt).unwrap();
         assert_eq!(b.dispatch(now, &parsed, &frame, COLLECTOR_IP), Ok(()));
-        loop {
-            let (sa, sb) = (a.poll_transmit(now, &mut fa), b.poll_transmit(now, &mut fb));
-            assert_eq!(sa, sb, "step {step}");
-            if !sa {
-                break;
-            }
-            assert_eq!(fa, fb, "step {step}");
-            writes += 1;
-        }
+        writes += same_frames(&mut a, &mut b, now, usize::from(step));
     }
     // N = 1 and N = 2 in turn: 32 + 64 WRITEs.
     assert_eq!(writes, 96);
