@@ -165,6 +165,21 @@ impl FrameBatch {
         &mut self.slot_mut(i)[..len]
     }
 
+    /// Replaces held frame `i` with `frame`, keeping its timestamp (a frame turned into what another
+    /// worker needs of it). Panics if `i` is not held, as [`frame_mut`](Self::frame_mut).
+    pub fn replace(&mut self, i: usize, frame: &[u8]) -> Result<(), NetioError> {
+        assert!(i < self.len, "frame {i} of {}", self.len);
+        if frame.len() > self.slot_size {
+            return Err(NetioError::FrameTooLong {
+                len: frame.len(),
+                slot_size: self.slot_size,
+            });
+        }
+        self.slot_mut(i)[..frame.len()].copy_from_slice(frame);
+        self.lens[i] = frame.len() as u32;
+        Ok(())
+    }
+
     /// Keeps the held frames for which `keep(i)` is true, in order, packed at the front.
     pub fn retain(&mut self, mut keep: impl FnMut(usize) -> bool) {
         let mut kept = 0;
@@ -236,6 +251,28 @@ pub(crate) fn now_ns() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn replace_changes_one_frame_and_its_length() {
+        let mut b = FrameBatch::new(3, 64);
+        b.push_stamped(&[1; 10], 7).unwrap();
+        b.push(&[2; 20]).unwrap();
+        b.replace(0, &[9; 40]).unwrap();
+        assert_eq!(b.frame(0), &[9; 40][..]);
+        assert_eq!(b.timestamp_ns(0), 7, "the timestamp is kept");
+        assert_eq!(b.frame(1), &[2; 20][..]);
+        assert!(matches!(
+            b.replace(1, &[0; 65]),
+            Err(NetioError::FrameTooLong {
+                len: 65,
+                slot_size: 64
+            })
+        ));
+        assert_eq!(b.frame(1), &[2; 20][..], "unchanged when refused");
+        b.replace(1, &[]).unwrap();
+        assert!(b.frame(1).is_empty());
+        assert_eq!(b.len(), 2);
+    }
 
     #[test]
     fn push_and_read_back() {

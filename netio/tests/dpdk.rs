@@ -1088,6 +1088,41 @@ fn mbuf_burst_moves_frees_and_compacts(eal: &Eal) {
     assert_eq!(a.frame(0)[4], 0xEE);
     assert_eq!(a.room_mut(0).len(), 2048, "the room from the data offset");
     assert_eq!(a.room_mut(0)[4], 0xEE);
+    // Rewritten: the bytes behind the frame, at the buffer's end (the frame's bytes kept, as a pool that
+    // is never written by a device needs them); refused when they do not fit behind it, for a hole and
+    // past the end, the frame then unchanged; no mbuf taken or freed.
+    let msg = [0x5Au8; 60];
+    let mut r = MbufBurst::with_capacity(3);
+    for k in [4, 6] {
+        assert!(r.push_copy(pool, &frame(k)));
+    }
+    assert!(r.rewrite(0, &msg));
+    assert_eq!(r.frame(0), &msg[..]);
+    assert_eq!(r.room_mut(0).len(), 60, "at the end of the buffer");
+    assert!(!r.rewrite(0, &msg), "no room behind the message itself");
+    let f6 = frame(6);
+    let too_long = vec![0u8; 2048 - f6.len() + 1];
+    assert!(!r.rewrite(1, &too_long));
+    assert_eq!(r.frame(1), &f6[..], "unchanged when refused");
+    assert!(r.rewrite(1, &too_long[1..]));
+    assert_eq!(r.frame(1).len(), too_long.len() - 1);
+    assert!(!r.rewrite(2, &msg), "past the end");
+    r.free_one(1);
+    assert!(!r.rewrite(1, &msg) && r.frame(1).is_empty(), "a hole");
+    // The frame's bytes are still where they were: taken back as a room for a frame to send, its first
+    // bytes are the frame's (sent as they are here, 64 of them).
+    let mut again = MbufBurst::with_capacity(1);
+    assert!(r.move_to(0, &mut again));
+    drop(r);
+    assert_eq!(pool.in_use(), start + 10);
+    q.reuse_as_spares(&mut again);
+    let sent = q.send_burst_in_place(1, |_, lens| {
+        lens[0] = 64;
+        1
+    });
+    assert_eq!(sent, 1);
+    assert_eq!(drain(q), vec![frame(4)[..64].to_vec()]);
+    assert_eq!(pool.in_use(), start + 9);
     // push_copy refuses an oversize frame and a full burst, keeping nothing.
     assert!(!a.push_copy(pool, &[0u8; 2049]));
     assert_eq!(pool.in_use(), start + 9);

@@ -29,7 +29,7 @@ use dta_protocol::int::mapping::{flow_key, EventLists};
 use dta_protocol::layout::{AppendGeometry, Geometry, KeyWriteGeometry, Region};
 use dta_protocol::roce::{AckKind, AethRepr, FrameRepr};
 use dta_protocol::udp::UdpEndpoints;
-use dta_translator::int::Shard;
+use dta_translator::int::{IntDrop, Shard};
 use dta_translator::{Config, Engine, Instant};
 use dta_translator_daemon::run::dataplane::{handoff_mesh, DataPlane, PlaneConfig, HANDOFF_RING};
 use dta_translator_daemon::run::steer::{Steering, Target};
@@ -1054,10 +1054,13 @@ fn int_engine(w: usize, workers: usize) -> Engine {
     cfg.local.ip = T_IP;
     cfg.local.qpn_base = QPN_BASE + w as u32;
     cfg.int.enabled = true;
-    (cfg.int.path, cfg.int.flow_state, cfg.int.drop_counts) = (false, false, false);
+    // Hop records (a flow's state, written by its owner) and the event lists (the receiver's).
+    (cfg.int.path, cfg.int.flow_state, cfg.int.drop_counts) = (false, true, false);
+    cfg.report.keywrite_data_len = 12;
+    cfg.int.redundancy = HOP_RECORD_COPIES;
     cfg.int.drop_list = EventLists::one(INT_LISTS[w].0);
     cfg.int.queue_list = EventLists::one(INT_LISTS[w].1);
-    let regions = INT_LISTS
+    let mut regions: Vec<Region> = INT_LISTS
         .iter()
         .flat_map(|&(d, q)| [d, q])
         .map(|id| Region {
@@ -1067,6 +1070,12 @@ fn int_engine(w: usize, workers: usize) -> Engine {
             geometry: Geometry::Append(AppendGeometry::new(1024, 16, 1).unwrap()),
         })
         .collect();
+    regions.push(Region {
+        id: 0,
+        va: HOP_RECORDS_VA,
+        rkey: KW_RKEY,
+        geometry: Geometry::KeyWrite(KeyWriteGeometry::new(1 << 16, 16, 4).unwrap()),
+    });
     let welcome = Welcome {
         version: CONTROL_VERSION,
         mac: C_MAC,
@@ -1083,6 +1092,16 @@ fn int_engine(w: usize, workers: usize) -> Engine {
     let mut e = Engine::new(cfg, &[welcome], Instant(0)).unwrap();
     e.set_int_shard(w, workers);
     e
+}
+
+/// Where the INT engines' Key-Write region (hop records) starts: below every list.
+const HOP_RECORDS_VA: u64 = 0x7f00_0000_0000;
+/// Copies of each hop record (Key-Write N): one RDMA WRITE each.
+const HOP_RECORD_COPIES: u8 = 2;
+
+/// The list id a write of `r` lands in (its VA is the list's region); `None` for a hop record.
+fn list_of(r: &Roce) -> Option<u32> {
+    (r.va >= 0x7f30_0000_0000).then(|| list_of_write(r))
 }
 
 /// The list id a write of `r` lands in (its VA is the list's region).
@@ -1146,10 +1165,11 @@ fn int_owner(workers: usize, sport: u16) -> usize {
 }
 
 /// (g) INT reports on two workers (issue 25, item 3): every report of one switch arrives on worker 0's
-/// queue (one outer 5-tuple); worker 0's engine counts each packet and its sequence, writes the drops'
-/// events to its own list, and hands each congested per-hop report of a flow worker 1 owns to worker 1
-/// through the handoff ring (the mbuf moved, not copied), whose engine writes the queue event to its own
-/// list. Each report is counted once.
+/// queue (one outer 5-tuple); worker 0's engine counts each packet and its sequence, translates every
+/// report, writes every queue and drop event to its own lists and the hop records of its own flows, and
+/// hands the hop record of each flow worker 1 owns to worker 1 as a message written over the report's
+/// own mbuf (moved through the handoff ring, not copied), which worker 1's engine writes without parsing
+/// the report. Each report is counted once.
 fn int_reports_are_spread_over_two_workers(t: &Rig) {
     let (a, b, mut planes) = int_planes(t, ["net_ring20", "net_ring21"], "dta_test_int_mesh", 2);
     let mut engines = [int_engine(0, 2), int_engine(1, 2)];
@@ -1192,7 +1212,13 @@ fn int_reports_are_spread_over_two_workers(t: &Rig) {
     );
     t.put(&ring(0, "net_ring20"), &frames);
     assert!(planes[0].poll(Some(&mut engines[0]), NOW));
-    assert_eq!(planes[0].counters().handed_off, theirs as u64);
+    assert_eq!(
+        (
+            planes[0].counters().handed_off,
+            planes[0].counters().handoff_full
+        ),
+        (theirs as u64, 0)
+    );
     // One poll each: a `net_ring` queue receives what it sent on the next.
     assert!(planes[1].poll(Some(&mut engines[1]), NOW));
     let (c0, c1) = (&engines[0].counters().int, &engines[1].counters().int);
@@ -1203,15 +1229,16 @@ fn int_reports_are_spread_over_two_workers(t: &Rig) {
     );
     assert_eq!(
         (c0.reports, c1.reports),
-        (24 - theirs as u64, theirs as u64),
-        "each report once, where it is translated"
+        (24, 0),
+        "each report once, by the receiver that translates it"
     );
+    assert_eq!(c1.dropped(IntDrop::Malformed), 0, "every message read");
     assert_eq!((c0.lost, c0.late, c1.lost), (0, 0, 0));
-    // Worker 0: its flows' queue events and every drop event; worker 1: its flows' queue events, out of
-    // its own collector queue.
-    for (w, want) in [
-        (0usize, [(8u32, 20 - theirs), (7, 4)]),
-        (1, [(10, theirs), (9, 0)]),
+    // Worker 0: every queue and drop event, and its flows' hop records; worker 1: its flows' hop records
+    // only, out of its own collector queue.
+    for (w, lists, records) in [
+        (0usize, [(8u32, 20), (7, 4)], 20 - theirs),
+        (1, [(10, 0), (9, 0)], theirs),
     ] {
         let writes: Vec<Roce> = t
             .take(&ring(w as u16, "net_ring21"))
@@ -1220,20 +1247,24 @@ fn int_reports_are_spread_over_two_workers(t: &Rig) {
             .collect();
         for r in &writes {
             assert_write_to_collector(r);
-            let list = list_of_write(r);
-            assert!(
-                list == INT_LISTS[w].0 || list == INT_LISTS[w].1,
-                "worker {w} writes its own lists only, not list {list}"
-            );
+            if let Some(list) = list_of(r) {
+                assert!(
+                    list == INT_LISTS[w].0 || list == INT_LISTS[w].1,
+                    "worker {w} writes its own lists only, not list {list}"
+                );
+            }
         }
-        for (list, n) in want {
+        for (list, n) in lists {
             // 16-byte events; the head word (8 bytes at the list's start) is written besides.
             let events = writes
                 .iter()
-                .filter(|r| list_of_write(r) == list && r.payload.len() == 16)
+                .filter(|r| list_of(r) == Some(list) && r.payload.len() == 16)
                 .count();
             assert_eq!(events, n, "worker {w}, list {list}");
         }
+        let hop_records = writes.iter().filter(|r| list_of(r).is_none()).count();
+        let copies = usize::from(HOP_RECORD_COPIES);
+        assert_eq!(hop_records, records * copies, "worker {w}'s hop records");
     }
     drop(planes);
     drop((a, b));
@@ -1241,14 +1272,15 @@ fn int_reports_are_spread_over_two_workers(t: &Rig) {
     t.eal.detach_vdev("net_ring21").unwrap();
 }
 
-/// (h) A v2.0 group whose reports name flows of two other workers (three workers): the receiver moves the
-/// mbuf to one and a copy to the other (from its collector port's pool), and each translates its own
-/// flow's report; the receiver counts the packet only.
+/// (h) A v2.0 group whose reports name flows of two other workers (three workers): the receiver translates
+/// both reports (its counts, its queue events) and leaves each flow's hop record to its owner: one message
+/// written over the frame's mbuf, the other in a fresh mbuf of its collector port's pool; each owner
+/// writes its flow's record.
 fn a_v2_group_of_two_other_workers_flows_goes_to_both(t: &Rig) {
     let (a, b, mut planes) = int_planes(t, ["net_ring22", "net_ring23"], "dta_test_int3_mesh", 3);
     let mut engines = [int_engine(0, 3), int_engine(1, 3), int_engine(2, 3)];
     let of = |w: usize| (1u16..).find(|&s| int_owner(3, s) == w).unwrap();
-    // Per-hop reports (hop 1 from TTL 63) with the Q flag: each is one queue event where translated.
+    // Per-hop reports (hop 1 from TTL 63) with the Q flag: each is one queue event and one hop record.
     let report = |sport: u16| spec::Individual {
         bits: 0,
         md: Vec::new(),
@@ -1273,22 +1305,27 @@ fn a_v2_group_of_two_other_workers_flows_goes_to_both(t: &Rig) {
     let c: Vec<_> = engines.iter().map(|e| e.counters().int.clone()).collect();
     assert_eq!(
         c.iter().map(|c| (c.packets, c.reports)).collect::<Vec<_>>(),
-        [(1, 0), (0, 1), (0, 1)]
+        [(1, 2), (0, 0), (0, 0)]
     );
     for w in 0..3u16 {
-        let events = t
+        let writes: Vec<Roce> = t
             .take(&ring(w, "net_ring23"))
             .iter()
             .map(|f| roce(f))
-            .filter(|r| r.payload.len() == 16)
-            .map(|r| list_of_write(&r))
+            .collect();
+        // 16-byte events (a hop record's entry is 16 bytes too, in no list).
+        let events = writes
+            .iter()
+            .filter_map(|r| list_of(r).filter(|_| r.payload.len() == 16))
             .collect::<Vec<_>>();
-        let want = if w == 0 {
-            vec![]
+        let hop_records = writes.iter().filter(|r| list_of(r).is_none()).count();
+        let (want_events, want_records) = if w == 0 {
+            (vec![INT_LISTS[0].1; 2], 0)
         } else {
-            vec![INT_LISTS[usize::from(w)].1]
+            (vec![], usize::from(HOP_RECORD_COPIES))
         };
-        assert_eq!(events, want, "worker {w}'s queue events");
+        assert_eq!(events, want_events, "worker {w}'s queue events");
+        assert_eq!(hop_records, want_records, "worker {w}'s hop records");
     }
     drop(planes);
     drop((a, b));

@@ -1,6 +1,7 @@
 //! INT reports taken by several workers (issue 25, item 3): each frame is received by the worker its
 //! switch's outer 5-tuple hashes to, whose engine counts it, tracks the switch's sequence numbers and
-//! translates its drops, and hands it to the owners of the flows its reports name. The collector's memory
+//! translates its reports, and hands the work on other workers' flows to their owners as messages (the
+//! owners never parse the report again). The collector's memory
 //! and every counter must come out as one engine taking every frame makes them: the same paths, hop
 //! records and drop counters, the same events (spread over the workers' lists, each list in the order
 //! sent), each packet and each report counted once.
@@ -135,26 +136,24 @@ fn several_workers_write_what_one_engine_writes_and_count_each_report_once() {
     for workers in [2usize, 3] {
         let mut engines: Vec<Engine> = (0..workers).map(|k| worker_engine(k, workers)).collect();
         let mut mem = Memory::new();
-        let (mut handed, mut copies) = (0, 0);
+        let (mut handed, mut groups_to_two) = (0, 0);
         for (switch, f) in &frames {
             // RSS: one switch's reports share one outer 5-tuple, so one worker receives them all.
             let r = *switch as usize % workers;
-            let mut to = Vec::new();
-            engines[r].handle_int_frames(Instant(0), [f.as_slice()], false, |i, w| {
+            let mut to: Vec<(usize, Vec<u8>)> = Vec::new();
+            engines[r].handle_int_frames(Instant(0), [f.as_slice()], |i, k, m| {
                 assert_eq!(i, 0);
-                to.push(w)
+                to.push((k, m.to_vec()))
             });
-            for w in to {
-                assert_eq!(w & (1 << r), 0, "a receiver hands nothing to itself");
-                copies += w.count_ones().saturating_sub(1);
-                for (k, e) in engines.iter_mut().enumerate() {
-                    if w & (1 << k) != 0 {
-                        handed += 1;
-                        e.handle_int_frames(Instant(0), [f.as_slice()], true, |_, _| {
-                            panic!("an owner hands nothing on")
-                        });
-                    }
-                }
+            let mut owners: Vec<usize> = to.iter().map(|t| t.0).collect();
+            owners.dedup();
+            assert_eq!(owners.len(), to.len(), "one message a worker: {owners:?}");
+            groups_to_two += usize::from(owners.len() > 1);
+            for (k, m) in to {
+                assert_ne!(k, r, "a receiver hands nothing to itself");
+                assert!(k < workers);
+                handed += 1;
+                engines[k].handle_int_work(Instant(0), [m.as_slice()]);
             }
         }
         for e in &mut engines {
@@ -163,7 +162,7 @@ fn several_workers_write_what_one_engine_writes_and_count_each_report_once() {
         assert!(handed > 40, "{workers} workers: {handed} hand-overs");
         if workers == 3 {
             assert!(
-                copies > 0,
+                groups_to_two > 0,
                 "a v2.0 group of three flows goes to two other workers"
             );
         }
@@ -212,7 +211,7 @@ fn several_workers_write_what_one_engine_writes_and_count_each_report_once() {
             assert!(!sent.is_empty());
         }
 
-        // Counters: packets and sequence at the receivers, each report once where it was translated.
+        // Counters: packets, sequence and reports at the receivers, each report once.
         let one_c = &alone.counters().int;
         let sum = |f: &dyn Fn(&dta_translator::int::IntCounters) -> u64| -> u64 {
             engines.iter().map(|e| f(&e.counters().int)).sum()
@@ -244,7 +243,7 @@ fn several_workers_write_what_one_engine_writes_and_count_each_report_once() {
 fn a_frame_that_is_not_int_is_counted_not_translated() {
     let mut e = worker_engine(0, 2);
     let dta = frame(&[0x01; 12], 40040);
-    e.handle_int_frames(Instant(0), [dta.as_slice()], false, |_, _| {
+    e.handle_int_frames(Instant(0), [dta.as_slice()], |_, _, _| {
         panic!("nothing to hand over")
     });
     assert_eq!(e.counters().int.packets, 0);

@@ -150,6 +150,37 @@ impl MbufBurst {
         self.len = kept;
     }
 
+    /// Makes mbuf `i` carry `bytes` instead of its frame (a frame turned into what another worker needs of
+    /// it, in the buffer it already owns): `bytes` are written in the last bytes of its buffer, behind the
+    /// frame, and the data offset moved there. The frame's own bytes stay as they were: a pool that hands
+    /// out mbufs without writing them (`net_null` with `copy=0`, pre-filled, as `make bench` runs it)
+    /// still holds a received frame in each, whether the mbuf is sent or freed; on a NIC, which writes
+    /// every frame it receives, it makes no difference. False, and nothing changed, for a hole, an mbuf
+    /// that is not plain (chained, shared, attached: its buffer is not this frame's alone) or `bytes` that
+    /// do not fit behind the frame.
+    pub fn rewrite(&mut self, i: usize, bytes: &[u8]) -> bool {
+        let Some(&m) = self.mbufs.get(i).filter(|m| !m.is_null()) else {
+            return false;
+        };
+        // SAFETY: a non-null entry is an mbuf we own; `&mut self` makes this the only reference.
+        let mb = unsafe { &mut *m };
+        if !super::free::plain(mb) {
+            return false;
+        }
+        let end = usize::from(mb.buf_len);
+        let frame_end = usize::from(mb.data_off) + usize::from(mb.data_len);
+        let Some(start) = end.checked_sub(bytes.len()).filter(|&s| s >= frame_end) else {
+            return false;
+        };
+        mb.data_off = start as u16;
+        // SAFETY: plain and ours; `room_mut` now starts at `start`, `end - start == bytes.len()` bytes.
+        let room = unsafe { mbuf::room_mut(m) };
+        room[..bytes.len()].copy_from_slice(bytes);
+        // SAFETY: `bytes.len()` bytes were written within its room.
+        unsafe { mbuf::set_len(m, bytes.len()) };
+        true
+    }
+
     /// Appends a copy of `frame` in a fresh mbuf of `pool`; false when the burst is full, the pool is empty
     /// or the frame is longer than an mbuf's room.
     pub fn push_copy(&mut self, pool: &super::Mempool, frame: &[u8]) -> bool {

@@ -18,7 +18,7 @@ pub(crate) const NOT_OWN_BUFFER: u64 = (1 << 61) | (1 << 62);
 /// segment with `nb_segs == 1` has no `next` (`rte_mbuf_check`'s invariant), so `next`, on the mbuf's
 /// second cache line, which nothing else on this path touches, is not read.
 #[inline(always)]
-fn plain(m: &rte_mbuf) -> bool {
+pub(crate) fn plain(m: &rte_mbuf) -> bool {
     m.nb_segs == 1 && m.refcnt == 1 && m.ol_flags & NOT_OWN_BUFFER == 0
 }
 

@@ -10,10 +10,10 @@
 //! * RoCE responses: the worker whose QPN range holds the BTH destination QP.
 //!
 //! * INT reports (when `[int]` is enabled): kept by the worker that received them ([`Target::Int`]), whose
-//!   engine counts the packet and tracks the reporting switch's sequence numbers (a switch's reports share
-//!   one outer 5-tuple, so RSS or the fanout hash keeps them on one worker), and hands the frame on to the
-//!   owners of the flows its reports name (`Engine::handle_int_frames`); each worker appends its events to
-//!   a drop and a queue list of its own.
+//!   engine counts the packet, tracks the reporting switch's sequence numbers (a switch's reports share
+//!   one outer 5-tuple, so RSS or the fanout hash keeps them on one worker) and translates it, and hands
+//!   the work on other workers' flows to their owners as messages (`Engine::handle_int_frames`); each
+//!   worker appends its events to a drop and a queue list of its own.
 //!
 //! Frames that are neither (and RoCE not addressed to us) are forwarded untouched. A report too short to
 //! read goes to worker 0, whose engine counts it as malformed.

@@ -1,5 +1,6 @@
 //! The engine's INT path: a report on the INT port becomes [`Action`]s, each routed and handed to a
-//! primitive as the DTA report it stands for would be.
+//! primitive as the DTA report it stands for would be; with several workers, the work on other workers'
+//! flows leaves as [`handoff`] messages, and the messages other workers sent are applied.
 
 use dta_protocol::dta::{AppendRepr, KeyIncrementRepr, KeyWriteRepr, Opcode};
 use dta_protocol::hash::key_checksum;
@@ -9,7 +10,8 @@ use dta_protocol::udp::{UdpView, Uncommon};
 use super::state::Engine;
 use super::submit::Work;
 use crate::counters::DropReason;
-use crate::int::{Action, Actions, HandOver, IntFrontEnd, Shard};
+use crate::int::handoff::{self, Message, MAX_ITEMS, MAX_LEN};
+use crate::int::{Action, Actions, IntDrop, IntFrontEnd, Shard, Translated};
 use crate::primitives::keywrite::KeyWriteReport;
 use crate::primitives::postcard::Postcard;
 use crate::primitives::Outcome;
@@ -19,9 +21,9 @@ use crate::time::Instant;
 const MAX_DATA: usize = 28;
 
 impl Engine {
-    /// Makes this engine worker `index` of `count` for INT: it translates the reports of its own flows,
-    /// and [`handle_int_frames`](Self::handle_int_frames) says which frames other workers must see too.
-    /// One worker (the default) translates everything.
+    /// Makes this engine worker `index` of `count` for INT: it translates every report it receives and
+    /// applies the work on its own flows; [`handle_int_frames`](Self::handle_int_frames) gives the work
+    /// on other workers' flows to the caller to carry. One worker (the default) does everything.
     pub fn set_int_shard(&mut self, index: usize, count: usize) {
         if let Some(front) = self.int.as_mut() {
             front.set_shard(Shard {
@@ -31,17 +33,18 @@ impl Engine {
         }
     }
 
-    /// Handles a burst of INT report frames (steering found them on the INT port), `handed` whether
-    /// another worker received them and handed them over (this engine then translates only its own
-    /// flows' reports). For a received frame whose reports belong to other workers' flows too,
-    /// `hand_over(i, workers)` names frame `i` of the burst and those workers (bit `k`: worker `k`).
+    /// Handles a burst of INT report frames this worker received (steering found them on the INT port).
+    /// For each received frame whose reports name flows of other workers, `hand_over(i, worker,
+    /// message)` is called once a worker (more than once when its work exceeds one message's
+    /// [`MAX_ITEMS`]), in frame order: frame `i` of the burst left `message` for `worker`, to be given to
+    /// its [`handle_int_work`](Self::handle_int_work).
     pub fn handle_int_frames<'f>(
         &mut self,
         now: Instant,
         frames: impl IntoIterator<Item = &'f [u8]>,
-        handed: bool,
-        mut hand_over: impl FnMut(usize, HandOver),
+        mut hand_over: impl FnMut(usize, usize, &[u8]),
     ) {
+        let mut out = Translated::default();
         for (i, frame) in frames.into_iter().enumerate() {
             self.counters.frames_in += 1;
             let udp = match UdpView::parse_common(frame) {
@@ -54,14 +57,43 @@ impl Engine {
                 self.counters.not_for_us += 1;
                 continue;
             };
-            let others = if handed {
-                self.handle_handed_int(now, udp.dst_ip, udp.payload);
-                0
-            } else {
-                self.handle_int(now, udp.dst_ip, udp.payload)
+            let Some(front) = self.int.as_mut() else {
+                continue;
             };
-            if others != 0 {
-                hand_over(i, others);
+            out.clear();
+            front.translate(udp.payload, &mut self.counters.int, &mut out);
+            self.int_actions(now, udp.dst_ip, &out.actions);
+            if !out.handed.is_empty() {
+                emit_handed(udp.dst_ip, &out, |worker, m| hand_over(i, worker, m));
+            }
+        }
+    }
+
+    /// Applies messages of work on this worker's flows that other workers' [`handle_int_frames`]
+    /// (Self::handle_int_frames) left for it. A message that does not read as one (a bug between
+    /// workers, never a frame of the wire) is counted as a malformed INT report.
+    pub fn handle_int_work<'m>(
+        &mut self,
+        now: Instant,
+        messages: impl IntoIterator<Item = &'m [u8]>,
+    ) {
+        let mut actions = Actions::new();
+        for m in messages {
+            let m = match Message::parse(m) {
+                Ok(m) => m,
+                Err(_) => {
+                    self.counters.int.drop(IntDrop::Malformed);
+                    continue;
+                }
+            };
+            for w in m.items() {
+                // One item at a time: a postcard of hop 1 stands for every hop remembered of its flow.
+                let Some(front) = self.int.as_mut() else {
+                    return;
+                };
+                actions.clear();
+                front.apply(w, &mut actions);
+                self.int_actions(now, m.dst_ip(), &actions);
             }
         }
     }
@@ -71,37 +103,15 @@ impl Engine {
         self.int.as_ref().map(IntFrontEnd::udp_port)
     }
 
-    /// Handles the UDP payload of an INT report sent to `dst_ip`, received by this worker: what other
-    /// workers must still translate of it.
-    pub(super) fn handle_int(&mut self, now: Instant, dst_ip: [u8; 4], payload: &[u8]) -> HandOver {
-        let Some(front) = self.int.as_mut() else {
-            return 0;
-        };
-        let mut actions = Actions::new();
-        let others = front.translate(payload, &mut self.counters.int, &mut actions);
-        self.int_actions(now, dst_ip, &actions);
-        others
-    }
-
     /// Handles the UDP payload of an INT report on a path with no handoff (see
     /// [`IntFrontEnd::translate_alone`]).
     pub(super) fn handle_int_alone(&mut self, now: Instant, dst_ip: [u8; 4], payload: &[u8]) {
         let Some(front) = self.int.as_mut() else {
             return;
         };
-        let mut actions = Actions::new();
-        front.translate_alone(payload, &mut self.counters.int, &mut actions);
-        self.int_actions(now, dst_ip, &actions);
-    }
-
-    /// The part of an INT report another worker received that is this worker's.
-    fn handle_handed_int(&mut self, now: Instant, dst_ip: [u8; 4], payload: &[u8]) {
-        let Some(front) = self.int.as_mut() else {
-            return;
-        };
-        let mut actions = Actions::new();
-        front.translate_handed(payload, &mut self.counters.int, &mut actions);
-        self.int_actions(now, dst_ip, &actions);
+        let mut out = Translated::default();
+        front.translate_alone(payload, &mut self.counters.int, &mut out);
+        self.int_actions(now, dst_ip, &out.actions);
     }
 
     fn int_actions(&mut self, now: Instant, dst_ip: [u8; 4], actions: &Actions) {
@@ -181,6 +191,39 @@ impl Engine {
             Outcome::Accepted => Ok(()),
             // Only Sketch-Merge and sequence-tracked reports come back otherwise; INT uses neither.
             Outcome::Duplicate | Outcome::Gap { .. } => Err(DropReason::Duplicate),
+        }
+    }
+}
+
+/// Items a message of the common case holds (see `emit_handed`).
+const SMALL: usize = 4;
+
+/// Writes the work `out` left for other workers as messages, one owner after another (in the order
+/// each first appears), each owner's items in report order, and gives each to `send(worker, message)`.
+fn emit_handed(dst_ip: [u8; 4], out: &Translated, mut send: impl FnMut(usize, &[u8])) {
+    // A per-hop report leaves one or two items: no need to clear a buffer for 64.
+    let mut small = [0u8; handoff::HEADER_LEN + SMALL * handoff::ITEM_LEN];
+    let mut large;
+    let buf: &mut [u8] = if out.handed.len() <= SMALL {
+        &mut small
+    } else {
+        large = [0u8; MAX_LEN];
+        &mut large
+    };
+    let mut done: u64 = 0;
+    for &(owner, _) in &out.handed {
+        let bit = 1u64 << (owner % 64);
+        if done & bit != 0 {
+            continue;
+        }
+        done |= bit;
+        let mut mine = out
+            .handed
+            .iter()
+            .filter(|&&(o, _)| o == owner)
+            .map(|&(_, w)| w);
+        while let Some(len) = handoff::emit(dst_ip, mine.by_ref().take(MAX_ITEMS), buf) {
+            send(owner, &buf[..len]);
         }
     }
 }

@@ -1,6 +1,7 @@
 //! One switch's report about one packet lowered to [`Action`]s: a drop counted and its event, a
 //! sink report's whole path, a per-hop report placed on its path (by TTL or topology), a congested
-//! queue's event; or left to the flow's owner when another worker owns the flow.
+//! queue's event; what touches the flow's state done here when this worker owns the flow, else left to
+//! its owner as [`FlowWork`].
 
 use smallvec::SmallVec;
 
@@ -11,26 +12,25 @@ use dta_protocol::int::metadata::Metadata;
 use super::action::{Action, Actions};
 use super::counters::{IntCounters, IntDrop};
 use super::front::IntFrontEnd;
+use super::handoff::{FlowWork, Translated};
 use super::hop::{reason, Hop, Report};
-use super::shard::{HandOver, Stage};
+use super::shard::Stage;
 use super::topology::Placement;
 
 /// INT allows at most this many hops in a stack.
 const INT_MAX_HOPS: usize = 8;
 
 impl IntFrontEnd {
-    /// One report of one switch (`hop`) about the packet `inner`: translated here when it needs no flow
-    /// state and this is the receiver, or when its flow is this worker's; otherwise left to the flow's
-    /// owner (added to `others` by the receiver).
+    /// One report of one switch (`hop`) about the packet `inner`, translated here; what touches its
+    /// flow's state is done here when the flow is this worker's, else left to its owner in
+    /// `out.handed` (or, [`Stage::Alone`], counted as not this worker's).
     pub(super) fn report(
         &mut self,
         r: Report<'_>,
         stage: Stage,
         c: &mut IntCounters,
-        out: &mut Actions,
-        others: &mut HandOver,
+        out: &mut Translated,
     ) {
-        let received = stage != Stage::HandedOver;
         let Report {
             start,
             inner,
@@ -39,26 +39,19 @@ impl IntFrontEnd {
             congested,
         } = r;
         let Some(node) = hop.node else {
-            if received {
-                c.drop(IntDrop::NoNode);
-            }
-            return;
+            return c.drop(IntDrop::NoNode);
         };
         let parsed = InnerRepr::parse(start, inner, self.detect);
-        // A drop, or a report that cannot be translated, touches no flow's state: the receiver's.
-        let flow_report = drop.is_none() && parsed.is_ok();
-        if !flow_report && !received {
-            return;
-        }
         if let Some((queue_id, reason)) = drop {
-            // A drop is counted even when its packet cannot be parsed: the switch and reason are known.
+            // A drop touches no flow's state. It is counted even when its packet cannot be parsed: the
+            // switch and reason are known.
             let flow = parsed.as_ref().map_or(0, |p| flow_key(&p.flow));
             c.nodes.get_mut(node).drops += 1;
             if self.cfg.drop_counts {
-                out.push(Action::DropCount { node, reason });
+                out.actions.push(Action::DropCount { node, reason });
             }
             if !self.cfg.drop_list.is_empty() {
-                out.push(Action::DropEvent(DropEvent {
+                out.actions.push(Action::DropEvent(DropEvent {
                     flow,
                     node,
                     port: hop.port,
@@ -81,63 +74,107 @@ impl IntFrontEnd {
         };
         let flow = flow_key(&p.flow);
         let owner = self.shard.owner(flow);
-        if owner != self.shard.index {
-            match stage {
-                Stage::Received => *others |= 1 << (owner % 64),
-                Stage::Alone => c.drop(IntDrop::NotOwner),
-                Stage::HandedOver => {}
-            }
-            return;
+        if owner != self.shard.index && stage == Stage::Alone {
+            return c.drop(IntDrop::NotOwner);
         }
         if let Some(md) = p.int_md {
             // A sink's report: the Q flag is about the sink's own queue, as on a per-hop report.
-            if self.whole_path(flow, node, hop, md.hops(), md.hop_count(), c, out) && congested {
-                self.queue_event(node, &hop, c, out);
+            if self.whole_path(flow, owner, node, hop, md.hops(), md.hop_count(), c, out)
+                && congested
+            {
+                self.queue_event(node, &hop, c, &mut out.actions);
             }
             return;
         }
         let Some(place) = self.place(node, &hop, p.ttl) else {
             return c.drop(IntDrop::NoHop);
         };
-        let length_known = self.topology.is_some();
         if place.path_len > self.hops {
             return c.drop(IntDrop::TooManyHops);
         }
         let h = place.hop;
         if congested {
-            self.queue_event(node, &hop, c, out);
+            self.queue_event(node, &hop, c, &mut out.actions);
         }
         if self.cfg.path {
-            if length_known {
+            let (hop, path_len) = (h, place.path_len);
+            let w = if self.topology.is_some() {
                 // The length is known: the cache composes entries in any order (no blanks inside).
-                out.push(Action::Postcard {
+                FlowWork::Postcard {
+                    flow,
+                    hop,
+                    path_len,
+                    node,
+                }
+            } else {
+                FlowWork::PerHop {
+                    flow,
+                    hop,
+                    path_len,
+                    node,
+                }
+            };
+            self.flow_work(owner, w, out);
+        }
+        if self.cfg.flow_state {
+            let record = hop.record(node);
+            self.flow_work(
+                owner,
+                FlowWork::Hop {
                     flow,
                     hop: h,
-                    path_len: place.path_len,
-                    length_known,
-                    node,
-                });
-            } else {
-                // Hop 1 with the hops already known of the flow, so its cache entry cannot blank them.
-                for (hop, node) in self.paths.record(flow, h, node).hops() {
+                    record,
+                },
+                out,
+            );
+        }
+        c.reports += 1;
+    }
+
+    /// Work on a flow owned by worker `owner`: done now when that is this worker, else left to it.
+    #[inline]
+    fn flow_work(&mut self, owner: usize, w: FlowWork, out: &mut Translated) {
+        if owner == self.shard.index {
+            self.apply(w, &mut out.actions);
+        } else {
+            out.handed.push((owner, w));
+        }
+    }
+
+    /// Does work on one of this worker's flows: the actions it stands for, into `out`.
+    pub fn apply(&mut self, w: FlowWork, out: &mut Actions) {
+        match w {
+            // Hop 1 with the hops already known of the flow, so its cache entry cannot blank them.
+            FlowWork::PerHop {
+                flow,
+                hop,
+                path_len,
+                node,
+            } => {
+                for (hop, node) in self.paths.record(flow, hop, node).hops() {
                     out.push(Action::Postcard {
                         flow,
                         hop,
-                        path_len: place.path_len,
-                        length_known,
+                        path_len,
+                        length_known: false,
                         node,
                     });
                 }
             }
-        }
-        if self.cfg.flow_state {
-            out.push(Action::Hop {
+            FlowWork::Postcard {
                 flow,
-                hop: h,
-                record: hop.record(node),
-            });
+                hop,
+                path_len,
+                node,
+            } => out.push(Action::Postcard {
+                flow,
+                hop,
+                path_len,
+                length_known: true,
+                node,
+            }),
+            FlowWork::Hop { flow, hop, record } => out.push(Action::Hop { flow, hop, record }),
         }
-        c.reports += 1;
     }
 
     /// A congested-queue event of `node`: counted per switch, and appended where the queue list is
@@ -157,18 +194,20 @@ impl IntFrontEnd {
         }));
     }
 
-    /// A sink report: the stack's hops (newest first) and the reporting node. Whether it was translated
+    /// A sink report of flow `flow` (worker `owner`'s): the stack's hops (newest first) and the reporting
+    /// node. Whether it was translated
     /// (else it is counted as dropped).
     #[allow(clippy::too_many_arguments)]
     fn whole_path(
         &mut self,
         flow: u32,
+        owner: usize,
         node: u32,
         sink: Hop,
         stack: impl Iterator<Item = Metadata>,
         count: usize,
         c: &mut IntCounters,
-        out: &mut Actions,
+        out: &mut Translated,
     ) -> bool {
         if count > INT_MAX_HOPS {
             c.drop(IntDrop::TooManyHops);
@@ -199,20 +238,17 @@ impl IntFrontEnd {
         for (i, h) in path.iter().enumerate() {
             let (hop, node) = (i as u8 + 1, h.node.unwrap_or(node));
             if self.cfg.path {
-                out.push(Action::Postcard {
+                let w = FlowWork::Postcard {
                     flow,
                     hop,
                     path_len: len,
-                    length_known: true,
                     node,
-                });
+                };
+                self.flow_work(owner, w, out);
             }
             if self.cfg.flow_state {
-                out.push(Action::Hop {
-                    flow,
-                    hop,
-                    record: h.record(node),
-                });
+                let record = h.record(node);
+                self.flow_work(owner, FlowWork::Hop { flow, hop, record }, out);
             }
         }
         c.whole_paths += 1;

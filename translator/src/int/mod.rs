@@ -2,13 +2,15 @@
 //! Report v2.0) in, DTA primitives out, so switches that already export INT need no DTA reporter.
 //!
 //! [`translate`] turns a report into [`Action`]s (pure: no QP, no collector); the engine routes each
-//! action to a collector and a primitive like the DTA report it stands for. [`sequence`] counts reports
+//! action to a collector and a primitive like the DTA report it stands for. With several workers, what
+//! touches another worker's flow goes to it as a [`handoff`] message. [`sequence`] counts reports
 //! lost on the way from each (node, hardware id)'s sequence numbers, [`paths`] remembers the switches
 //! each flow's per-hop reports named, [`topology`] places per-hop reports by the fabric's shape where the
 //! TTL cannot, and [`counters`] counts the rest, including every report not translated, by reason;
 //! [`per_node`] bounds the per switch and per reporter counts.
 
 pub mod counters;
+pub mod handoff;
 pub mod paths;
 pub mod per_node;
 pub mod sequence;
@@ -24,5 +26,6 @@ mod lower;
 mod shard;
 
 pub use counters::{IntCounters, IntDrop};
+pub use handoff::{FlowWork, Translated};
 pub use per_node::{Bounded, NodeCounts, LABELLED};
-pub use translate::{Action, Actions, HandOver, IntFrontEnd, Shard};
+pub use translate::{Action, Actions, IntFrontEnd, Shard};

@@ -1,5 +1,5 @@
-//! Which worker owns a flow's INT state ([`Shard`]), the workers a received frame must also go to
-//! ([`HandOver`]), and whose part of a report's work a call does (`Stage`).
+//! Which worker owns a flow's INT state ([`Shard`]), and what a call may do with other workers' flows
+//! (`Stage`).
 
 /// Which of a daemon's workers this front end is (one, alone, by default): who owns a flow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,23 +28,18 @@ impl Shard {
     }
 }
 
-/// Whose part of a report's work a call does.
+/// What a call may do with the reports of other workers' flows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Stage {
-    /// The worker that received the frame: the packet, the sequence, what needs no flow state, and the
-    /// reports of its own flows.
+    /// The worker that received the frame: it translates every report, and leaves the work on other
+    /// workers' flows to their owners.
     Received,
-    /// A flow owner given the frame by the receiver: its own flows' reports only.
-    HandedOver,
-    /// The receiver on a path that cannot hand frames over (`Engine::handle_frame(s)`): as
+    /// The receiver on a path that cannot hand work over (`Engine::handle_frame(s)`): as
     /// [`Received`](Self::Received), but the reports of other workers' flows are counted as
     /// [`IntDrop::NotOwner`](super::counters::IntDrop::NotOwner) instead of being left to a handoff
     /// that will not happen.
     Alone,
 }
-
-/// Workers a received frame must also go to (bit `k`: worker `k`).
-pub type HandOver = u64;
 
 #[cfg(test)]
 mod tests;

@@ -19,13 +19,13 @@
 //!   reason and the next one is still read.
 //!
 //! **Several workers** ([`Shard`]) split a report's work in two: the worker that received the frame
-//! counts the packet, tracks its (node, hardware id)'s sequence numbers (a switch's reports share one outer
-//! 5-tuple, so RSS or a fanout hash keeps them on one worker) and translates what needs no flow's state
-//! (drops, reports that cannot be translated); each report that touches a flow's state (its path in
-//! Postcarding, the hops remembered for it) is translated by the flow's owner, to which the receiver hands
-//! the frame ([`translate`](IntFrontEnd::translate) says to whom,
-//! [`translate_handed`](IntFrontEnd::translate_handed) is the owner's part). Each report is counted
-//! once, by the worker that translates it.
+//! translates it whole: it counts the packet, tracks its (node, hardware id)'s sequence numbers (a
+//! switch's reports share one outer 5-tuple, so RSS or a fanout hash keeps them on one worker), counts
+//! the report, appends its drop and queue events. What touches a flow's state (its path in
+//! Postcarding, the hops remembered for it, its hop records) is done by the flow's owner: the receiver
+//! lists it as [`FlowWork`](super::handoff::FlowWork) for that owner ([`Translated::handed`]), which the engine carries to it in a
+//! message ([`handoff`](super::handoff)) and the owner [`apply`](IntFrontEnd::apply)s. The report is
+//! parsed once, by the receiver.
 //!
 //! This file reads the formats: the packet counted, its sequence tracked, each report of a v0.5 packet
 //! or of a v2.0 group taken as one `Report` (`hop.rs`), which `lower.rs` turns into actions. The front
@@ -40,60 +40,42 @@ use dta_protocol::int::inner::Start;
 
 pub use super::action::{Action, Actions};
 pub use super::front::IntFrontEnd;
+use super::handoff::Translated;
+pub use super::shard::Shard;
 use super::shard::Stage;
-pub use super::shard::{HandOver, Shard};
 
 impl IntFrontEnd {
-    /// Translates one received UDP payload into `out`, counting in `c`: all of it when this is the only
-    /// worker; otherwise the receiver's part, and the workers whose flows' reports it left are returned.
-    pub fn translate(
-        &mut self,
-        payload: &[u8],
-        c: &mut IntCounters,
-        out: &mut Actions,
-    ) -> HandOver {
+    /// Translates one received UDP payload into `out`, counting in `c`: its actions, and the work of
+    /// the flows other workers own (with one worker, none).
+    pub fn translate(&mut self, payload: &[u8], c: &mut IntCounters, out: &mut Translated) {
         self.dispatch(payload, Stage::Received, c, out)
     }
 
-    /// [`translate`](Self::translate) for a caller that cannot hand frames to other workers: with one
+    /// [`translate`](Self::translate) for a caller that cannot hand work to other workers: with one
     /// worker the same; on a sharded front end the reports of other workers' flows are counted as
     /// [`IntDrop::NotOwner`], never lost silently.
-    pub fn translate_alone(&mut self, payload: &[u8], c: &mut IntCounters, out: &mut Actions) {
+    pub fn translate_alone(&mut self, payload: &[u8], c: &mut IntCounters, out: &mut Translated) {
         self.dispatch(payload, Stage::Alone, c, out);
     }
 
-    /// The owner's part of a payload another worker received and [`translate`](Self::translate)d: the
-    /// reports of this worker's flows (the receiver counted the packet, its sequence and the rest).
-    pub fn translate_handed(&mut self, payload: &[u8], c: &mut IntCounters, out: &mut Actions) {
-        self.dispatch(payload, Stage::HandedOver, c, out);
-    }
-
-    /// The three above: the format by the version nibble (fabric-tna writes 0, v2.0 writes 2); the
-    /// packet and what cannot be parsed are counted by the worker that received it, never by an owner.
+    /// Both above: the format by the version nibble (fabric-tna writes 0, v2.0 writes 2).
     fn dispatch(
         &mut self,
         payload: &[u8],
         stage: Stage,
         c: &mut IntCounters,
-        out: &mut Actions,
-    ) -> HandOver {
-        let received = stage != Stage::HandedOver;
-        if received {
-            c.packets += 1;
-        }
-        let mut others = 0;
+        out: &mut Translated,
+    ) {
+        c.packets += 1;
         match payload.first().map(|b| b >> 4) {
             Some(0) => match v05::ReportRepr::parse(payload) {
-                Ok(r) => self.v05(&r, stage, c, out, &mut others),
-                Err(e) if received => c.drop(reason(&e)),
-                Err(_) => {}
+                Ok(r) => self.v05(&r, stage, c, out),
+                Err(e) => c.drop(reason(&e)),
             },
-            Some(2) => self.v2(payload, stage, c, out, &mut others),
-            Some(_) if received => c.drop(IntDrop::UnknownType),
-            None if received => c.drop(IntDrop::Malformed),
-            _ => {}
+            Some(2) => self.v2(payload, stage, c, out),
+            Some(_) => c.drop(IntDrop::UnknownType),
+            None => c.drop(IntDrop::Malformed),
         }
-        others
     }
 
     fn sequence(&mut self, node: u32, hw_id: u8, seq: u32, bits: u32, c: &mut IntCounters) {
@@ -122,13 +104,11 @@ impl IntFrontEnd {
         r: &v05::ReportRepr<'_>,
         stage: Stage,
         c: &mut IntCounters,
-        out: &mut Actions,
-        others: &mut HandOver,
+        out: &mut Translated,
     ) {
         let (common, drop, hop) = match r.body {
             // No common header: nothing names the switch.
-            v05::Body::Ethernet if stage != Stage::HandedOver => return c.drop(IntDrop::NoNode),
-            v05::Body::Ethernet => return,
+            v05::Body::Ethernet => return c.drop(IntDrop::NoNode),
             // A drop report has no egress timestamp: its event carries the ingress one.
             v05::Body::Drop { common, reason } => (
                 common,
@@ -153,9 +133,7 @@ impl IntFrontEnd {
                 },
             ),
         };
-        if stage != Stage::HandedOver {
-            self.sequence(common.switch_id, r.hw_id, r.seq_no, 32, c);
-        }
+        self.sequence(common.switch_id, r.hw_id, r.seq_no, 32, c);
         // The egress port where there is one (a packet dropped in ingress has none).
         let port = if common.eg_port != 0 {
             common.eg_port
@@ -175,35 +153,22 @@ impl IntFrontEnd {
             drop,
             congested: r.congested,
         };
-        self.report(report, stage, c, out, others);
+        self.report(report, stage, c, out);
     }
 
-    fn v2(
-        &mut self,
-        payload: &[u8],
-        stage: Stage,
-        c: &mut IntCounters,
-        out: &mut Actions,
-        others: &mut HandOver,
-    ) {
-        let received = stage != Stage::HandedOver;
+    fn v2(&mut self, payload: &[u8], stage: Stage, c: &mut IntCounters, out: &mut Translated) {
         let (group, reports) = match v2::GroupRepr::parse(payload) {
             Ok(g) => g,
-            Err(e) if received => return c.drop(reason(&e)),
-            Err(_) => return,
+            Err(e) => return c.drop(reason(&e)),
         };
-        if received {
-            self.sequence(group.node_id, group.hw_id, group.seq_no, 22, c);
-        }
+        self.sequence(group.node_id, group.hw_id, group.seq_no, 22, c);
         for r in reports {
             let r = match r {
                 Ok(r) => r,
                 // This report only: its Report Length still delimits it, and the walk goes on (it stops
                 // by itself after a length that runs past the packet).
                 Err(e) => {
-                    if received {
-                        c.drop(reason(&e));
-                    }
+                    c.drop(reason(&e));
                     continue;
                 }
             };
@@ -211,9 +176,7 @@ impl IntFrontEnd {
                 v2::InType::Ethernet => Start::Ethernet,
                 v2::InType::Ipv4 | v2::InType::Ipv6 => Start::Ip,
                 _ => {
-                    if received {
-                        c.drop(IntDrop::UnknownType);
-                    }
+                    c.drop(IntDrop::UnknownType);
                     continue;
                 }
             };
@@ -233,7 +196,7 @@ impl IntFrontEnd {
                 drop,
                 congested: r.congested,
             };
-            self.report(report, stage, c, out, others);
+            self.report(report, stage, c, out);
         }
     }
 }

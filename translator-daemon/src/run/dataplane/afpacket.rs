@@ -57,6 +57,9 @@ impl Burst for CopyBurst {
             _ => &mut [],
         }
     }
+    fn rewrite(&mut self, i: usize, bytes: &[u8]) -> bool {
+        self.live.get(i) == Some(&true) && self.batch.replace(i, bytes).is_ok()
+    }
     fn origin(&self, i: usize) -> Option<u16> {
         (self.live.get(i) == Some(&true)).then(|| self.origin[i])
     }
@@ -210,11 +213,11 @@ impl Queue for SocketQueue {
         }
         self.flush_out();
     }
-    fn copy_to(&self, from: &CopyBurst, i: usize, to: &mut CopyBurst) -> bool {
-        if from.live.get(i) != Some(&true) || to.batch.push(from.batch.frame(i)).is_err() {
+    fn push_bytes(&self, bytes: &[u8], to: &mut CopyBurst) -> bool {
+        if to.batch.push(bytes).is_err() {
             return false;
         }
-        to.origin.push(from.origin[i]);
+        to.origin.push(self.port);
         to.live.push(true);
         true
     }

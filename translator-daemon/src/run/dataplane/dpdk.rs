@@ -29,6 +29,9 @@ impl Burst for MbufBurst {
     fn frame_mut(&mut self, i: usize) -> &mut [u8] {
         MbufBurst::frame_mut(self, i)
     }
+    fn rewrite(&mut self, i: usize, bytes: &[u8]) -> bool {
+        MbufBurst::rewrite(self, i, bytes)
+    }
     fn origin(&self, i: usize) -> Option<u16> {
         self.port(i)
     }
@@ -74,8 +77,8 @@ impl Queue for DpdkQueue {
     fn send_nacks(&mut self, e: &mut Engine, now: Instant, n: usize) {
         self.send_in_place(n, |_, room| e.poll_transmit_into(now, room).unwrap_or(0));
     }
-    fn copy_to(&self, from: &MbufBurst, i: usize, to: &mut MbufBurst) -> bool {
-        to.push_copy(self.pool(), from.frame(i))
+    fn push_bytes(&self, bytes: &[u8], to: &mut MbufBurst) -> bool {
+        to.push_copy(self.pool(), bytes)
     }
     #[inline]
     fn recycle(&mut self, burst: &mut MbufBurst) {

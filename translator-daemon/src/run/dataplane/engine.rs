@@ -4,9 +4,9 @@
 use dta_protocol::udp::{ether_type, ETHERTYPE_ARP};
 use dta_translator::{Engine, Instant};
 
-use super::super::steer::Target;
 use super::io::{Burst, HandoffRx, Queue};
 use super::{DataPlane, MAX_MARKS};
+use dta_translator::int::handoff::is_message;
 
 impl<Q: Queue> DataPlane<Q> {
     /// The burst of port `p` when this is the only worker: every frame is the engine's or the wire's, so the
@@ -100,19 +100,19 @@ impl<Q: Queue> DataPlane<Q> {
         if n == 0 {
             return false;
         }
-        // INT reports handed over go to the engine apart (it translates only its own flows' reports of
-        // them); the rest are reports and responses like those received.
+        // INT work other workers left for this one's flows goes to the engine apart; the rest are
+        // reports and responses like those received.
         if self.cfg.steering.int_port.is_some() {
             let mut int = 0;
             for i in 0..n {
-                if self.cfg.steering.target(self.rx.frame(i)) == Target::Int {
+                if is_message(self.rx.frame(i)) {
                     self.set_int_aside(i);
                     int += 1;
                 }
             }
             if int > 0 {
                 self.rx.compact();
-                self.int_takes(engine.as_deref_mut(), now, true);
+                self.int_work_takes(engine.as_deref_mut(), now);
                 if int == n {
                     return true;
                 }

@@ -1,10 +1,32 @@
-//! INT reports: set aside from a burst, handed to the engine apart, and the frames whose flows other
-//! workers own staged for them.
+//! INT reports: set aside from a burst and handed to the engine apart; the work they leave on other
+//! workers' flows written as messages (into the report's own buffer where it is the frame's last) and
+//! staged for those workers; and the messages other workers sent given to the engine.
+
+use std::ops::Range;
 
 use dta_translator::{Engine, Instant};
 
 use super::io::{Burst, Queue};
 use super::DataPlane;
+
+/// What an INT burst left for other workers: (frame of the burst, worker, its message's bytes in
+/// [`IntHandoff::bytes`]), in frame order.
+#[derive(Default)]
+pub(super) struct IntHandoff {
+    messages: Vec<(usize, usize, Range<usize>)>,
+    bytes: Vec<u8>,
+}
+
+impl IntHandoff {
+    /// Room for a burst of `burst` frames, each leaving one message of a few items (more grows the
+    /// vectors once; a steady state allocates nothing).
+    pub(super) fn with_capacity(burst: usize) -> Self {
+        IntHandoff {
+            messages: Vec::with_capacity(burst),
+            bytes: Vec::with_capacity(burst * 128),
+        }
+    }
+}
 
 impl<Q: Queue> DataPlane<Q> {
     /// Moves INT report `i` of the receive burst to the INT burst, which the engine takes on its own.
@@ -15,49 +37,59 @@ impl<Q: Queue> DataPlane<Q> {
         }
     }
 
-    /// Hands the INT burst to the engine (`handed`: other workers received it and handed it here), stages
-    /// each received frame for the workers whose flows it also names (the frame itself to the last of
-    /// them, a copy to each other one: only a v2.0 group of several flows needs more than one), and
-    /// recycles the rest.
-    pub(super) fn int_takes(&mut self, engine: Option<&mut Engine>, now: Instant, handed: bool) {
+    /// Hands the INT burst (frames this worker received) to the engine, stages the messages of work it
+    /// left for other workers (each frame's last message written over the frame itself, any other in a
+    /// buffer of its own: only a v2.0 group naming flows of several workers needs one), and recycles the
+    /// rest.
+    pub(super) fn int_takes(&mut self, engine: Option<&mut Engine>, now: Instant) {
         let Some(e) = engine else {
             self.counters.startup_drops += self.int_rx.len() as u64;
             self.int_rx.clear();
             return;
         };
         let hand = &mut self.int_hand;
-        hand.clear();
-        e.handle_int_frames(now, self.int_rx.frames(), handed, |i, workers| {
-            hand.push((i, workers))
+        hand.messages.clear();
+        hand.bytes.clear();
+        e.handle_int_frames(now, self.int_rx.frames(), |i, worker, m| {
+            let at = hand.bytes.len();
+            hand.bytes.extend_from_slice(m);
+            hand.messages.push((i, worker, at..hand.bytes.len()));
         });
-        let me = self.cfg.index;
-        for &(i, workers) in &self.int_hand {
-            let mut left = workers & !(1 << (me % 64));
-            while left != 0 {
-                let k = left.trailing_zeros() as usize;
-                left &= left - 1;
-                let staged = match self.staged.get_mut(k) {
-                    Some(s) => s,
-                    None => {
-                        self.counters.handoff_full += 1;
-                        continue;
-                    }
-                };
-                let done = if left == 0 {
-                    self.int_rx.move_to(i, staged)
-                } else {
-                    self.queues[self.cfg.collector_port].copy_to(&self.int_rx, i, staged)
-                };
-                if done {
-                    self.counters.handed_off += 1;
-                } else {
-                    self.counters.handoff_full += 1;
-                }
+        if self.int_hand.messages.is_empty() {
+            self.queues[self.cfg.collector_port].recycle(&mut self.int_rx);
+            return;
+        }
+        let messages = std::mem::take(&mut self.int_hand.messages);
+        for (n, (i, k, range)) in messages.iter().cloned().enumerate() {
+            let bytes = &self.int_hand.bytes[range];
+            let Some(staged) = self.staged.get_mut(k) else {
+                self.counters.handoff_full += 1;
+                continue;
+            };
+            let last = messages.get(n + 1).map_or(true, |next| next.0 != i);
+            let done = if last && self.int_rx.rewrite(i, bytes) {
+                self.int_rx.move_to(i, staged)
+            } else {
+                self.queues[self.cfg.collector_port].push_bytes(bytes, staged)
+            };
+            if done {
+                self.counters.handed_off += 1;
+            } else {
+                self.counters.handoff_full += 1;
             }
         }
-        if !self.int_hand.is_empty() {
-            self.int_rx.compact();
-            self.offer_staged();
+        self.int_hand.messages = messages;
+        self.int_rx.compact();
+        self.offer_staged();
+        self.queues[self.cfg.collector_port].recycle(&mut self.int_rx);
+    }
+
+    /// Gives the messages in the INT burst (set aside from a handoff ring) to the engine, and recycles
+    /// them.
+    pub(super) fn int_work_takes(&mut self, engine: Option<&mut Engine>, now: Instant) {
+        match engine {
+            Some(e) => e.handle_int_work(now, self.int_rx.frames()),
+            None => self.counters.startup_drops += self.int_rx.len() as u64,
         }
         self.queues[self.cfg.collector_port].recycle(&mut self.int_rx);
     }

@@ -25,6 +25,9 @@ pub trait Burst: Send + Sized {
     }
     /// Frame `i`, writable in place.
     fn frame_mut(&mut self, i: usize) -> &mut [u8];
+    /// Replaces frame `i` with `bytes` in its own buffer; false, frame unchanged, for a hole or bytes
+    /// longer than its buffer.
+    fn rewrite(&mut self, i: usize, bytes: &[u8]) -> bool;
     /// The id of the port frame `i` came in on (`None` for a hole).
     fn origin(&self, i: usize) -> Option<u16>;
     /// Moves frame `i` to the end of `to`, leaving a hole; false when nothing moved (`to` full, a hole).
@@ -55,9 +58,9 @@ pub trait Queue: Send {
     fn send_from_engine(&mut self, e: &mut Engine, now: Instant, want: usize) -> (usize, usize);
     /// Builds the engine's `n` waiting DTA NACKs and sends them.
     fn send_nacks(&mut self, e: &mut Engine, now: Instant, n: usize);
-    /// Appends a copy of frame `i` of `from` to `to` (in a buffer of this queue's); false when `to` is
-    /// full or no buffer is free.
-    fn copy_to(&self, from: &Self::Burst, i: usize, to: &mut Self::Burst) -> bool;
+    /// Appends `bytes` as a frame to `to`, in a buffer of this queue's; false when `to` is full or no
+    /// buffer is free.
+    fn push_bytes(&self, bytes: &[u8], to: &mut Self::Burst) -> bool;
     /// Takes back a burst whose frames the engine has read (DPDK: their buffers carry the next frames
     /// out), emptying it.
     fn recycle(&mut self, burst: &mut Self::Burst);

@@ -6,8 +6,9 @@
 //! * an ARP request for our address is turned into its reply in place and sent back;
 //! * a report or RoCE response whose state another worker owns goes to that worker's handoff ring (when
 //!   the ring is full, the worker holds it and receives nothing more until the owner catches up);
-//! * an INT report goes to this worker's engine first (its packet, its switch's sequence numbers, what
-//!   needs no flow's state), then to the owners of the flows its reports name, through the same rings;
+//! * an INT report goes to this worker's engine, which translates it whole and leaves what touches other
+//!   workers' flows (their paths, their hop records) as messages, written over the report's own buffer,
+//!   which go to those flows' owners through the same rings;
 //! * the rest is handed to this worker's engine as one burst, read where it lies.
 //!
 //! Then the handoff rings from the other workers are drained into the engine the same way, the engine's RoCE
@@ -108,8 +109,8 @@ pub struct DataPlane<Q: Queue = DefaultQueue> {
     rx: Q::Burst,
     /// The INT reports of a burst, which the engine takes apart from the rest.
     int_rx: Q::Burst,
-    /// (frame of `int_rx`, workers) the engine asked to hand INT frames to.
-    int_hand: Vec<(usize, u64)>,
+    /// The messages of work the INT burst left for other workers.
+    int_hand: int::IntHandoff,
     forward: Q::Burst,
     replies: Q::Burst,
     /// Per worker, the frames staged for its ring in this burst.
@@ -139,7 +140,7 @@ impl<Q: Queue> DataPlane<Q> {
             port_ids,
             rx: Q::Burst::with_capacity(burst),
             int_rx: Q::Burst::with_capacity(burst),
-            int_hand: Vec::with_capacity(burst),
+            int_hand: int::IntHandoff::with_capacity(burst),
             forward: Q::Burst::with_capacity(burst),
             replies: Q::Burst::with_capacity(burst),
             staged,
@@ -238,7 +239,7 @@ impl<Q: Queue> DataPlane<Q> {
         }
         self.engine_takes(p, !reporters_side, engine.as_deref_mut(), now);
         if !self.int_rx.is_empty() {
-            self.int_takes(engine, now, false);
+            self.int_takes(engine, now);
         }
         true
     }
