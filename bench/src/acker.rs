@@ -10,8 +10,11 @@ use dta_protocol::udp::UdpEndpoints;
 
 use crate::workloads::{self, COLLECTOR_IP, COLLECTOR_MAC, TRANSLATOR_IP, TRANSLATOR_MAC};
 
-/// Responses queued between two drains: two per frame of a 64-frame transmit burst.
-const QUEUED: usize = 128;
+/// Responses queued between two drains: a frame asks for at most one, and one drain follows each dequeue of
+/// the collector ring, of at most 1,024 frames (`daemon::worker`'s burst). (It was 128, "two per frame of a
+/// 64-frame burst"; but one poll transmits as many bursts as the window allows: with INT's FETCH_ADDs,
+/// each answered, two workers overflowed it once the handoff rings were sized.)
+const QUEUED: usize = 1024;
 const ACK_LEN: usize = 96;
 
 /// Builds the responses a collector's RNIC would send for the frames the engine emits.

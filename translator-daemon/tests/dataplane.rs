@@ -31,7 +31,9 @@ use dta_protocol::roce::{AckKind, AethRepr, FrameRepr};
 use dta_protocol::udp::UdpEndpoints;
 use dta_translator::int::{IntDrop, Shard};
 use dta_translator::{Config, Engine, Instant};
-use dta_translator_daemon::run::dataplane::{handoff_mesh, DataPlane, PlaneConfig, HANDOFF_RING};
+use dta_translator_daemon::run::dataplane::{
+    handoff_capacity, handoff_mesh, DataPlane, PlaneConfig,
+};
 use dta_translator_daemon::run::steer::{Steering, Target};
 
 const T_MAC: [u8; 6] = [2, 0, 0, 0, 0, 1];
@@ -1461,11 +1463,10 @@ fn handed_off_ack_behind_a_report_reaches_its_owner() {
 }
 
 /// Backpressure: worker 0 hands worker 1 more than its ring holds (the test plays worker 1 on the ring's
-/// far end). The ring takes 8,191 (HANDOFF_RING 4,096 rounds up to 8,192 slots); the rest waits in worker
-/// 0's staging burst, and while it waits worker 0 receives nothing (counted as a wait), the frames staying
-/// on the device. Once worker 1 takes some, everything arrives, in order, none refused.
+/// far end). The ring takes 4,095 (two workers' capacity); the rest waits in worker 0's staging burst,
+/// and while it waits worker 0 receives nothing (counted as a wait), the frames staying on the device. Once worker 1 takes some, everything arrives, in order, none refused.
 fn handoff_backpressure_holds_back_and_loses_nothing(t: &Rig) {
-    assert_eq!(HANDOFF_RING, 4096);
+    assert_eq!(handoff_capacity(2), 4095);
     let big = Mempool::new(t.eal, "dta_test_far_big", 10239, 0, 2048 + 128, -1).unwrap();
     let tb = Rig {
         eal: t.eal,
@@ -1487,7 +1488,7 @@ fn handoff_backpressure_holds_back_and_loses_nothing(t: &Rig) {
     let burst =
         |from: u32| -> Vec<Vec<u8>> { (from..from + 64).map(|k| append(l1, k, k as u8)).collect() };
     let mut next = 0u32;
-    for _ in 0..128 {
+    for _ in 0..64 {
         tb.put(&r0, &burst(next));
         next += 64;
         assert!(planes[0].poll(None, NOW));
@@ -1496,9 +1497,9 @@ fn handoff_backpressure_holds_back_and_loses_nothing(t: &Rig) {
     let c = planes[0].counters();
     assert_eq!(
         (c.handed_off, c.handoff_waits, c.handoff_full),
-        (8192, 1, 0)
+        (4096, 1, 0)
     );
-    assert_eq!(to_worker_1.waiting(), 8191);
+    assert_eq!(to_worker_1.waiting(), 4095);
     // Held back: nothing received, one wait counted, the burst still on the device's ring.
     tb.put(&r0, &burst(next));
     next += 64;
@@ -1506,29 +1507,73 @@ fn handoff_backpressure_holds_back_and_loses_nothing(t: &Rig) {
     let c = planes[0].counters();
     assert_eq!(
         (c.handed_off, c.handoff_waits, c.handoff_full),
-        (8192, 2, 0)
+        (4096, 2, 0)
     );
-    assert_eq!(planes[0].port_stats()[0].0.frames, 8192);
+    assert_eq!(planes[0].port_stats()[0].0.frames, 4096);
     let (_unused2, r0_far) = attach_ring(t.eal, &r0).unwrap();
     assert_eq!(r0_far.waiting(), 64, "the device keeps them");
-    // Worker 1 takes; worker 0 catches up: every report, in the order received.
+    // The collectors' port is still received while held back: its ACKs open the worker's window (one for
+    // worker 0's own QP, taken by its engine; here none yet, so counted as arriving before it), and 64
+    // for worker 1's QP, staged behind the reports (the staging burst has room for two bursts).
+    let acks: Vec<Vec<u8>> = std::iter::once(ack(C_IP, T_IP, QPN_BASE, 0, 1))
+        .chain((0..63).map(|k| ack(C_IP, T_IP, QPN_BASE + 1, k, k + 1)))
+        .collect();
+    tb.put(&ring(0, "net_ring17"), &acks);
+    assert!(planes[0].poll(None, NOW));
+    let c = planes[0].counters();
+    assert_eq!(
+        (c.handed_off, c.handoff_waits, c.startup_drops),
+        (4096 + 63, 3, 1)
+    );
+    assert_eq!(planes[0].port_stats()[1].0.frames, 64);
+    assert_eq!(r0_far.waiting(), 64, "the reporters' port still waits");
+    // A burst of room is left (64 staged of 128): still received. Then 65 are staged, and with less than
+    // a burst of room the collectors' port waits too.
+    let two = [
+        ack(C_IP, T_IP, QPN_BASE, 1, 2),
+        ack(C_IP, T_IP, QPN_BASE + 1, 63, 64),
+    ];
+    tb.put(&ring(0, "net_ring17"), &two);
+    assert!(planes[0].poll(None, NOW));
+    assert_eq!(planes[0].port_stats()[1].0.frames, 66);
+    tb.put(&ring(0, "net_ring17"), &[ack(C_IP, T_IP, QPN_BASE, 2, 3)]);
+    assert!(planes[0].poll(None, NOW));
+    assert_eq!(planes[0].port_stats()[1].0.frames, 66);
+    assert_eq!(planes[0].counters().handoff_waits, 5);
+    // Worker 1 takes; worker 0 catches up: every report and ACK, in the order received (the ACKs behind
+    // the report that was staged when they came, before the reports the device kept; worker 0's third
+    // ACK too).
     let mut got = MbufBurst::with_capacity(1024);
-    let mut seen = 0u32;
+    let mut order = Vec::new();
     for _ in 0..100 {
         to_worker_1.recv(&mut got);
         for f in got.frames() {
-            let entry = u32::from_be_bytes(f[f.len() - 4..].try_into().unwrap());
-            assert_eq!(entry, seen, "handed off in order");
-            seen += 1;
+            // An ACK's UDP destination port is 4791 (bytes 36..38), its PSN BTH bytes 9..12 (frame bytes
+            // 51..54); a report's last 4 bytes number it.
+            order.push(if f[36..38] == 4791u16.to_be_bytes() {
+                Err(u32::from_be_bytes([0, f[51], f[52], f[53]]))
+            } else {
+                Ok(u32::from_be_bytes(f[f.len() - 4..].try_into().unwrap()))
+            });
         }
         got.clear();
         planes[0].poll(None, NOW);
-        if seen == next {
+        if order.len() == next as usize + 64 {
             break;
         }
     }
-    assert_eq!(seen, next);
-    assert_eq!(next, 8256);
+    assert_eq!(next, 4160);
+    let want: Vec<Result<u32, u32>> = (0..4096)
+        .map(Ok)
+        .chain((0..64).map(Err))
+        .chain((4096..4160).map(Ok))
+        .collect();
+    let first_difference = order.iter().zip(&want).position(|(a, b)| a != b);
+    assert_eq!(
+        (order.len(), first_difference),
+        (want.len(), None),
+        "handed off in order"
+    );
     let c = planes[0].counters();
     assert_eq!(
         (
@@ -1537,7 +1582,7 @@ fn handoff_backpressure_holds_back_and_loses_nothing(t: &Rig) {
             c.handoff_full,
             c.startup_drops
         ),
-        (8256, 2, 0, 0)
+        (4160 + 64, 5, 0, 3)
     );
     assert_eq!(to_worker_1.waiting(), 0);
     assert_eq!(r0_far.waiting(), 0);
@@ -1562,10 +1607,11 @@ fn a_full_handoff_ring_loses_nothing_from_the_second_port() {
     let mut r = TwoWorkers::new(&t, ["net_ring24", "net_ring25"], "dta_test_bug3_mesh");
     let l1 = *LISTS.iter().find(|&&l| key_checksum(l) % 2 == 1).unwrap();
     let (_unused, mut to_worker_1) = attach_ring(eal, "dta_test_bug3_mesh_0_1").unwrap();
-    // Fill the ring to 10 short of its 8,191.
+    // Fill the ring to 10 short of its capacity.
+    let fill = handoff_capacity(2) - 10;
     let mut filled = 0u32;
-    while filled < 8181 {
-        let n = (8181 - filled).min(64);
+    while filled < fill {
+        let n = (fill - filled).min(64);
         let frames: Vec<Vec<u8>> = (filled..filled + n)
             .map(|k| append(l1, k, k as u8))
             .collect();
@@ -1573,7 +1619,7 @@ fn a_full_handoff_ring_loses_nothing_from_the_second_port() {
         assert!(r.planes[0].poll(None, NOW));
         filled += n;
     }
-    assert_eq!(to_worker_1.waiting(), 8181);
+    assert_eq!(to_worker_1.waiting(), fill as usize);
     // One poll receives 64 reports for worker 1 on port 0 and 64 of worker 1's ACKs on port 1.
     let reports: Vec<Vec<u8>> = (0..64).map(|k| append(l1, 100_000 + k, k as u8)).collect();
     let acks: Vec<Vec<u8>> = (0..64)
@@ -1589,7 +1635,7 @@ fn a_full_handoff_ring_loses_nothing_from_the_second_port() {
     for _ in 0..100 {
         to_worker_1.recv(&mut got);
         for f in got.frames() {
-            if skipped < 8181 {
+            if skipped < fill {
                 skipped += 1;
             } else {
                 after_fill.push(f.to_vec());
@@ -1607,7 +1653,7 @@ fn a_full_handoff_ring_loses_nothing_from_the_second_port() {
     let want: Vec<Vec<u8>> = reports.iter().chain(&acks).cloned().collect();
     assert_eq!(
         (after_fill.len(), left_on_port_1, c.handed_off, c.handoff_full),
-        (128, 0, 8181 + 128, 0),
+        (128, 0, u64::from(fill) + 128, 0),
         "every report and ACK for worker 1 handed off (or at least counted); {} of the ACKs arrived",
         after_fill.len().saturating_sub(64)
     );

@@ -45,6 +45,9 @@ impl Burst for CopyBurst {
     fn len(&self) -> usize {
         self.batch.len()
     }
+    fn room(&self) -> usize {
+        self.batch.free()
+    }
     fn frame(&self, i: usize) -> &[u8] {
         match self.live.get(i) {
             Some(true) => self.batch.frame(i),

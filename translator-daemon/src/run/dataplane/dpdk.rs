@@ -8,7 +8,7 @@ use dta_netio::{NetioError, RxBurst, RxStats, TxBurst, TxStats};
 use dta_translator::{Engine, Instant};
 
 use super::io::{Burst, HandoffRx, HandoffTx, Queue};
-use super::{WorkerRings, HANDOFF_RING};
+use super::{handoff_capacity, WorkerRings};
 
 impl Burst for MbufBurst {
     fn with_capacity(capacity: usize) -> Self {
@@ -17,6 +17,9 @@ impl Burst for MbufBurst {
     #[inline]
     fn len(&self) -> usize {
         MbufBurst::len(self)
+    }
+    fn room(&self) -> usize {
+        self.free()
     }
     #[inline]
     fn frame(&self, i: usize) -> &[u8] {
@@ -115,13 +118,13 @@ impl HandoffRx<MbufBurst> for RingRx {
 }
 
 /// The handoff rings of `workers` DPDK workers: SP/SC `rte_ring`s of mbuf pointers named
-/// `{prefix}_{from}_{to}` (unique in the process).
+/// `{prefix}_{from}_{to}` (unique in the process), of [`handoff_capacity`] each.
 pub fn handoff_mesh(
     eal: &Eal,
     prefix: &str,
     workers: usize,
 ) -> Result<Vec<WorkerRings<DpdkQueue>>, NetioError> {
     super::mesh::<DpdkQueue, _>(workers, |j, k| {
-        handoff(eal, &format!("{prefix}_{j}_{k}"), HANDOFF_RING)
+        handoff(eal, &format!("{prefix}_{j}_{k}"), handoff_capacity(workers))
     })
 }

@@ -14,6 +14,8 @@ pub trait Burst: Send + Sized {
     fn with_capacity(capacity: usize) -> Self;
     /// Frames held, holes included.
     fn len(&self) -> usize;
+    /// Frames it can still take.
+    fn room(&self) -> usize;
     fn is_empty(&self) -> bool {
         self.len() == 0
     }

@@ -40,8 +40,22 @@ use io::{Burst, Queue};
 
 /// Most frames of one receive burst (the `[io] burst` limit).
 const MAX_MARKS: usize = 1024;
-/// Mbufs a DPDK handoff ring holds: a few bursts of slack between two workers.
-pub const HANDOFF_RING: u32 = 4096;
+/// Mbufs the DPDK handoff rings into one worker hold together, at most: half of the 8,192 mbufs each
+/// worker brings to a port's pool (`ports.rs`), so that however far one owner falls behind, the rings
+/// can never park more than half of the pool and starve every worker's receive.
+const HANDOFF_SHARE: u32 = 4096;
+/// The fewest mbufs one ring holds: 8 bursts of 32.
+const HANDOFF_MIN: u32 = 255;
+
+/// The capacity of each DPDK handoff ring between `workers` workers: [`HANDOFF_SHARE`] split over the
+/// other workers' rings into one, down to a power of two less one (an `rte_ring` of 2^k slots holds
+/// 2^k - 1), at least [`HANDOFF_MIN`]. Two workers: 4,095 (until this was sized, each ring of two
+/// workers held 8,191, so the two could park the whole pool); 16: 255.
+pub fn handoff_capacity(workers: usize) -> u32 {
+    let others = u32::try_from(workers.max(2) - 1).unwrap_or(u32::MAX);
+    let share = (HANDOFF_SHARE / others).max(HANDOFF_MIN + 1);
+    (1 << (31 - share.leading_zeros())) - 1
+}
 
 /// One worker's handoff rings: to each worker (`None` at its own index), and from each other one.
 pub type WorkerRings<Q> = (
@@ -113,7 +127,7 @@ pub struct DataPlane<Q: Queue = DefaultQueue> {
     int_hand: int::IntHandoff,
     forward: Q::Burst,
     replies: Q::Burst,
-    /// Per worker, the frames staged for its ring in this burst.
+    /// Per worker, the frames staged for its ring (room for two receive bursts).
     staged: Vec<Q::Burst>,
     counters: PlaneCounters,
 }
@@ -129,8 +143,9 @@ impl<Q: Queue> DataPlane<Q> {
     ) -> Self {
         let port_ids = queues.iter().map(Q::port_id).collect();
         let burst = cfg.burst.max(1);
+        // Room for two receive bursts: see `takes_while_held_back`.
         let staged = (0..to.len())
-            .map(|_| Q::Burst::with_capacity(burst))
+            .map(|_| Q::Burst::with_capacity(2 * burst))
             .collect();
         DataPlane {
             cfg,
@@ -179,16 +194,25 @@ impl<Q: Queue> DataPlane<Q> {
     #[inline(never)]
     pub fn poll(&mut self, mut engine: Option<&mut Engine>, now: Instant) -> bool {
         let mut busy = false;
-        // Backpressure: while another worker's ring is full, this worker receives nothing more (the
-        // frames wait in the NIC's ring, whose overflow the device counts) but keeps draining its own rings
-        // and transmitting, so two workers waiting on each other still make progress.
-        // Checked before every port: the ring may fill while the previous port's burst is staged, and a
-        // staging burst has room for one receive burst only.
+        // Backpressure: while another worker's ring is full, this worker receives no more reports (they
+        // wait in the NIC's ring, whose overflow the device counts) but keeps draining its own rings and
+        // transmitting, so two workers waiting on each other still make progress. The collectors' port is
+        // still received while every staging burst has room for a whole burst of it: the ACKs on it are
+        // what opens this worker's window; had they waited too, two workers backed up on each other's
+        // rings would stall their windows, time out and retransmit while their queues overflowed
+        // (measured: the bench's INT on two workers dropped millions once the rings were sized).
+        // Checked before every port: the ring may fill while the previous port's burst is staged.
+        let mut waited = false;
         for p in 0..self.queues.len() {
             if !self.offer_staged() {
                 busy = true;
-                self.counters.handoff_waits += 1;
-                break;
+                if !waited {
+                    waited = true;
+                    self.counters.handoff_waits += 1;
+                }
+                if !self.takes_while_held_back(p) {
+                    continue;
+                }
             }
             busy |= self.receive(p, engine.as_deref_mut(), now);
         }
@@ -251,9 +275,40 @@ impl<Q: Queue> DataPlane<Q> {
         self.queues[self.cfg.collector_port].recycle(&mut self.rx);
     }
 
+    /// Whether port `p` is received while a handoff ring is full: the collectors' port of a bump in the
+    /// wire, when every staging burst has room for a whole receive burst (staging bursts hold two, and
+    /// the reporters' port is received only when they are empty, so one burst of it always fits then).
+    fn takes_while_held_back(&self, p: usize) -> bool {
+        self.queues.len() == 2
+            && p == self.cfg.collector_port
+            && self
+                .staged
+                .iter()
+                .all(|s| s.room() >= self.cfg.burst.max(1))
+    }
+
     /// Whether port `p` faces the reporters only (a bump in the wire's other port): RoCE responses are not
     /// taken from it. With one port, that port faces both.
     pub(super) fn faces_reporters(&self, p: usize) -> bool {
         self.queues.len() == 2 && p != self.cfg.collector_port
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::handoff_capacity;
+
+    #[test]
+    fn handoff_rings_into_one_worker_hold_at_most_half_its_mbufs() {
+        let caps: Vec<u32> = [1, 2, 3, 4, 5, 9, 16, 17, 64]
+            .iter()
+            .map(|&w| handoff_capacity(w))
+            .collect();
+        assert_eq!(caps, [4095, 4095, 2047, 1023, 1023, 511, 255, 255, 255]);
+        for w in 2..=16 {
+            let into_one = (w as u32 - 1) * handoff_capacity(w);
+            assert!(into_one <= 4096, "{w} workers: {into_one}");
+            assert!((handoff_capacity(w) + 1).is_power_of_two());
+        }
     }
 }
