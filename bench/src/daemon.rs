@@ -25,7 +25,7 @@ use dta_netio::dpdk::{
 };
 use dta_translator::{Engine, Instant};
 use dta_translator_daemon::run::dataplane::dpdk::handoff_mesh;
-use dta_translator_daemon::run::dataplane::{DataPlane, PlaneConfig};
+use dta_translator_daemon::run::dataplane::{pool_mbufs, DataPlane, PlaneConfig};
 use dta_translator_daemon::run::steer::Steering;
 use serde::Serialize;
 
@@ -220,10 +220,12 @@ fn open_ports(
     if frames.iter().any(|f| f.len() != len) {
         bail!("{}: net_null needs reports of one length", mode.name());
     }
+    // The daemon's pool size for this many workers.
     let cfg = PortConfig {
         queues: workers as u16,
         max_burst: BURST as u16,
         require_rss: false,
+        mbufs: pool_mbufs(workers),
         ..PortConfig::default()
     };
     eal.attach(&format!("net_null9,size={len},copy=0"))

@@ -73,8 +73,7 @@ pub fn open_dpdk_queues(io: &IoSection, workers: usize) -> Result<DpdkPorts> {
         queues: nq,
         max_burst: io.burst as u16,
         require_rss: false,
-        // Every RX ring full, the TX rings, the handoff rings and the bursts in flight, per worker.
-        mbufs: (8192 * u32::from(nq)).max(8191),
+        mbufs: super::dataplane::pool_mbufs(workers),
         mtu: io.mtu,
         ..PortConfig::default()
     };

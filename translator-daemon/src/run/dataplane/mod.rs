@@ -40,10 +40,21 @@ use io::{Burst, Queue};
 
 /// Most frames of one receive burst (the `[io] burst` limit).
 const MAX_MARKS: usize = 1024;
-/// Mbufs the DPDK handoff rings into one worker hold together, at most: half of the 8,192 mbufs each
-/// worker brings to a port's pool (`ports.rs`), so that however far one owner falls behind, the rings
-/// can never park more than half of the pool and starve every worker's receive.
-const HANDOFF_SHARE: u32 = 4096;
+/// Mbufs each worker brings to a DPDK port's pool: its RX ring full, its TX ring, its handoff rings and
+/// the bursts in flight.
+pub const MBUFS_PER_WORKER: u32 = 8192;
+
+/// The mbufs of a DPDK port's pool for `workers` workers (the daemon's, and the bench's, which measures
+/// it).
+pub fn pool_mbufs(workers: usize) -> u32 {
+    let w = u32::try_from(workers.max(1)).unwrap_or(u32::MAX);
+    MBUFS_PER_WORKER.saturating_mul(w).max(8191)
+}
+
+/// Mbufs the DPDK handoff rings into one worker hold together, at most: half of the mbufs each worker
+/// brings to a port's pool, so that however far one owner falls behind, the rings can never park more
+/// than half of the pool and starve every worker's receive.
+const HANDOFF_SHARE: u32 = MBUFS_PER_WORKER / 2;
 /// The fewest mbufs one ring holds: 8 bursts of 32.
 const HANDOFF_MIN: u32 = 255;
 
