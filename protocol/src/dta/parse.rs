@@ -8,15 +8,12 @@
 //! so the first error found is the one an outside-in reading of the report finds first; a test compares
 //! both specialisations with a layered model built from the headers' views.
 
-use super::append::{self, AppendRepr};
 use super::base::{self, BaseRepr, HeaderForm};
-use super::keyincrement::{self, KeyIncrementRepr};
 use super::keywrite::{self, KeyWriteRepr};
-use super::postcard::{self, PostcardPathLenRepr, PostcardRepr, Variant};
 use super::report::{Body, ReportFormat, ReportRepr};
-use super::sketch::{self, SketchOp, SketchRepr};
-use super::{opcode as op, Opcode, N_MAX};
-use crate::field::{get_u16, get_u32, get_u64};
+use super::subheader::{self, SubHeader};
+use super::{opcode as op, Opcode};
+use crate::field::get_u32;
 use crate::refusal::{ensure, Explain, Quiet, Refusal};
 use crate::Error;
 
@@ -69,12 +66,6 @@ impl<'a> ReportRepr<'a> {
     }
 }
 
-/// Whether a redundancy is in `1..=N_MAX` (what `check_redundancy` accepts).
-#[inline(always)]
-fn redundancy_ok(n: u8) -> bool {
-    n.wrapping_sub(1) < N_MAX
-}
-
 /// The error of a base header whose reserved bits are set: an unknown opcode comes first.
 fn reserved(code: u8, flags: u8) -> Error {
     match Opcode::from_code(code) {
@@ -85,20 +76,6 @@ fn reserved(code: u8, flags: u8) -> Error {
             value: (flags & base::field::RESERVED).into(),
         },
     }
-}
-
-/// A sub-header that must be exactly `N` bytes: too short is truncated, otherwise the wrong length.
-#[inline(always)]
-fn exact<'a, M: Refusal, const N: usize>(
-    rest: &'a [u8],
-    header: &'static str,
-) -> Result<&'a [u8; N], M::Err> {
-    rest.try_into().map_err(|_| {
-        M::refuse(|| match rest.len() < N {
-            true => Error::truncated(header, N, rest.len()),
-            false => Error::mismatch(header, N, rest.len()),
-        })
-    })
 }
 
 /// The base header built from its flags byte and seqnum.
@@ -139,107 +116,39 @@ pub(crate) fn report<'a, M: Refusal>(
         HeaderForm::Compact => None,
         HeaderForm::Seq => Some(head[base::field::SEQNUM]),
     };
-    let body = match code {
-        op::APPEND => {
-            let header = append::HEADER;
-            let Some((h, data)) = rest.split_first_chunk::<{ append::HEADER_LEN }>() else {
-                return Err(M::refuse(|| {
-                    Error::truncated(header, append::HEADER_LEN, rest.len())
-                }));
-            };
-            let e = fmt.append_entry_len;
-            ensure::<M>(data.len() == e, || {
-                Error::mismatch(header, append::HEADER_LEN + e, rest.len())
-            })?;
-            Body::Append(AppendRepr {
-                list_id: get_u32(&h[append::field::LIST_ID]),
-                data,
-            })
-        }
-        op::KEY_INCREMENT => {
-            use keyincrement::field as f;
-            let b = exact::<M, { keyincrement::HEADER_LEN }>(rest, keyincrement::HEADER)?;
-            let redundancy = b[f::REDUNDANCY];
-            ensure::<M>(redundancy_ok(redundancy), || Error::BadRedundancy {
-                value: redundancy,
-                max: N_MAX,
-            })?;
-            Body::KeyIncrement(KeyIncrementRepr {
-                redundancy,
-                key: get_u32(&b[f::KEY]),
-                counter: get_u64(&b[f::COUNTER]),
-            })
-        }
-        op::POSTCARD => {
-            use postcard::field as f;
-            let v = Variant::Postcard;
-            let b = exact::<M, { postcard::HEADER_LEN }>(rest, v.name())?;
-            let hop = b[f::HOP];
-            ensure::<M>(hop != 0 && hop <= postcard::MAX_HOPS, || {
-                postcard::invalid(v, "hop", hop)
-            })?;
-            Body::Postcard(PostcardRepr {
-                key: get_u32(&b[f::KEY]),
-                hop,
-                data: get_u32(&b[f::DATA]),
-            })
-        }
-        op::SKETCH_MERGE => {
-            use sketch::field as f;
-            let header = sketch::HEADER;
-            let Some((h, counters)) = rest.split_first_chunk::<{ sketch::HEADER_LEN }>() else {
-                return Err(M::refuse(|| {
-                    Error::truncated(header, sketch::HEADER_LEN, rest.len())
-                }));
-            };
-            let invalid = |field, value: u8| Error::InvalidField {
-                header,
-                field,
-                value: value.into(),
-            };
-            let rows = h[f::ROWS];
-            ensure::<M>(rows != 0, || invalid("rows", 0))?;
-            let len = sketch::COUNTER_LEN * usize::from(rows);
-            ensure::<M>(counters.len() == len, || {
-                Error::mismatch(header, sketch::HEADER_LEN + len, rest.len())
-            })?;
-            let op = SketchOp::from_code(h[f::OP]).map_err(|e| M::refuse(|| e))?;
-            let reserved = h[f::RESERVED];
-            ensure::<M>(reserved == 0, || invalid("reserved", reserved))?;
-            Body::SketchMerge(SketchRepr {
-                sketch_id: h[f::SKETCH_ID],
-                op,
-                reporter_id: get_u16(&h[f::REPORTER_ID]),
-                column: get_u16(&h[f::COLUMN]),
-                counters,
-            })
-        }
-        op::POSTCARD_PATH_LEN => {
-            use postcard::field as f;
-            let v = Variant::PathLen;
-            let b = exact::<M, { postcard::HEADER_LEN_PATH_LEN }>(rest, v.name())?;
-            let (hop, path_len) = (b[f::HOP], b[f::PATH_LEN]);
-            ensure::<M>(path_len != 0 && path_len <= postcard::MAX_HOPS, || {
-                postcard::invalid(v, "path_len", path_len)
-            })?;
-            ensure::<M>(hop != 0 && hop <= path_len, || {
-                postcard::invalid(v, "hop", hop)
-            })?;
-            Body::PostcardPathLen(PostcardPathLenRepr {
-                key: get_u32(&b[f::KEY]),
-                hop,
-                path_len,
-                data: get_u32(&b[f::DATA_WITH_PATH_LEN]),
-            })
-        }
-        // Key-Write was taken above.
-        other => return Err(M::refuse(|| Error::UnknownOpcode(other))),
-    };
+    let body = body::<M>(code, rest, fmt)?;
     Ok(ReportRepr {
         base: base_repr(body.opcode(), seqnum, flags),
         body,
     })
 }
+
+/// The dispatch on the opcode byte from the primitives' list (`with_primitives!` in `mod.rs`): each
+/// opcode's arm is its sub-header's [`SubHeader::parse_body`]; an opcode not in the list is unknown.
+macro_rules! bodies {
+    ($(
+        $(#[$doc:meta])*
+        $variant:ident = $code:literal, $constant:ident, body $body:ty,
+        label $label:literal, contract $contract:literal, summary $summary:literal;
+    )*) => {
+        /// The sub-header of opcode byte `code` from `rest`, the bytes after the base header (whose
+        /// length and reserved bits are checked). `report` takes Key-Write before it comes here, so its arm
+        /// is the general path only.
+        #[inline(always)]
+        fn body<'a, M: Refusal>(
+            code: u8,
+            rest: &'a [u8],
+            fmt: &ReportFormat,
+        ) -> Result<Body<'a>, M::Err> {
+            Ok(match code {
+                $(op::$constant => Body::$variant(<$body as SubHeader>::parse_body::<M>(rest, fmt)?),)*
+                other => return Err(M::refuse(|| Error::UnknownOpcode(other))),
+            })
+        }
+    };
+}
+
+with_primitives!(bodies);
 
 /// A Key-Write report of base form `form` and data size `data_len`: the base header and the Key-Write
 /// header as one fixed-size array per form, so that every field is read at a fixed offset with no bounds
@@ -295,10 +204,7 @@ pub(crate) fn key_write<'a, M: Refusal, const CHECK_OPCODE: bool>(
         Error::mismatch(keywrite::HEADER, keywrite::HEADER_LEN + data_len, rest)
     })?;
     let redundancy = kw[keywrite::field::REDUNDANCY];
-    ensure::<M>(redundancy_ok(redundancy), || Error::BadRedundancy {
-        value: redundancy,
-        max: N_MAX,
-    })?;
+    subheader::redundancy::<M>(redundancy)?;
     Ok((
         base_repr(Opcode::KeyWrite, seqnum, flags),
         KeyWriteRepr {

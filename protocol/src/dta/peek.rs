@@ -5,31 +5,10 @@
 //! bits, no allocation). It judges nothing: a report it can read here may still be refused by the full
 //! parse in [`super::report`], on the worker that then counts it.
 
-use super::{append, base, keyincrement, keywrite, postcard, sketch, HeaderForm, Opcode};
-use crate::field::get_u32;
+use super::subheader::SubHeader;
+use super::{base, HeaderForm, Opcode};
 
-/// The field that names the translator state a report touches.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum StateKey {
-    /// Key-Write or Key-Increment: the key.
-    Key(u32),
-    /// Append: the list ID.
-    List(u32),
-    /// Postcarding (either opcode): the flow key.
-    Flow(u32),
-    /// Sketch-Merge: the sketch ID.
-    Sketch(u8),
-}
-
-impl StateKey {
-    /// The key's value, widened to 32 bits.
-    pub const fn value(self) -> u32 {
-        match self {
-            StateKey::Key(v) | StateKey::List(v) | StateKey::Flow(v) => v,
-            StateKey::Sketch(id) => id as u32,
-        }
-    }
-}
+pub use super::subheader::StateKey;
 
 /// What [`peek`] reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -48,26 +27,34 @@ pub struct Peek {
 pub fn peek(report: &[u8], form: HeaderForm) -> Option<Peek> {
     let b = base::Packet::new_checked(report, form).ok()?;
     let opcode = Opcode::from_code(b.opcode()).ok()?;
-    let sub = b.payload();
-    let u32_at = |r: core::ops::Range<usize>| sub.get(r).map(get_u32);
-    let state = match opcode {
-        Opcode::KeyWrite => u32_at(keywrite::field::KEY).map(StateKey::Key),
-        Opcode::KeyIncrement => u32_at(keyincrement::field::KEY).map(StateKey::Key),
-        Opcode::Append => u32_at(append::field::LIST_ID).map(StateKey::List),
-        // Both postcard sub-headers start with the flow key.
-        Opcode::Postcard | Opcode::PostcardPathLen => {
-            u32_at(postcard::field::KEY).map(StateKey::Flow)
-        }
-        Opcode::SketchMerge => sub
-            .get(sketch::field::SKETCH_ID)
-            .map(|&id| StateKey::Sketch(id)),
-    };
+    let state = state(opcode, b.payload());
     Some(Peek {
         opcode,
         retransmit: b.retransmit(),
         state,
     })
 }
+
+/// The state each opcode's report touches, from the primitives' list (`with_primitives!` in `mod.rs`):
+/// its sub-header's [`SubHeader::state`].
+macro_rules! states {
+    ($(
+        $(#[$doc:meta])*
+        $variant:ident = $code:literal, $constant:ident, body $body:ty,
+        label $label:literal, contract $contract:literal, summary $summary:literal;
+    )*) => {
+        #[inline(always)]
+        // `'a` is the lifetime the list's borrowing sub-header types name; `state` reads only `sub`.
+        #[allow(clippy::extra_unused_lifetimes)]
+        fn state<'a>(opcode: Opcode, sub: &[u8]) -> Option<StateKey> {
+            match opcode {
+                $(Opcode::$variant => <$body as SubHeader>::state(sub),)*
+            }
+        }
+    };
+}
+
+with_primitives!(states);
 
 #[cfg(test)]
 mod tests {
