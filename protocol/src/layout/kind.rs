@@ -13,22 +13,28 @@ use super::{AppendGeometry, KeyIncrementGeometry, KeyWriteGeometry};
 use super::{PostcardGeometry, SketchGeometry};
 
 /// The table of region kinds: the variant (of [`RegionKind`] and of [`Geometry`], whose serde tag is its
-/// snake_case name), its geometry type, its name (the same snake_case), whether a collector holds several
+/// snake_case name), its geometry type, its name (the same snake_case), its label in the collector's
+/// query metrics (`kind="keywrite"`, as dashboards read it), whether a collector holds several
 /// told apart by id (`ids yes`), and whether a region takes a redundancy up to its geometry's `n_max()`
 /// (`redundancy yes`). `with_region_kinds!(m)` calls the macro `m` with it.
 macro_rules! with_region_kinds {
     ($then:ident) => {
         $then! {
             /// Key-Write.
-            KeyWrite(KeyWriteGeometry), name "key_write", ids no, redundancy yes;
+            KeyWrite(KeyWriteGeometry), name "key_write", query "keywrite",
+                ids no, redundancy yes;
             /// Key-Increment.
-            KeyIncrement(KeyIncrementGeometry), name "key_increment", ids no, redundancy yes;
+            KeyIncrement(KeyIncrementGeometry), name "key_increment", query "keyincrement",
+                ids no, redundancy yes;
             /// Postcarding.
-            Postcarding(PostcardGeometry), name "postcarding", ids no, redundancy yes;
+            Postcarding(PostcardGeometry), name "postcarding", query "postcard",
+                ids no, redundancy yes;
             /// Append list.
-            Append(AppendGeometry), name "append", ids yes, redundancy no;
+            Append(AppendGeometry), name "append", query "append",
+                ids yes, redundancy no;
             /// Sketch.
-            Sketch(SketchGeometry), name "sketch", ids yes, redundancy no;
+            Sketch(SketchGeometry), name "sketch", query "sketch",
+                ids yes, redundancy no;
         }
     };
 }
@@ -57,7 +63,8 @@ macro_rules! n_max {
 macro_rules! region_kinds {
     ($(
         $(#[$doc:meta])*
-        $variant:ident($geometry:ty), name $name:literal, ids $ids:ident, redundancy $red:ident;
+        $variant:ident($geometry:ty), name $name:literal, query $query:literal, ids $ids:ident,
+        redundancy $red:ident;
     )*) => {
         /// The kind of a region, as [`Geometry`]'s `kind` tag spells it (`key_write`, `key_increment`,
         /// `postcarding`, `append`, `sketch`).
@@ -75,6 +82,13 @@ macro_rules! region_kinds {
             pub const fn name(self) -> &'static str {
                 match self {
                     $(RegionKind::$variant => $name,)*
+                }
+            }
+
+            /// Its label in the collector's query metrics (`dta_collector_queries{kind="keywrite"}`).
+            pub const fn query_label(self) -> &'static str {
+                match self {
+                    $(RegionKind::$variant => $query,)*
                 }
             }
 
@@ -167,5 +181,46 @@ mod tests {
         for k in RegionKind::ALL {
             assert_eq!(serde_json::to_string(&k).unwrap(), format!("\"{k}\""));
         }
+    }
+
+    /// Each kind's columns, as configuration files, the HTTP API and the query metrics spell them.
+    #[test]
+    fn the_table_gives_each_kind_its_names_ids_and_redundancy() {
+        let columns: Vec<_> = RegionKind::ALL
+            .iter()
+            .map(|k| (k.name(), k.query_label(), k.has_ids()))
+            .collect();
+        assert_eq!(
+            columns,
+            [
+                ("key_write", "keywrite", false),
+                ("key_increment", "keyincrement", false),
+                ("postcarding", "postcard", false),
+                ("append", "append", true),
+                ("sketch", "sketch", true),
+            ]
+        );
+        use super::super::*;
+        let geometries = [
+            Geometry::KeyWrite(KeyWriteGeometry::new(256, 8, 4).unwrap()),
+            Geometry::KeyIncrement(KeyIncrementGeometry::new(256, 3).unwrap()),
+            Geometry::Postcarding(PostcardGeometry::new(1024, 5, 2).unwrap()),
+            Geometry::Append(AppendGeometry::new(8, 4, 4).unwrap()),
+            Geometry::Sketch(SketchGeometry::new(2, 4).unwrap()),
+        ];
+        let n_max: Vec<_> = geometries.iter().map(|g| (g.kind(), g.n_max())).collect();
+        assert_eq!(
+            n_max,
+            [
+                (RegionKind::KeyWrite, Some(4)),
+                (RegionKind::KeyIncrement, Some(3)),
+                (RegionKind::Postcarding, Some(2)),
+                (RegionKind::Append, None),
+                (RegionKind::Sketch, None),
+            ]
+        );
+        assert!(KeyWriteGeometry::of(&geometries[0]).is_some());
+        assert!(KeyWriteGeometry::of(&geometries[1]).is_none());
+        assert_eq!(SketchGeometry::KIND, RegionKind::Sketch);
     }
 }
