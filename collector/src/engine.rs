@@ -14,7 +14,7 @@ use serde::Serialize;
 use crate::config::{Config, SketchMerge};
 use crate::error::{Error, Result};
 use crate::memory::{Arena, KindGeometry};
-use crate::metrics::{Metrics, QueryKind};
+use crate::metrics::Metrics;
 use crate::query::int::{
     drop_counts, drop_events, flow_hops, queue_events, FlowText, IntDropsAnswer, IntFlowAnswer,
     IntPathAnswer, IntQueuesAnswer, Shard, Window,
@@ -121,10 +121,10 @@ impl QueryEngine {
         &self.arena
     }
 
-    /// Runs `f` on the bytes and geometry of the region of geometry `G` with `id`, counted and timed.
+    /// Runs `f` on the bytes and geometry of the region of geometry `G` with `id`, counted and timed
+    /// (under `G`'s kind).
     fn run<G: KindGeometry, T>(
         &self,
-        kind: QueryKind,
         id: Option<u32>,
         f: impl FnOnce(&[u8], &G) -> Result<T>,
     ) -> Result<T> {
@@ -134,7 +134,7 @@ impl QueryEngine {
             f(&mem.as_slice()[slot.offset..slot.offset + slot.len()], g)
         });
         self.metrics
-            .record_query(kind, start.elapsed(), result.is_ok());
+            .record_query(G::KIND, start.elapsed(), result.is_ok());
         result
     }
 
@@ -147,7 +147,7 @@ impl QueryEngine {
     /// copies never written hold other keys' checksums and do not vote) and threshold `t`.
     pub fn key_write(&self, key: u32, n: Option<u8>, t: u32) -> Result<KeyWriteAnswer> {
         let n = n.or_else(|| self.redundancy(RegionKind::KeyWrite));
-        self.run(QueryKind::KeyWrite, None, |mem, g: &KeyWriteGeometry| {
+        self.run(None, |mem, g: &KeyWriteGeometry| {
             key_write(mem, g, key, n.unwrap_or(g.n_max()), t)
         })
     }
@@ -156,18 +156,14 @@ impl QueryEngine {
     /// either the answer would be a guess: the minimum over copies never incremented is 0, an
     /// undercount the paper's estimator never makes, so the query is refused instead.
     pub fn key_increment(&self, key: u32, n: Option<u8>) -> Result<KeyIncrementAnswer> {
-        self.run(
-            QueryKind::KeyIncrement,
-            None,
-            |mem, g: &KeyIncrementGeometry| {
-                key_increment(
-                    mem,
-                    g,
-                    key,
-                    self.increment_n(n, g, &format!("key {key}'s"))?,
-                )
-            },
-        )
+        self.run(None, |mem, g: &KeyIncrementGeometry| {
+            key_increment(
+                mem,
+                g,
+                key,
+                self.increment_n(n, g, &format!("key {key}'s"))?,
+            )
+        })
     }
 
     /// The redundancy of a Key-Increment query: `n`, else the region's configured one, else 1 where the
@@ -189,7 +185,7 @@ impl QueryEngine {
     /// Postcarding path of flow `key`.
     pub fn postcard(&self, key: u32, n: Option<u8>) -> Result<PathAnswer> {
         let n = n.or_else(|| self.redundancy(RegionKind::Postcarding));
-        self.run(QueryKind::Postcard, None, |mem, g: &PostcardGeometry| {
+        self.run(None, |mem, g: &PostcardGeometry| {
             self.decoder.query(mem, g, key, n.unwrap_or(g.n_max()))
         })
     }
@@ -199,7 +195,7 @@ impl QueryEngine {
         let key = flow_key(flow);
         let n = n.or_else(|| self.redundancy(RegionKind::Postcarding));
         let decoder = self.int.decoder.as_ref().unwrap_or(&self.decoder);
-        let path = self.run(QueryKind::Postcard, None, |mem, g: &PostcardGeometry| {
+        let path = self.run(None, |mem, g: &PostcardGeometry| {
             decoder.query(mem, g, key, n.unwrap_or(g.n_max()))
         })?;
         Ok(IntPathAnswer {
@@ -228,7 +224,7 @@ impl QueryEngine {
         })?;
         let n = n.or_else(|| self.redundancy(RegionKind::KeyWrite));
         let key = flow_key(flow);
-        let found = self.run(QueryKind::KeyWrite, None, |mem, g: &KeyWriteGeometry| {
+        let found = self.run(None, |mem, g: &KeyWriteGeometry| {
             flow_hops(mem, g, key, hops, n.unwrap_or(g.n_max()), t, shard)
         })?;
         Ok(IntFlowAnswer::new(flow, found))
@@ -238,21 +234,17 @@ impl QueryEngine {
     /// list where this collector has `[int] drop_list`.
     pub fn int_drops(&self, q: &DropsQuery) -> Result<IntDropsAnswer> {
         let whose = format!("node {}'s drop-counter", q.node);
-        let counts = self.run(
-            QueryKind::KeyIncrement,
-            None,
-            |mem, g: &KeyIncrementGeometry| {
-                let n = self.increment_n(q.n, g, &whose)?;
-                drop_counts(mem, g, q.node, q.reason, n, q.shard)
-            },
-        )?;
+        let counts = self.run(None, |mem, g: &KeyIncrementGeometry| {
+            let n = self.increment_n(q.n, g, &whose)?;
+            drop_counts(mem, g, q.node, q.reason, n, q.shard)
+        })?;
         let events = self
             .int
             .drop_list
             .ids()
             .iter()
             .map(|&list| {
-                self.run(QueryKind::Append, Some(list), |mem, g: &AppendGeometry| {
+                self.run(Some(list), |mem, g: &AppendGeometry| {
                     drop_events(mem, g, list, q.node, q.reason, q.window)
                 })
             })
@@ -274,7 +266,7 @@ impl QueryEngine {
             .ids()
             .iter()
             .map(|&list| {
-                self.run(QueryKind::Append, Some(list), |mem, g: &AppendGeometry| {
+                self.run(Some(list), |mem, g: &AppendGeometry| {
                     queue_events(mem, g, list, node, queue, window)
                 })
             })
@@ -284,7 +276,7 @@ impl QueryEngine {
 
     /// Entries of list `list` from `tail`, at most `max`.
     pub fn append(&self, list: u32, tail: u64, max: usize) -> Result<AppendRead> {
-        self.run(QueryKind::Append, Some(list), |mem, g: &AppendGeometry| {
+        self.run(Some(list), |mem, g: &AppendGeometry| {
             append_read(mem, g, tail, max)
         })
     }
@@ -292,21 +284,17 @@ impl QueryEngine {
     /// Sketch `id`: count-min for `key` on a sum-merged sketch, HyperLogLog on a max-merged one.
     pub fn sketch(&self, id: u32, key: Option<u32>) -> Result<SketchAnswer> {
         let merge = self.merges.get(&id).copied().unwrap_or_default();
-        self.run(
-            QueryKind::Sketch,
-            Some(id),
-            |mem, g: &SketchGeometry| match (merge, key) {
-                (SketchMerge::Sum, Some(key)) => Ok(SketchAnswer::CountMin {
-                    estimate: count_min(mem, g, key)?,
-                }),
-                (SketchMerge::Sum, None) => Err(Error::BadQuery(format!(
-                    "sketch {id} is sum-merged (count-min): give a key"
-                ))),
-                (SketchMerge::Max, _) => Ok(SketchAnswer::Hyperloglog {
-                    cardinality: hyperloglog(mem, g)?,
-                }),
-            },
-        )
+        self.run(Some(id), |mem, g: &SketchGeometry| match (merge, key) {
+            (SketchMerge::Sum, Some(key)) => Ok(SketchAnswer::CountMin {
+                estimate: count_min(mem, g, key)?,
+            }),
+            (SketchMerge::Sum, None) => Err(Error::BadQuery(format!(
+                "sketch {id} is sum-merged (count-min): give a key"
+            ))),
+            (SketchMerge::Max, _) => Ok(SketchAnswer::Hyperloglog {
+                cardinality: hyperloglog(mem, g)?,
+            }),
+        })
     }
 }
 

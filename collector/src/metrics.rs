@@ -19,48 +19,18 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
+use dta_protocol::layout::RegionKind;
+
 use crate::control::QpStats;
 
 pub mod export;
 use crate::responder::{DropReason, FaultCounts, NakKind, Stats};
 pub use export::ExportMetrics;
 
-/// The query kinds, for per-kind counters.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum QueryKind {
-    /// Key-Write.
-    KeyWrite,
-    /// Key-Increment.
-    KeyIncrement,
-    /// Postcarding.
-    Postcard,
-    /// Append.
-    Append,
-    /// Sketch.
-    Sketch,
-}
+/// The query kinds, for per-kind counters: a query reads one region kind, and its label is the
+/// region-kind table's `query` column (`RegionKind::query_label`).
+pub type QueryKind = RegionKind;
 
-impl QueryKind {
-    const ALL: [QueryKind; 5] = [
-        QueryKind::KeyWrite,
-        QueryKind::KeyIncrement,
-        QueryKind::Postcard,
-        QueryKind::Append,
-        QueryKind::Sketch,
-    ];
-
-    fn label(self) -> &'static str {
-        match self {
-            QueryKind::KeyWrite => "keywrite",
-            QueryKind::KeyIncrement => "keyincrement",
-            QueryKind::Postcard => "postcard",
-            QueryKind::Append => "append",
-            QueryKind::Sketch => "sketch",
-        }
-    }
-}
-
-/// Latency histogram bucket bounds in seconds.
 const BUCKETS: [f64; 8] = [1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 0.1, 1.0, 10.0];
 
 /// The responder port's counters.
@@ -238,9 +208,9 @@ impl Default for Metrics {
         // Every kind and result is exposed from the start, at zero, as dashboards expect.
         for k in QueryKind::ALL {
             for result in ["ok", "error"] {
-                let _ = queries.get_or_create(&[("kind", k.label()), ("result", result)]);
+                let _ = queries.get_or_create(&[("kind", k.query_label()), ("result", result)]);
             }
-            let _ = latency.get_or_create(&[("kind", k.label())]);
+            let _ = latency.get_or_create(&[("kind", k.query_label())]);
         }
         let mut registry = Registry::with_prefix("dta_collector");
         registry.register_collector(Box::new(published.clone()));
@@ -285,10 +255,10 @@ impl Metrics {
     pub fn record_query(&self, kind: QueryKind, took: Duration, ok: bool) {
         let result = if ok { "ok" } else { "error" };
         self.queries
-            .get_or_create(&[("kind", kind.label()), ("result", result)])
+            .get_or_create(&[("kind", kind.query_label()), ("result", result)])
             .inc();
         self.latency
-            .get_or_create(&[("kind", kind.label())])
+            .get_or_create(&[("kind", kind.query_label())])
             .observe(took.as_secs_f64());
     }
 

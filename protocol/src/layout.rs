@@ -21,7 +21,7 @@ use crate::hash::key_checksum;
 use crate::roce::crc_table::{placement, POSTCARD_TABLES};
 
 mod kind;
-pub use kind::RegionKind;
+pub use kind::{Geometry, KindGeometry, RegionKind};
 
 /// A geometry that cannot be laid out.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -496,39 +496,6 @@ impl SketchGeometry {
     #[inline]
     pub const fn column_offset(&self, column: u32) -> u64 {
         column as u64 * self.column_len()
-    }
-}
-
-/// The geometry of one region, tagged by kind, as configuration files and the control channel carry it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum Geometry {
-    /// Key-Write.
-    KeyWrite(KeyWriteGeometry),
-    /// Key-Increment.
-    KeyIncrement(KeyIncrementGeometry),
-    /// Postcarding.
-    Postcarding(PostcardGeometry),
-    /// Append list.
-    Append(AppendGeometry),
-    /// Sketch.
-    Sketch(SketchGeometry),
-}
-
-impl Geometry {
-    /// Region size in bytes.
-    pub const fn len(&self) -> u64 {
-        match self {
-            Geometry::KeyWrite(g) => g.len(),
-            Geometry::KeyIncrement(g) => g.len(),
-            Geometry::Postcarding(g) => g.len(),
-            Geometry::Append(g) => g.len(),
-            Geometry::Sketch(g) => g.len(),
-        }
-    }
-    /// Always false.
-    pub const fn is_empty(&self) -> bool {
-        false
     }
 }
 

@@ -38,24 +38,19 @@ impl Config {
         let mut seen = HashSet::new();
         for r in &self.regions {
             let kind = r.geometry.kind();
-            let many = matches!(r.geometry, Geometry::Append(_) | Geometry::Sketch(_));
-            if !many && r.id != 0 {
+            if !kind.has_ids() && r.id != 0 {
                 return Err(Error::Config(format!(
                     "{kind} region has id {}; only append and sketch regions take ids",
                     r.id
                 )));
             }
             if let Some(n) = r.redundancy {
-                let n_max = match &r.geometry {
-                    Geometry::KeyWrite(g) => g.n_max(),
-                    Geometry::KeyIncrement(g) => g.n_max(),
-                    Geometry::Postcarding(g) => g.n_max(),
-                    _ => {
-                        return Err(Error::Config(format!(
-                            "{kind} region has a redundancy; only key_write, key_increment and \
-                             postcarding regions take one"
-                        )))
-                    }
+                // Which kinds take one is the region-kind table's `redundancy` column.
+                let Some(n_max) = r.geometry.n_max() else {
+                    return Err(Error::Config(format!(
+                        "{kind} region has a redundancy; only key_write, key_increment and \
+                         postcarding regions take one"
+                    )));
                 };
                 if !(1..=n_max).contains(&n) {
                     return Err(Error::Config(format!(
@@ -70,7 +65,7 @@ impl Config {
                 )));
             }
             if !seen.insert((kind, r.id)) {
-                return Err(Error::Config(if many {
+                return Err(Error::Config(if kind.has_ids() {
                     format!("two {kind} regions with id {}", r.id)
                 } else {
                     format!("more than one {kind} region")

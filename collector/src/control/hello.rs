@@ -66,7 +66,8 @@ pub(super) fn answer(
         .filter_map(|r| match r.geometry {
             Geometry::Append(_) => Some(SingleWriter::Append(r.id)),
             Geometry::Sketch(_) => Some(SingleWriter::Sketch(r.id)),
-            _ => None,
+            // Every kind named, so that a new one must say whether its state lives in a translator.
+            Geometry::KeyWrite(_) | Geometry::KeyIncrement(_) | Geometry::Postcarding(_) => None,
         })
         .collect();
     let (qps, withheld) = {

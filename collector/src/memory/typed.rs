@@ -1,43 +1,13 @@
-//! Typed region lookups: each geometry type names its [`RegionKind`], so a query asks the arena for a
-//! `KeyWriteGeometry` and gets one; no "found a region of the wrong kind" case is left for callers.
+//! Typed region lookups: each geometry type names its [`RegionKind`](dta_protocol::layout::RegionKind),
+//! so a query asks the arena for a `KeyWriteGeometry` and gets one; no "found a region of the wrong kind"
+//! case is left for callers.
 
-use dta_protocol::layout::{
-    AppendGeometry, Geometry, KeyIncrementGeometry, KeyWriteGeometry, PostcardGeometry, RegionKind,
-    SketchGeometry,
-};
+// The trait and its impls come from the protocol's table of region kinds (`layout/kind.rs`), so every
+// kind has its typed lookup.
+pub use dta_protocol::layout::KindGeometry;
 
 use super::{Arena, RegionSlot};
 use crate::error::{Error, Result};
-
-/// A geometry type of one region kind.
-pub trait KindGeometry: Sized {
-    /// The kind it lays out.
-    const KIND: RegionKind;
-    /// The geometry, if `g` is of this kind.
-    fn of(g: &Geometry) -> Option<&Self>;
-}
-
-macro_rules! kind_geometry {
-    ($($ty:ty => $variant:ident),* $(,)?) => {$(
-        impl KindGeometry for $ty {
-            const KIND: RegionKind = RegionKind::$variant;
-            fn of(g: &Geometry) -> Option<&Self> {
-                match g {
-                    Geometry::$variant(g) => Some(g),
-                    _ => None,
-                }
-            }
-        }
-    )*};
-}
-
-kind_geometry! {
-    KeyWriteGeometry => KeyWrite,
-    KeyIncrementGeometry => KeyIncrement,
-    PostcardGeometry => Postcarding,
-    AppendGeometry => Append,
-    SketchGeometry => Sketch,
-}
 
 impl Arena {
     /// The first region of geometry `G` with `id` (any id when `None`), and its geometry.

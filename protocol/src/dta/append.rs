@@ -7,10 +7,13 @@
 //! E is not on the wire, so [`AppendRepr::parse`] takes the configured E to check the length.
 
 use super::check_exact_len;
+use super::format::ReportFormat;
+use super::subheader::{self, StateKey, SubHeader};
 use crate::error::{check_len, check_room};
 use crate::field::{f, FieldSpec};
 use crate::field::{get_u32, set_u32, Field, Rest};
-use crate::Result;
+use crate::refusal::{ensure, Refusal};
+use crate::{Error, Result};
 
 /// Byte offsets of the fields, relative to the start of this header: the one statement of where each
 /// lies, which the view reads and the fast paths shift to frame or report offsets.
@@ -111,6 +114,30 @@ impl<'a> AppendRepr<'a> {
         p.set_list_id(self.list_id);
         p.data_mut().copy_from_slice(self.data);
         Ok(())
+    }
+}
+
+impl<'a> SubHeader<'a> for AppendRepr<'a> {
+    /// The list ID, then exactly the configured entry size E.
+    #[inline(always)]
+    fn parse_body<M: Refusal>(
+        rest: &'a [u8],
+        fmt: &ReportFormat,
+    ) -> core::result::Result<Self, M::Err> {
+        let (h, data) = subheader::split::<M, HEADER_LEN>(rest, HEADER)?;
+        let e = fmt.append_entry_len;
+        ensure::<M>(data.len() == e, || {
+            Error::mismatch(HEADER, HEADER_LEN + e, rest.len())
+        })?;
+        Ok(AppendRepr {
+            list_id: get_u32(&h[field::LIST_ID]),
+            data,
+        })
+    }
+
+    #[inline(always)]
+    fn state(sub: &[u8]) -> Option<StateKey> {
+        subheader::u32_at(sub, field::LIST_ID).map(StateKey::List)
     }
 }
 

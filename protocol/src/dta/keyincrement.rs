@@ -4,10 +4,13 @@
 //! 0: redundancy:8 | 1: key:32 | 5: counter:64
 //! ```
 
+use super::format::ReportFormat;
+use super::subheader::{self, StateKey, SubHeader};
 use super::{check_exact_len, check_redundancy};
 use crate::error::{check_len, check_room};
 use crate::field::{f, FieldSpec};
 use crate::field::{get_u32, get_u64, set_u32, set_u64, Field};
+use crate::refusal::Refusal;
 use crate::Result;
 
 /// Byte offsets of the fields, relative to the start of this header: the one statement of where each
@@ -118,6 +121,29 @@ impl KeyIncrementRepr {
         p.set_key(self.key);
         p.set_counter(self.counter);
         Ok(())
+    }
+}
+
+impl<'a> SubHeader<'a> for KeyIncrementRepr {
+    /// Exactly [`HEADER_LEN`] bytes, then the redundancy.
+    #[inline(always)]
+    fn parse_body<M: Refusal>(
+        rest: &'a [u8],
+        _: &ReportFormat,
+    ) -> core::result::Result<Self, M::Err> {
+        let b = subheader::exact::<M, HEADER_LEN>(rest, HEADER)?;
+        let redundancy = b[field::REDUNDANCY];
+        subheader::redundancy::<M>(redundancy)?;
+        Ok(KeyIncrementRepr {
+            redundancy,
+            key: get_u32(&b[field::KEY]),
+            counter: get_u64(&b[field::COUNTER]),
+        })
+    }
+
+    #[inline(always)]
+    fn state(sub: &[u8]) -> Option<StateKey> {
+        subheader::u32_at(sub, field::KEY).map(StateKey::Key)
     }
 }
 

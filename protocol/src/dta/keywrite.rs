@@ -7,11 +7,14 @@
 //! D is not on the wire, so the view exposes whatever follows the key as data and
 //! [`KeyWriteRepr::parse`] takes the configured D to check the length.
 
+use super::format::ReportFormat;
+use super::subheader::{self, StateKey, SubHeader};
 use super::{check_exact_len, check_redundancy};
 use crate::error::{check_len, check_room};
 use crate::field::{f, FieldSpec};
 use crate::field::{get_u32, set_u32, Field, Rest};
-use crate::Result;
+use crate::refusal::{ensure, Refusal};
+use crate::{Error, Result};
 
 /// Byte offsets of the fields, relative to the start of this header: the one statement of where each
 /// lies, which the view reads and the fast paths shift to frame or report offsets.
@@ -127,6 +130,35 @@ impl<'a> KeyWriteRepr<'a> {
         p.set_key(self.key);
         p.data_mut().copy_from_slice(self.data);
         Ok(())
+    }
+}
+
+/// The general arm only: a report's parse takes Key-Write reports through its own fixed-size read of
+/// base and sub-header together (`parse.rs`), with the same checks and errors as this.
+impl<'a> SubHeader<'a> for KeyWriteRepr<'a> {
+    /// The fixed fields, exactly the configured data size D, then the redundancy.
+    #[inline(always)]
+    fn parse_body<M: Refusal>(
+        rest: &'a [u8],
+        fmt: &ReportFormat,
+    ) -> core::result::Result<Self, M::Err> {
+        let (h, data) = subheader::split::<M, HEADER_LEN>(rest, HEADER)?;
+        let d = fmt.keywrite_data_len;
+        ensure::<M>(data.len() == d, || {
+            Error::mismatch(HEADER, HEADER_LEN + d, rest.len())
+        })?;
+        let redundancy = h[field::REDUNDANCY];
+        subheader::redundancy::<M>(redundancy)?;
+        Ok(KeyWriteRepr {
+            redundancy,
+            key: get_u32(&h[field::KEY]),
+            data,
+        })
+    }
+
+    #[inline(always)]
+    fn state(sub: &[u8]) -> Option<StateKey> {
+        subheader::u32_at(sub, field::KEY).map(StateKey::Key)
     }
 }
 

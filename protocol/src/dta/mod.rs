@@ -12,8 +12,42 @@
 //! silently reinterpreted, so a future use of those bits can never be misread by this parser, and every
 //! accepted report re-emits to the very same bytes.
 
+/// The primitives, declared once: each line is a primitive's wire code, the name of its constant in
+/// [`opcode`], its sub-header's type (the report body's variant, which implements `SubHeader`: its parse
+/// arm and the state `peek` reads), its metric label, its name in the P4 contract and in pktgen's summary.
+/// Everything per primitive in this crate is generated from it: [`Opcode`] and its tables (below), the
+/// report's [`Body`] and its methods (`report.rs`), the parse's dispatch (`parse.rs`) and [`peek`]'s
+/// (`peek.rs`), so a primitive is one line here (and its `pub mod` and `pub use`) plus its sub-header's
+/// module; every match on [`Opcode`] or [`Body`] elsewhere is exhaustive and fails to compile until it
+/// handles the new one. `with_primitives!(m)` calls the macro `m` with the list.
+macro_rules! with_primitives {
+    ($then:ident) => {
+        $then! {
+            /// Key-Write: store data under a key, N copies.
+            KeyWrite = 0x01, KEY_WRITE, body $crate::dta::KeyWriteRepr<'a>,
+                label "key_write", contract "key_write", summary "keywrite";
+            /// Append: add an entry to a list.
+            Append = 0x02, APPEND, body $crate::dta::AppendRepr<'a>,
+                label "append", contract "append", summary "append";
+            /// Key-Increment: add to a counter under a key, N copies.
+            KeyIncrement = 0x03, KEY_INCREMENT, body $crate::dta::KeyIncrementRepr,
+                label "key_increment", contract "key_increment", summary "keyincrement";
+            /// Postcarding: one hop's value of a flow's path; path length is the configured B.
+            Postcard = 0x04, POSTCARD, body $crate::dta::PostcardRepr,
+                label "postcard", contract "postcard", summary "postcard";
+            /// Sketch-Merge: one column of a reporter's sketch.
+            SketchMerge = 0x05, SKETCH_MERGE, body $crate::dta::SketchRepr<'a>,
+                label "sketch_merge", contract "sketch_merge", summary "sketch";
+            /// Postcarding with the path length carried in the report.
+            PostcardPathLen = 0x06, POSTCARD_PATH_LEN, body $crate::dta::PostcardPathLenRepr,
+                label "postcard_path_len", contract "postcard_pathlen", summary "postcard_pathlen";
+        }
+    };
+}
+
 pub mod append;
 pub mod base;
+mod format;
 pub mod keyincrement;
 pub mod keywrite;
 pub mod nack;
@@ -22,6 +56,7 @@ pub mod peek;
 pub mod postcard;
 pub mod report;
 pub mod sketch;
+mod subheader;
 
 pub use append::AppendRepr;
 pub use base::{BaseRepr, HeaderForm};
@@ -42,14 +77,13 @@ pub const DTA_NACK_UDP_PORT: u16 = 40044;
 /// Largest Key-Write / Key-Increment redundancy accepted (the reference stops at 4).
 pub const N_MAX: u8 = 8;
 
-/// Declares the primitives once: their wire code and every name they go by. From the one list come the
-/// [`opcode`] constants, [`Opcode`] with its code, index and names, [`Opcode::ALL`] and
-/// [`Opcode::COUNT`] (the size of every per-primitive counter array); the translator's counters, its
-/// metric labels, pktgen's summary and the P4 contract all read them. A new primitive is one line here.
+/// From the primitives' list: the [`opcode`] constants, [`Opcode`] with its code, index and names,
+/// [`Opcode::ALL`] and [`Opcode::COUNT`] (the size of every per-primitive counter array); the translator's
+/// counters, its metric labels, pktgen's summary and the P4 contract all read them.
 macro_rules! primitives {
     ($(
         $(#[$doc:meta])*
-        $variant:ident = $code:literal, $constant:ident,
+        $variant:ident = $code:literal, $constant:ident, body $body:ty,
         label $label:literal, contract $contract:literal, summary $summary:literal;
     )*) => {
         /// The DTA opcodes' wire values, for code that matches on the raw byte (the report's fast path);
@@ -120,26 +154,7 @@ macro_rules! primitives {
     };
 }
 
-primitives! {
-    /// Key-Write: store data under a key, N copies.
-    KeyWrite = 0x01, KEY_WRITE,
-        label "key_write", contract "key_write", summary "keywrite";
-    /// Append: add an entry to a list.
-    Append = 0x02, APPEND,
-        label "append", contract "append", summary "append";
-    /// Key-Increment: add to a counter under a key, N copies.
-    KeyIncrement = 0x03, KEY_INCREMENT,
-        label "key_increment", contract "key_increment", summary "keyincrement";
-    /// Postcarding: one hop's value of a flow's path; path length is the configured B.
-    Postcard = 0x04, POSTCARD,
-        label "postcard", contract "postcard", summary "postcard";
-    /// Sketch-Merge: one column of a reporter's sketch.
-    SketchMerge = 0x05, SKETCH_MERGE,
-        label "sketch_merge", contract "sketch_merge", summary "sketch";
-    /// Postcarding with the path length carried in the report.
-    PostcardPathLen = 0x06, POSTCARD_PATH_LEN,
-        label "postcard_path_len", contract "postcard_pathlen", summary "postcard_pathlen";
-}
+with_primitives!(primitives);
 
 /// Rejects a redundancy outside `1..=N_MAX`; it is never clamped, because a clamped report would land in
 /// fewer slots than its reporter and its queries assume.

@@ -5,31 +5,10 @@
 //! bits, no allocation). It judges nothing: a report it can read here may still be refused by the full
 //! parse in [`super::report`], on the worker that then counts it.
 
-use super::{append, base, keyincrement, keywrite, postcard, sketch, HeaderForm, Opcode};
-use crate::field::get_u32;
+use super::subheader::SubHeader;
+use super::{base, HeaderForm, Opcode};
 
-/// The field that names the translator state a report touches.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum StateKey {
-    /// Key-Write or Key-Increment: the key.
-    Key(u32),
-    /// Append: the list ID.
-    List(u32),
-    /// Postcarding (either opcode): the flow key.
-    Flow(u32),
-    /// Sketch-Merge: the sketch ID.
-    Sketch(u8),
-}
-
-impl StateKey {
-    /// The key's value, widened to 32 bits.
-    pub const fn value(self) -> u32 {
-        match self {
-            StateKey::Key(v) | StateKey::List(v) | StateKey::Flow(v) => v,
-            StateKey::Sketch(id) => id as u32,
-        }
-    }
-}
+pub use super::subheader::StateKey;
 
 /// What [`peek`] reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -48,26 +27,37 @@ pub struct Peek {
 pub fn peek(report: &[u8], form: HeaderForm) -> Option<Peek> {
     let b = base::Packet::new_checked(report, form).ok()?;
     let opcode = Opcode::from_code(b.opcode()).ok()?;
-    let sub = b.payload();
-    let u32_at = |r: core::ops::Range<usize>| sub.get(r).map(get_u32);
-    let state = match opcode {
-        Opcode::KeyWrite => u32_at(keywrite::field::KEY).map(StateKey::Key),
-        Opcode::KeyIncrement => u32_at(keyincrement::field::KEY).map(StateKey::Key),
-        Opcode::Append => u32_at(append::field::LIST_ID).map(StateKey::List),
-        // Both postcard sub-headers start with the flow key.
-        Opcode::Postcard | Opcode::PostcardPathLen => {
-            u32_at(postcard::field::KEY).map(StateKey::Flow)
-        }
-        Opcode::SketchMerge => sub
-            .get(sketch::field::SKETCH_ID)
-            .map(|&id| StateKey::Sketch(id)),
-    };
-    Some(Peek {
-        opcode,
-        retransmit: b.retransmit(),
-        state,
-    })
+    Some(peek_as(opcode, b.payload(), b.retransmit()))
 }
+
+/// The [`Peek`] of each opcode's report, from the primitives' list (`with_primitives!` in `mod.rs`): its
+/// state is its sub-header's [`SubHeader::state`]. Each arm builds the whole `Peek`: the translator
+/// daemon's steering runs this per frame, and a match that returned only the state, merged before the
+/// rest was built, cost it 3 instructions a frame more than the hand-written match this replaced;
+/// built per arm it costs 8 to 12 fewer (callgrind, 2 workers: Steering::target 94.2 -> 86.2 per frame
+/// of Key-Increment, 120.5 -> 108.7 of Postcarding).
+macro_rules! states {
+    ($(
+        $(#[$doc:meta])*
+        $variant:ident = $code:literal, $constant:ident, body $body:ty,
+        label $label:literal, contract $contract:literal, summary $summary:literal;
+    )*) => {
+        #[inline(always)]
+        // `'a` is the lifetime the list's borrowing sub-header types name; only `sub` is read.
+        #[allow(clippy::extra_unused_lifetimes)]
+        fn peek_as<'a>(opcode: Opcode, sub: &[u8], retransmit: bool) -> Peek {
+            match opcode {
+                $(Opcode::$variant => Peek {
+                    opcode: Opcode::$variant,
+                    retransmit,
+                    state: <$body as SubHeader>::state(sub),
+                },)*
+            }
+        }
+    };
+}
+
+with_primitives!(states);
 
 #[cfg(test)]
 mod tests {

@@ -10,6 +10,8 @@
 //! `1..=MAX_HOPS`; a hop beyond B is the translator's to reject.
 
 use super::{check_exact_len, Opcode};
+
+mod subheader;
 use crate::error::{check_len, check_room};
 use crate::field::{f, FieldSpec};
 use crate::field::{get_u32, set_u32, Field};

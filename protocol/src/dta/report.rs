@@ -4,43 +4,20 @@
 //! translator is configured with; the base header form is configuration for the same reason. The parse
 //! itself is in `parse.rs`: one body, specialised for callers that want the reason and callers that do not.
 
-use super::append::{self, AppendRepr};
+use super::append;
 use super::base::{BaseRepr, HeaderForm};
-use super::keyincrement::KeyIncrementRepr;
-use super::keywrite::{self, KeyWriteRepr, DATA_LENS};
-use super::postcard::{PostcardPathLenRepr, PostcardRepr};
-use super::sketch::SketchRepr;
+use super::keywrite::{self, DATA_LENS};
 use super::Opcode;
 use crate::error::check_room;
 use crate::{Error, Result};
+
+pub use super::format::ReportFormat;
 
 const HEADER: &str = "DTA report";
 
 /// Largest Append entry a format accepts. 1024 bytes keep a report (3 + 4 + 1024 bytes) well inside a
 /// 1500-byte MTU and bound the translator's per-list batch buffer (16 entries) to 16 KiB.
 pub const MAX_APPEND_ENTRY_LEN: usize = 1024;
-
-/// What a report looks like under the translator's configuration.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct ReportFormat {
-    /// Base header form.
-    pub form: HeaderForm,
-    /// Key-Write data size D: one of [`DATA_LENS`] (4, 12 or 28).
-    pub keywrite_data_len: usize,
-    /// Append entry size E, `1..=MAX_APPEND_ENTRY_LEN`.
-    pub append_entry_len: usize,
-}
-
-impl Default for ReportFormat {
-    /// Seq form, 4-byte Key-Write data, 4-byte Append entries (the reference's sizes).
-    fn default() -> Self {
-        ReportFormat {
-            form: HeaderForm::Seq,
-            keywrite_data_len: 4,
-            append_entry_len: 4,
-        }
-    }
-}
 
 impl ReportFormat {
     /// A format whose sizes are checked (see [`validate`](Self::validate)).
@@ -79,59 +56,48 @@ impl ReportFormat {
     }
 }
 
-/// The sub-header of a report, one variant per opcode.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Body<'a> {
-    /// Opcode 0x01.
-    KeyWrite(KeyWriteRepr<'a>),
-    /// Opcode 0x02.
-    Append(AppendRepr<'a>),
-    /// Opcode 0x03.
-    KeyIncrement(KeyIncrementRepr),
-    /// Opcode 0x04.
-    Postcard(PostcardRepr),
-    /// Opcode 0x05.
-    SketchMerge(SketchRepr<'a>),
-    /// Opcode 0x06.
-    PostcardPathLen(PostcardPathLenRepr),
+/// The report's [`Body`] from the primitives' list (`with_primitives!` in `mod.rs`): one variant per
+/// opcode, named as the opcode and holding its sub-header's type.
+macro_rules! bodies {
+    ($(
+        $(#[$doc:meta])*
+        $variant:ident = $code:literal, $constant:ident, body $body:ty,
+        label $label:literal, contract $contract:literal, summary $summary:literal;
+    )*) => {
+        /// The sub-header of a report, one variant per opcode.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum Body<'a> {
+            $(
+                #[doc = concat!("Opcode ", stringify!($code), ".")]
+                $variant($body),
+            )*
+        }
+
+        impl Body<'_> {
+            /// The opcode that carries this sub-header.
+            pub const fn opcode(&self) -> Opcode {
+                match self {
+                    $(Body::$variant(_) => Opcode::$variant,)*
+                }
+            }
+
+            /// Bytes the sub-header takes.
+            pub const fn buffer_len(&self) -> usize {
+                match self {
+                    $(Body::$variant(r) => r.buffer_len(),)*
+                }
+            }
+
+            fn emit(&self, buf: &mut [u8]) -> Result<()> {
+                match self {
+                    $(Body::$variant(r) => r.emit(buf),)*
+                }
+            }
+        }
+    };
 }
 
-impl Body<'_> {
-    /// The opcode that carries this sub-header.
-    pub const fn opcode(&self) -> Opcode {
-        match self {
-            Body::KeyWrite(_) => Opcode::KeyWrite,
-            Body::Append(_) => Opcode::Append,
-            Body::KeyIncrement(_) => Opcode::KeyIncrement,
-            Body::Postcard(_) => Opcode::Postcard,
-            Body::SketchMerge(_) => Opcode::SketchMerge,
-            Body::PostcardPathLen(_) => Opcode::PostcardPathLen,
-        }
-    }
-
-    /// Bytes the sub-header takes.
-    pub const fn buffer_len(&self) -> usize {
-        match self {
-            Body::KeyWrite(r) => r.buffer_len(),
-            Body::Append(r) => r.buffer_len(),
-            Body::KeyIncrement(r) => r.buffer_len(),
-            Body::Postcard(r) => r.buffer_len(),
-            Body::SketchMerge(r) => r.buffer_len(),
-            Body::PostcardPathLen(r) => r.buffer_len(),
-        }
-    }
-
-    fn emit(&self, buf: &mut [u8]) -> Result<()> {
-        match self {
-            Body::KeyWrite(r) => r.emit(buf),
-            Body::Append(r) => r.emit(buf),
-            Body::KeyIncrement(r) => r.emit(buf),
-            Body::Postcard(r) => r.emit(buf),
-            Body::SketchMerge(r) => r.emit(buf),
-            Body::PostcardPathLen(r) => r.emit(buf),
-        }
-    }
-}
+with_primitives!(bodies);
 
 /// A parsed DTA report; variable data borrows the packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

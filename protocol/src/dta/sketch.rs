@@ -9,9 +9,12 @@
 //! [`SketchRepr::counter`] and [`SketchRepr::iter_counters`] decode them.
 
 use super::check_exact_len;
+use super::format::ReportFormat;
+use super::subheader::{self, StateKey, SubHeader};
 use crate::error::{check_len, check_room};
 use crate::field::{f, FieldSpec};
 use crate::field::{get_u16, get_u32, set_u16, Field, Rest};
+use crate::refusal::{ensure, Refusal};
 use crate::{Error, Result};
 
 /// Byte offsets of the fields, relative to the start of this header: the one statement of where each
@@ -266,6 +269,43 @@ impl<'a> SketchRepr<'a> {
         p.set_reserved(0);
         p.counters_mut().copy_from_slice(self.counters);
         Ok(())
+    }
+}
+
+impl<'a> SubHeader<'a> for SketchRepr<'a> {
+    /// The fixed fields; rows at least 1; exactly that many counters; a known op; a zero reserved byte.
+    #[inline(always)]
+    fn parse_body<M: Refusal>(
+        rest: &'a [u8],
+        _: &ReportFormat,
+    ) -> core::result::Result<Self, M::Err> {
+        let (h, counters) = subheader::split::<M, HEADER_LEN>(rest, HEADER)?;
+        let invalid = |field, value: u8| Error::InvalidField {
+            header: HEADER,
+            field,
+            value: value.into(),
+        };
+        let rows = h[field::ROWS];
+        ensure::<M>(rows != 0, || invalid("rows", 0))?;
+        let len = COUNTER_LEN * usize::from(rows);
+        ensure::<M>(counters.len() == len, || {
+            Error::mismatch(HEADER, HEADER_LEN + len, rest.len())
+        })?;
+        let op = SketchOp::from_code(h[field::OP]).map_err(|e| M::refuse(|| e))?;
+        let reserved = h[field::RESERVED];
+        ensure::<M>(reserved == 0, || invalid("reserved", reserved))?;
+        Ok(SketchRepr {
+            sketch_id: h[field::SKETCH_ID],
+            op,
+            reporter_id: get_u16(&h[field::REPORTER_ID]),
+            column: get_u16(&h[field::COLUMN]),
+            counters,
+        })
+    }
+
+    #[inline(always)]
+    fn state(sub: &[u8]) -> Option<StateKey> {
+        sub.get(field::SKETCH_ID).map(|&id| StateKey::Sketch(id))
     }
 }
 

@@ -264,6 +264,10 @@ impl AppendLists {
 }
 
 impl Timed for AppendLists {
+    fn held_reports(&self) -> u64 {
+        AppendLists::held_reports(self)
+    }
+
     /// Writes partial batches idle for `idle` by `now` (all of them with [`FlushMode::All`]), and the
     /// head word of lists idle since batches went without it.
     fn flush(&mut self, now: Instant, mode: FlushMode, _: &Regions, out: &mut Sink<'_>) {

@@ -153,6 +153,10 @@ impl Primitive for Coalescer {
 }
 
 impl Timed for Coalescer {
+    fn held_reports(&self) -> u64 {
+        Coalescer::held_reports(self)
+    }
+
     /// Sends every entry whose window has closed by `now` (everything with [`FlushMode::All`]).
     fn flush(&mut self, now: Instant, mode: FlushMode, _: &Regions, out: &mut Sink<'_>) {
         while let Some(&(deadline, va)) = self.order.front() {

@@ -54,6 +54,11 @@ impl Timed for KeyWrite {
     }
 
     fn flush(&mut self, _: Instant, _: FlushMode, _: &Regions, _: &mut Sink<'_>) {}
+
+    /// Stateless: every report is written when it is handled.
+    fn held_reports(&self) -> u64 {
+        0
+    }
 }
 
 /// Queues the N writes of `r` into `region`. The caller has checked the queue has room for N.

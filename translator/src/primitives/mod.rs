@@ -75,6 +75,9 @@ pub trait Timed {
 
     /// Writes what is due at `now` (or everything held, with [`FlushMode::All`]).
     fn flush(&mut self, now: Instant, mode: FlushMode, regions: &Regions, out: &mut Sink<'_>);
+
+    /// Reports taken and not yet handed to a work request (lost if the state is dropped).
+    fn held_reports(&self) -> u64;
 }
 
 /// A DTA primitive: reports of one kind in, work requests out.
@@ -98,18 +101,50 @@ pub trait Primitive: Timed {
     ) -> Result<Outcome, DropReason>;
 }
 
-/// Every primitive of one collector.
-pub struct Primitives {
+/// [`Primitives`] and its loops over every primitive, from one list (below): a primitive added to the
+/// struct is in the timer loop, the deadline and the held count by construction, not by remembering three
+/// more places (the struct's constructor, [`Primitives::new`], is the one written by hand, and the
+/// compiler requires its new field there).
+macro_rules! primitive_set {
+    ($($(#[$doc:meta])* $field:ident: $ty:ty,)*) => {
+        /// Every primitive of one collector.
+        pub struct Primitives {
+            $($(#[$doc])* pub $field: $ty,)*
+        }
+
+        impl Primitives {
+            /// Reports taken and not yet handed to a work request (batched, cached, coalesced, merged):
+            /// what is lost with this state when it is dropped.
+            pub fn held_reports(&self) -> u64 {
+                0 $(+ self.$field.held_reports())*
+            }
+
+            /// Every primitive, for the timer loop (in the list's order, as the engine always flushed
+            /// them).
+            pub fn timed(&mut self) -> [&mut dyn Timed; [$(stringify!($field)),*].len()] {
+                [$(&mut self.$field,)*]
+            }
+
+            /// [`poll_timeout`](Self::poll_timeout) folded into `t` (see [`Earliest`]).
+            #[inline]
+            pub(crate) fn add_timeouts(&self, t: &mut Earliest) {
+                $(t.add(self.$field.poll_timeout());)*
+            }
+        }
+    };
+}
+
+primitive_set! {
     /// Key-Write (stateless).
-    pub key_write: KeyWrite,
+    key_write: KeyWrite,
     /// Key-Increment coalescing.
-    pub key_increment: Coalescer,
+    key_increment: Coalescer,
     /// Append batches.
-    pub append: AppendLists,
+    append: AppendLists,
     /// Postcarding flow cache.
-    pub postcard: PostcardCache,
+    postcard: PostcardCache,
     /// Sketch-Merge merges.
-    pub sketch: SketchMerger,
+    sketch: SketchMerger,
 }
 
 impl Primitives {
@@ -135,26 +170,6 @@ impl Primitives {
         }
     }
 
-    /// Reports taken and not yet handed to a work request (batched, cached, coalesced, merged): what is
-    /// lost with this state when it is dropped.
-    pub fn held_reports(&self) -> u64 {
-        self.key_increment.held_reports()
-            + self.append.held_reports()
-            + self.postcard.held_reports()
-            + self.sketch.held_reports()
-    }
-
-    /// Every primitive, for the timer loop (in this order, as the engine always flushed them).
-    pub fn timed(&mut self) -> [&mut dyn Timed; 5] {
-        [
-            &mut self.key_write,
-            &mut self.key_increment,
-            &mut self.append,
-            &mut self.postcard,
-            &mut self.sketch,
-        ]
-    }
-
     /// The earliest deadline of any primitive.
     ///
     /// Called directly, not through `dyn Timed` as [`timed`](Self::timed) does: the engine asks once
@@ -166,16 +181,6 @@ impl Primitives {
         let mut t = Earliest::NONE;
         self.add_timeouts(&mut t);
         t.get()
-    }
-
-    /// [`poll_timeout`](Self::poll_timeout) folded into `t` (see [`Earliest`]).
-    #[inline]
-    pub(crate) fn add_timeouts(&self, t: &mut Earliest) {
-        t.add(self.key_write.poll_timeout());
-        t.add(self.key_increment.poll_timeout());
-        t.add(self.postcard.poll_timeout());
-        t.add(self.append.poll_timeout());
-        t.add(self.sketch.poll_timeout());
     }
 }
 

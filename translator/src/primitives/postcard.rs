@@ -281,6 +281,10 @@ static BITS_SET: [u8; 256] = {
 };
 
 impl Timed for PostcardCache {
+    fn held_reports(&self) -> u64 {
+        PostcardCache::held_reports(self)
+    }
+
     /// Writes flows whose idle timeout passed by `now` (all cached flows with [`FlushMode::All`]).
     fn flush(&mut self, now: Instant, mode: FlushMode, regions: &Regions, out: &mut Sink<'_>) {
         let Some(region) = regions.postcard.as_ref() else {

@@ -245,6 +245,10 @@ impl Primitive for SketchMerger {
 }
 
 impl Timed for SketchMerger {
+    fn held_reports(&self) -> u64 {
+        SketchMerger::held_reports(self)
+    }
+
     /// Writes complete columns that waited `idle` for a full batch (all complete ones with
     /// [`FlushMode::All`]).
     fn flush(&mut self, now: Instant, mode: FlushMode, _: &Regions, out: &mut Sink<'_>) {

@@ -3,6 +3,9 @@ use crate::dta::base;
 use crate::dta::keyincrement;
 use crate::dta::postcard::{self, Variant};
 use crate::dta::sketch::{self, SketchOp};
+use crate::dta::{
+    AppendRepr, KeyIncrementRepr, KeyWriteRepr, PostcardPathLenRepr, PostcardRepr, SketchRepr,
+};
 use proptest::prelude::*;
 
 /// The model of [`ReportRepr::parse`]: the report read outside in through each header's checked view
