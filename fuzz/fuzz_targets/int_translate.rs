@@ -12,7 +12,7 @@
 #![no_main]
 
 use dta_translator::config::{EventLists, FabricSwitch, HopMode, IntConfig, SwitchRole};
-use dta_translator::int::{Action, Actions, IntCounters, IntFrontEnd};
+use dta_translator::int::{Action, IntCounters, IntFrontEnd, Translated};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -64,8 +64,11 @@ fuzz_target!(|data: &[u8]| {
     };
     let mut front = IntFrontEnd::new(&cfg, hops);
     let mut c = IntCounters::default();
-    let mut out = Actions::new();
-    front.translate(payload, &mut c, &mut out);
+    let mut t = Translated::default();
+    front.translate(payload, &mut c, &mut t);
+    // One worker: nothing is left to another.
+    assert!(t.handed.is_empty());
+    let out = t.actions;
     assert_eq!(c.packets, 1);
     let dropped: u64 = c.drops.iter().sum();
     let outcomes = c.reports + dropped;

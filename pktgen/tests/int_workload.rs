@@ -10,7 +10,7 @@ use dta_protocol::int::inner::FlowKey;
 use dta_protocol::int::mapping::flow_key;
 use dta_protocol::udp::{UdpEndpoints, UdpFrame};
 use dta_translator::config::{EventLists, IntConfig};
-use dta_translator::int::{Action, Actions, IntCounters, IntFrontEnd};
+use dta_translator::int::{Action, Actions, IntCounters, IntFrontEnd, Translated};
 
 fn generator(kind: IntKind, drop_per_mille: u32) -> IntGenerator {
     let p = IntParams {
@@ -73,16 +73,17 @@ fn postcards(a: &Actions) -> Vec<(u32, u8, u32, bool)> {
 fn v05_hop_by_hop_paths_as_drawn() {
     let mut g = generator(IntKind::V05, 0);
     let mut f = front();
-    let (mut c, mut actions) = (IntCounters::default(), Actions::new());
+    let (mut c, mut out) = (IntCounters::default(), Translated::default());
     let mut buf = [0u8; IntGenerator::MAX_FRAME_LEN];
     let mut got = Vec::new();
     for _ in 0..500 {
         let n = g.next_frame(&mut buf).unwrap();
         let udp = UdpFrame::parse(&buf[..n]).unwrap();
         assert_eq!(udp.endpoints.dst_port, 32766);
-        actions.clear();
-        f.translate(udp.payload, &mut c, &mut actions);
-        got.extend(postcards(&actions));
+        out.clear();
+        f.translate(udp.payload, &mut c, &mut out);
+        let actions = &out.actions;
+        got.extend(postcards(actions));
     }
     assert_eq!((c.reports, c.lost, c.late), (500, 0, 0));
     assert_eq!(c.drops.iter().sum::<u64>(), 0);
@@ -106,14 +107,15 @@ fn v05_hop_by_hop_paths_as_drawn() {
 fn v05_drops_end_a_flow_and_are_counted() {
     let mut g = generator(IntKind::V05, 100);
     let mut f = front();
-    let (mut c, mut actions) = (IntCounters::default(), Actions::new());
+    let (mut c, mut out) = (IntCounters::default(), Translated::default());
     let mut buf = [0u8; IntGenerator::MAX_FRAME_LEN];
     let mut drop_counts = 0;
     for _ in 0..2000 {
         let n = g.next_frame(&mut buf).unwrap();
         let udp = UdpFrame::parse(&buf[..n]).unwrap();
-        actions.clear();
-        f.translate(udp.payload, &mut c, &mut actions);
+        out.clear();
+        f.translate(udp.payload, &mut c, &mut out);
+        let actions = &out.actions;
         drop_counts += actions
             .iter()
             .filter(|a| matches!(a, Action::DropCount { .. }))
@@ -130,15 +132,16 @@ fn v05_drops_end_a_flow_and_are_counted() {
 fn v2_sink_reports_carry_the_whole_path() {
     let mut g = generator(IntKind::V2, 0);
     let mut f = front();
-    let (mut c, mut actions) = (IntCounters::default(), Actions::new());
+    let (mut c, mut out) = (IntCounters::default(), Translated::default());
     let mut buf = [0u8; IntGenerator::MAX_FRAME_LEN];
     let mut rng = SplitMix64::new(7);
     let (dist, tree) = (KeyDist::uniform(0, 100_000), FatTree::new(8).unwrap());
     for _ in 0..200 {
         let n = g.next_frame(&mut buf).unwrap();
         let udp = UdpFrame::parse(&buf[..n]).unwrap();
-        actions.clear();
-        f.translate(udp.payload, &mut c, &mut actions);
+        out.clear();
+        f.translate(udp.payload, &mut c, &mut out);
+        let actions = &out.actions;
         let flow = dist.sample(&mut rng);
         let path = tree.path(&mut rng);
         for _ in 0..HOPS {
@@ -149,7 +152,7 @@ fn v2_sink_reports_carry_the_whole_path() {
             .enumerate()
             .map(|(h, &n)| (key(flow), h as u8 + 1, n, true))
             .collect();
-        assert_eq!(postcards(&actions), want);
+        assert_eq!(postcards(actions), want);
     }
     assert_eq!((c.reports, c.whole_paths, c.lost), (200, 200, 0));
     assert_eq!(c.drops.iter().sum::<u64>(), 0);

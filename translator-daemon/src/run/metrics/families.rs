@@ -10,6 +10,7 @@ use std::fmt;
 use std::sync::atomic::Ordering;
 
 use dta_httpd::openmetrics::{counter, counters, gauges};
+use dta_protocol::dta::Opcode;
 use dta_translator::int::IntDrop;
 use dta_translator::DropReason;
 use prometheus_client::collector::Collector;
@@ -39,7 +40,7 @@ impl Collector for Families {
         let plane = src.plane();
         let c = &t.c;
         let enc = &mut enc;
-        let per_primitive = |a: &[u64; 6]| -> Vec<_> {
+        let per_primitive = |a: &[u64; Opcode::COUNT]| -> Vec<_> {
             PRIMITIVES
                 .iter()
                 .map(|p| [("primitive", *p)])
