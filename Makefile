@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 # Short coverage-guided runs of every fuzz target inside `make test`; `make fuzz` runs longer.
 FUZZ_SMOKE_SECONDS ?= 20
 FUZZ_SECONDS ?= 300
-FUZZ_TARGETS := dta_parse roce_parse int_parse int_translate translator_engine responder
+FUZZ_TARGETS := dta_parse roce_parse int_parse int_handoff int_translate translator_engine responder
 
 .PHONY: setup build test unit test-rxe fuzz-smoke fuzz lint fmt p4 bench-protocol bench figures demo clean
 
