@@ -47,11 +47,20 @@ fn summary(sketch: u32, merge: &str, changed: u64, nonzero: u64, total: u64, car
 
 /// The epoch's rows, in memory order: sketch, then column, then row.
 fn sort(mut rows: Vec<Value>) -> Vec<Value> {
+    // Every field in the key: a cell changed in two epochs gives two rows that differ only in their
+    // values (a sketch's summaries likewise), and a reader (chdb) returns rows in no fixed order.
     rows.sort_by_key(|r| {
         (
             r["sketch"].as_u64(),
             r["column"].as_u64(),
             r["row"].as_u64(),
+            r["previous"].as_u64(),
+            r["value"].as_u64(),
+            // A summary's.
+            r["changed"].as_u64(),
+            r["nonzero"].as_u64(),
+            r["total"].as_u64(),
+            r["cardinality"].as_u64(),
         )
     });
     rows
