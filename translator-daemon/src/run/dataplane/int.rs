@@ -1,6 +1,6 @@
 //! INT reports: set aside from a burst and handed to the engine apart; the work they leave on other
-//! workers' flows written as messages (into the report's own buffer where it is the frame's last) and
-//! staged for those workers; and the messages other workers sent given to the engine.
+//! workers' flows written as messages (into the report's own buffer, behind the frame, for the frame's
+//! last) and staged for those workers; and the messages other workers sent given to the engine.
 
 use std::ops::Range;
 
@@ -38,9 +38,9 @@ impl<Q: Queue> DataPlane<Q> {
     }
 
     /// Hands the INT burst (frames this worker received) to the engine, stages the messages of work it
-    /// left for other workers (each frame's last message written over the frame itself, any other in a
-    /// buffer of its own: only a v2.0 group naming flows of several workers needs one), and recycles the
-    /// rest.
+    /// left for other workers (each frame's last message written into the frame's own buffer, behind the
+    /// frame, any other in a buffer of its own: only a v2.0 group naming flows of several workers needs
+    /// one), and recycles the rest.
     pub(super) fn int_takes(&mut self, engine: Option<&mut Engine>, now: Instant) {
         let Some(e) = engine else {
             self.counters.startup_drops += self.int_rx.len() as u64;
@@ -59,9 +59,9 @@ impl<Q: Queue> DataPlane<Q> {
             self.queues[self.cfg.collector_port].recycle(&mut self.int_rx);
             return;
         }
-        let messages = std::mem::take(&mut self.int_hand.messages);
-        for (n, (i, k, range)) in messages.iter().cloned().enumerate() {
-            let bytes = &self.int_hand.bytes[range];
+        let messages = &self.int_hand.messages;
+        for (n, &(i, k, ref range)) in messages.iter().enumerate() {
+            let bytes = &self.int_hand.bytes[range.clone()];
             let Some(staged) = self.staged.get_mut(k) else {
                 self.counters.handoff_full += 1;
                 continue;
@@ -78,7 +78,6 @@ impl<Q: Queue> DataPlane<Q> {
                 self.counters.handoff_full += 1;
             }
         }
-        self.int_hand.messages = messages;
         self.int_rx.compact();
         self.offer_staged();
         self.queues[self.cfg.collector_port].recycle(&mut self.int_rx);

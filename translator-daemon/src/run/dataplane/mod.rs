@@ -7,7 +7,7 @@
 //! * a report or RoCE response whose state another worker owns goes to that worker's handoff ring (when
 //!   the ring is full, the worker holds it and receives nothing more until the owner catches up);
 //! * an INT report goes to this worker's engine, which translates it whole and leaves what touches other
-//!   workers' flows (their paths, their hop records) as messages, written over the report's own buffer,
+//!   workers' flows (their paths, their hop records) as messages, written into the report's own buffer,
 //!   which go to those flows' owners through the same rings;
 //! * the rest is handed to this worker's engine as one burst, read where it lies.
 //!
